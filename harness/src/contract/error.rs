@@ -1,0 +1,73 @@
+//! The error kinds a store may answer (SPEC §6).
+
+use serde::{Deserialize, Serialize};
+
+/// What kind of refusal a store answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The server may lose acknowledged writes (SPEC 2.6); opt-out possible.
+    Durability,
+    /// The server is a replica or a cluster (SPEC 2.6); no opt-out.
+    Deployment,
+    /// `CONFIG GET` or `INFO` was refused, so the settings cannot be verified.
+    ConfigRefused,
+    /// The server is full (maxmemory reached): nothing was written.
+    StoreFull,
+    /// The server could not be reached: the outcome is unknown.
+    Unavailable,
+    /// The store does not offer this contract.
+    Unsupported,
+    /// The request broke the value or type rules: nothing was changed.
+    BadRequest,
+}
+
+impl ErrorKind {
+    /// The wire name, e.g. `bad_request`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Durability => "durability",
+            ErrorKind::Deployment => "deployment",
+            ErrorKind::ConfigRefused => "config_refused",
+            ErrorKind::StoreFull => "store_full",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::Unsupported => "unsupported",
+            ErrorKind::BadRequest => "bad_request",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A store's refusal: its kind, a message for people, and for `durability`
+/// every setting found short.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{kind}: {message}")]
+pub struct StoreError {
+    pub kind: ErrorKind,
+    pub message: String,
+    /// The settings found short (durability and deployment errors).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<String>,
+}
+
+impl StoreError {
+    /// An error of `kind` with `message` and no settings.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        StoreError {
+            kind,
+            message: message.into(),
+            settings: Vec::new(),
+        }
+    }
+
+    /// The same error naming `settings`.
+    pub fn with_settings(mut self, settings: Vec<String>) -> Self {
+        self.settings = settings;
+        self
+    }
+}

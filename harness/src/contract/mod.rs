@@ -1,0 +1,131 @@
+//! The three contracts as code (SPEC 2.1–2.3): operations, replies, errors,
+//! and a pure sequential model of each that checkers and tests can run.
+//!
+//! Everything here is pure: no I/O, no clocks. Time comes in as arguments.
+
+mod error;
+mod lease_model;
+mod queue_model;
+mod rate_model;
+mod reply;
+mod request;
+
+pub use error::{ErrorKind, StoreError};
+pub use lease_model::{LeaseModel, LeaseRecord};
+pub use queue_model::{ChildRecord, QueueModel};
+pub use rate_model::{ProviderRecord, RateModel};
+pub use reply::{ChildState, ChildView, LeaseView, Reply};
+pub use request::{Call, Request, MAX_DURATION_MS, MAX_LIMIT};
+
+use serde::{Deserialize, Serialize};
+
+/// One of the contracts a store may offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Contract {
+    Lease,
+    Queue,
+    Rate,
+}
+
+impl Contract {
+    /// Every contract, in report order.
+    pub const ALL: [Contract; 3] = [Contract::Lease, Contract::Queue, Contract::Rate];
+
+    /// The contract an operation's wire name belongs to (`lease.take` → lease).
+    pub fn of_op(op: &str) -> Option<Contract> {
+        match op.split('.').next()? {
+            "lease" => Some(Contract::Lease),
+            "queue" => Some(Contract::Queue),
+            "rate" => Some(Contract::Rate),
+            _ => None,
+        }
+    }
+
+    /// The wire name: `lease`, `queue` or `rate`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Contract::Lease => "lease",
+            Contract::Queue => "queue",
+            Contract::Rate => "rate",
+        }
+    }
+}
+
+impl std::fmt::Display for Contract {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A judge's word on one reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Judgement {
+    /// The contract allows this reply.
+    Agrees,
+    /// A safe deviation (a SHOULD): e.g. `busy` at the exact expiry instant.
+    Conservative(String),
+    /// The contract forbids this reply (a MUST).
+    Violates(String),
+}
+
+/// All three sequential models side by side: lease and queue on server time,
+/// rate limits on the instance clock.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContractModel {
+    pub lease: LeaseModel,
+    pub queue: QueueModel,
+    pub rate: RateModel,
+}
+
+impl ContractModel {
+    /// The time the contract of `req` decides on: server time for lease and
+    /// queue, the instance clock for rate limits.
+    pub fn now_for(req: &Request, server_now_ms: i64, clock_ms: i64) -> i64 {
+        match req.contract() {
+            Contract::Rate => clock_ms,
+            Contract::Lease | Contract::Queue => server_now_ms,
+        }
+    }
+
+    /// The canonical reply to `req` and its effect.
+    pub fn apply(&mut self, req: &Request, server_now_ms: i64, clock_ms: i64) -> Reply {
+        let now = Self::now_for(req, server_now_ms, clock_ms);
+        let reply = match req.contract() {
+            Contract::Lease => self.lease.apply(req, now),
+            Contract::Queue => self.queue.apply(req, now),
+            Contract::Rate => self.rate.apply(req, now),
+        };
+        // Every request belongs to exactly one model, so this never falls through.
+        reply.unwrap_or(Reply::Unknown {})
+    }
+
+    /// Judges a store's answer to a valid request. An error answer is a
+    /// violation unless it is `unavailable` (outcome unknown; the caller
+    /// decides what an unknown outcome means for its check).
+    pub fn judge(
+        &mut self,
+        req: &Request,
+        server_now_ms: i64,
+        clock_ms: i64,
+        observed: &Result<Reply, StoreError>,
+    ) -> Judgement {
+        let now = Self::now_for(req, server_now_ms, clock_ms);
+        let reply = match observed {
+            Ok(r) => r,
+            Err(e) => {
+                let mut next = self.clone();
+                let want = next.apply(req, server_now_ms, clock_ms);
+                return Judgement::Violates(format!(
+                    "expected {}, got the error {e}",
+                    serde_json::to_string(&want).unwrap_or_default()
+                ));
+            }
+        };
+        match req.contract() {
+            Contract::Lease => self.lease.judge(req, now, reply),
+            Contract::Queue => self.queue.judge(req, now, reply),
+            Contract::Rate => self.rate.judge(req, now, reply),
+        }
+    }
+}

@@ -1,0 +1,312 @@
+//! Requests: the wire form ([`Call`]) every store receives, and the typed,
+//! validated form ([`Request`]) that models and built-in stores work on.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Contract, ErrorKind, StoreError};
+
+/// The longest duration (`ttl_ms`, `claim_ttl_ms`, `window_ms`) a store must
+/// accept: one year. Anything longer is `bad_request` — a lease for a century
+/// is a bug in the caller, not a lease.
+pub const MAX_DURATION_MS: i64 = 365 * 24 * 3_600_000;
+
+/// The largest `limit` a rate-limit call may ask for.
+pub const MAX_LIMIT: i64 = 1_000_000;
+
+/// One request as it crosses the wire (SPEC §6): an operation name and its
+/// arguments, untyped. Stores receive this form so that bad input (wrong types,
+/// missing fields) can be sent to them and must be answered with `bad_request`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Call {
+    /// The wire name, e.g. `lease.take`.
+    pub op: String,
+    /// The arguments object.
+    pub args: Value,
+}
+
+/// A typed, validated request. Its serde form is exactly the wire form
+/// `{"op": "lease.take", "args": {...}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", content = "args", deny_unknown_fields)]
+pub enum Request {
+    #[serde(rename = "lease.take")]
+    LeaseTake {
+        tree: String,
+        holder: String,
+        ttl_ms: i64,
+    },
+    #[serde(rename = "lease.renew")]
+    LeaseRenew {
+        tree: String,
+        holder: String,
+        epoch: i64,
+        ttl_ms: i64,
+    },
+    #[serde(rename = "lease.release")]
+    LeaseRelease {
+        tree: String,
+        holder: String,
+        epoch: i64,
+    },
+    #[serde(rename = "lease.read")]
+    LeaseRead { tree: String },
+    #[serde(rename = "lease.keep_execution")]
+    LeaseKeepExecution { tree: String, execution: String },
+    #[serde(rename = "lease.kept_executions")]
+    LeaseKeptExecutions { tree: String },
+    #[serde(rename = "queue.save")]
+    QueueSave {
+        child: String,
+        depth: i64,
+        payload: String,
+    },
+    #[serde(rename = "queue.claim")]
+    QueueClaim { instance: String, claim_ttl_ms: i64 },
+    #[serde(rename = "queue.complete")]
+    QueueComplete {
+        child: String,
+        instance: String,
+        attempt: i64,
+    },
+    #[serde(rename = "queue.read")]
+    QueueRead { child: String },
+    #[serde(rename = "rate.acquire_slot")]
+    RateAcquireSlot {
+        provider: String,
+        holder: String,
+        limit: i64,
+        ttl_ms: i64,
+    },
+    #[serde(rename = "rate.release_slot")]
+    RateReleaseSlot { provider: String, slot: String },
+    #[serde(rename = "rate.hit")]
+    RateHit {
+        provider: String,
+        limit: i64,
+        window_ms: i64,
+    },
+    #[serde(rename = "rate.pause")]
+    RatePause { provider: String, until_ms: i64 },
+    #[serde(rename = "rate.read")]
+    RateRead { provider: String },
+}
+
+impl Request {
+    /// Parses and validates a wire call. Every failure is a `bad_request`
+    /// naming what is wrong, so a store that uses this answers bad input the
+    /// way the contract asks.
+    pub fn parse(call: &Call) -> Result<Request, StoreError> {
+        let wire = serde_json::json!({"op": call.op, "args": call.args});
+        let req: Request = serde_json::from_value(wire).map_err(|e| {
+            StoreError::new(ErrorKind::BadRequest, format!("{}: {e}", call.op))
+        })?;
+        req.validate()?;
+        Ok(req)
+    }
+
+    /// The wire form of this request.
+    pub fn to_call(&self) -> Call {
+        // A derived Serialize of this enum cannot fail: every field is a
+        // string or an integer.
+        let v = serde_json::to_value(self).unwrap_or(Value::Null);
+        Call {
+            op: v["op"].as_str().unwrap_or_default().to_string(),
+            args: v["args"].clone(),
+        }
+    }
+
+    /// The wire name of the operation.
+    pub fn op(&self) -> &'static str {
+        match self {
+            Request::LeaseTake { .. } => "lease.take",
+            Request::LeaseRenew { .. } => "lease.renew",
+            Request::LeaseRelease { .. } => "lease.release",
+            Request::LeaseRead { .. } => "lease.read",
+            Request::LeaseKeepExecution { .. } => "lease.keep_execution",
+            Request::LeaseKeptExecutions { .. } => "lease.kept_executions",
+            Request::QueueSave { .. } => "queue.save",
+            Request::QueueClaim { .. } => "queue.claim",
+            Request::QueueComplete { .. } => "queue.complete",
+            Request::QueueRead { .. } => "queue.read",
+            Request::RateAcquireSlot { .. } => "rate.acquire_slot",
+            Request::RateReleaseSlot { .. } => "rate.release_slot",
+            Request::RateHit { .. } => "rate.hit",
+            Request::RatePause { .. } => "rate.pause",
+            Request::RateRead { .. } => "rate.read",
+        }
+    }
+
+    /// The contract this operation belongs to.
+    pub fn contract(&self) -> Contract {
+        Contract::of_op(self.op()).unwrap_or(Contract::Lease)
+    }
+
+    /// Whether the request only reads.
+    pub fn is_read(&self) -> bool {
+        matches!(
+            self,
+            Request::LeaseRead { .. }
+                | Request::LeaseKeptExecutions { .. }
+                | Request::QueueRead { .. }
+                | Request::RateRead { .. }
+        )
+    }
+
+    /// Checks the value rules of SPEC §6: ids non-empty, durations in
+    /// `1..=MAX_DURATION_MS`, whole numbers not negative, limits at least 1.
+    pub fn validate(&self) -> Result<(), StoreError> {
+        let mut problems = Vec::new();
+        let mut id = |name: &str, v: &str| {
+            if v.is_empty() {
+                problems.push(format!("{name} must be a non-empty string"));
+            }
+        };
+        match self {
+            Request::LeaseTake { tree, holder, .. } | Request::LeaseRelease { tree, holder, .. } => {
+                id("tree", tree);
+                id("holder", holder);
+            }
+            Request::LeaseRenew { tree, holder, .. } => {
+                id("tree", tree);
+                id("holder", holder);
+            }
+            Request::LeaseRead { tree } | Request::LeaseKeptExecutions { tree } => id("tree", tree),
+            Request::LeaseKeepExecution { tree, execution } => {
+                id("tree", tree);
+                id("execution", execution);
+            }
+            Request::QueueSave { child, .. } | Request::QueueRead { child } => id("child", child),
+            Request::QueueClaim { instance, .. } => id("instance", instance),
+            Request::QueueComplete {
+                child, instance, ..
+            } => {
+                id("child", child);
+                id("instance", instance);
+            }
+            Request::RateAcquireSlot {
+                provider, holder, ..
+            } => {
+                id("provider", provider);
+                id("holder", holder);
+            }
+            Request::RateReleaseSlot { provider, slot } => {
+                id("provider", provider);
+                id("slot", slot);
+            }
+            Request::RateHit { provider, .. }
+            | Request::RatePause { provider, .. }
+            | Request::RateRead { provider } => id("provider", provider),
+        }
+        let duration = |name: &str, v: i64, problems: &mut Vec<String>| {
+            if v <= 0 || v > MAX_DURATION_MS {
+                problems.push(format!(
+                    "{name} must be a whole number of milliseconds in 1..={MAX_DURATION_MS}, got {v}"
+                ));
+            }
+        };
+        let whole = |name: &str, v: i64, problems: &mut Vec<String>| {
+            if v < 0 {
+                problems.push(format!("{name} must be a whole number, got {v}"));
+            }
+        };
+        let limit = |v: i64, problems: &mut Vec<String>| {
+            if !(1..=MAX_LIMIT).contains(&v) {
+                problems.push(format!("limit must be in 1..={MAX_LIMIT}, got {v}"));
+            }
+        };
+        match self {
+            Request::LeaseTake { ttl_ms, .. } => duration("ttl_ms", *ttl_ms, &mut problems),
+            Request::LeaseRenew { ttl_ms, epoch, .. } => {
+                duration("ttl_ms", *ttl_ms, &mut problems);
+                whole("epoch", *epoch, &mut problems);
+            }
+            Request::LeaseRelease { epoch, .. } => whole("epoch", *epoch, &mut problems),
+            Request::QueueSave { depth, .. } => whole("depth", *depth, &mut problems),
+            Request::QueueClaim { claim_ttl_ms, .. } => {
+                duration("claim_ttl_ms", *claim_ttl_ms, &mut problems)
+            }
+            Request::QueueComplete { attempt, .. } => whole("attempt", *attempt, &mut problems),
+            Request::RateAcquireSlot { limit: l, ttl_ms, .. } => {
+                limit(*l, &mut problems);
+                duration("ttl_ms", *ttl_ms, &mut problems);
+            }
+            Request::RateHit {
+                limit: l,
+                window_ms,
+                ..
+            } => {
+                limit(*l, &mut problems);
+                duration("window_ms", *window_ms, &mut problems);
+            }
+            Request::RatePause { until_ms, .. } => whole("until_ms", *until_ms, &mut problems),
+            _ => {}
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(StoreError::new(
+                ErrorKind::BadRequest,
+                format!("{}: {}", self.op(), problems.join("; ")),
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(op: &str, args: Value) -> Call {
+        Call {
+            op: op.into(),
+            args,
+        }
+    }
+
+    #[test]
+    fn wire_form_round_trips() {
+        let req = Request::LeaseTake {
+            tree: "t1".into(),
+            holder: "a".into(),
+            ttl_ms: 1000,
+        };
+        let c = req.to_call();
+        assert_eq!(c.op, "lease.take");
+        assert_eq!(c.args, json!({"tree": "t1", "holder": "a", "ttl_ms": 1000}));
+        assert_eq!(Request::parse(&c).unwrap(), req);
+    }
+
+    #[test]
+    fn bad_input_is_bad_request() {
+        let cases = [
+            call("lease.take", json!({"tree": "", "holder": "a", "ttl_ms": 1})),
+            call("lease.take", json!({"tree": "t", "holder": "a", "ttl_ms": 0})),
+            call("lease.take", json!({"tree": "t", "holder": "a", "ttl_ms": -5})),
+            call(
+                "lease.take",
+                json!({"tree": "t", "holder": "a", "ttl_ms": MAX_DURATION_MS + 1}),
+            ),
+            call("lease.take", json!({"tree": "t", "holder": "a", "ttl_ms": "1000"})),
+            call("lease.take", json!({"tree": 7, "holder": "a", "ttl_ms": 1000})),
+            call("lease.take", json!({"tree": "t", "holder": "a", "ttl_ms": 1.5})),
+            call("lease.take", json!({"tree": "t", "holder": "a"})),
+            call("lease.steal", json!({"tree": "t"})),
+            call("rate.hit", json!({"provider": "p", "limit": 0, "window_ms": 10})),
+            call("queue.save", json!({"child": "c", "depth": -1, "payload": ""})),
+        ];
+        for c in cases {
+            let err = Request::parse(&c).expect_err(&format!("{c:?} must be refused"));
+            assert_eq!(err.kind, ErrorKind::BadRequest, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn odd_but_valid_ids_parse() {
+        for tree in ["ü→漢", "a:{b}", "*", &"x".repeat(1024)] {
+            let c = call("lease.read", json!({ "tree": tree }));
+            assert!(Request::parse(&c).is_ok(), "{tree}");
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! storeproof's foundation: the contracts as code, the store clients, managed
+//! Redis servers with a controlled clock, checks and the conformance suite.
+//!
+//! Data flows one way: a schedule (here, a conformance scenario) is run by a
+//! runner against store clients on a server, producing a history; checkers
+//! turn histories into verdicts; the binary hands the verdicts to `reports`.
+
+pub mod contract;
+pub mod server;
+pub mod store;

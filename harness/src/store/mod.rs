@@ -1,0 +1,60 @@
+//! How one instance talks to a store: one async trait, one call per contract
+//! operation. Everything outside this module sees only [`StoreFactory`] and
+//! [`StoreClient`]; the built-in Redis stores and (later) external adapters
+//! are implementations.
+
+pub mod redis;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::contract::{Call, Contract, Reply, StoreError};
+
+/// The opt-out a Redis store accepts for short durability settings (SPEC 2.6).
+pub const OPT_OUT_WRITES_MAY_BE_LOST: &str = "acknowledged-writes-may-be-lost";
+
+/// What an instance is told when it connects (the `hello` of SPEC §6).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// The instance's name, e.g. `a`.
+    pub instance: String,
+    /// The server (or a proxy storeproof controls) the store must use.
+    pub redis_url: String,
+    /// Every key the store writes must start with this.
+    pub prefix: String,
+    /// `Some("acknowledged-writes-may-be-lost")` to accept short durability.
+    pub opt_out: Option<String>,
+}
+
+/// What a store says of itself once connected.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreInfo {
+    pub name: String,
+    pub version: String,
+    pub contracts: Vec<Contract>,
+}
+
+/// One instance's connection to a store. Calls are sequential: the harness
+/// never sends the next call of an instance before the previous one answered.
+#[async_trait]
+pub trait StoreClient: Send {
+    /// Sends one request with the instance clock `clock_ms` and waits for the
+    /// store's answer. `Err` is a store error of SPEC §6 (`bad_request`,
+    /// `unavailable`, …), never a panic.
+    async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError>;
+}
+
+/// Makes connected instances of one store implementation.
+#[async_trait]
+pub trait StoreFactory: Send + Sync {
+    /// How the store is named on the command line (`builtin:redis`, `cmd:…`).
+    fn spec(&self) -> String;
+
+    /// Connects one instance. The store validates its server here (SPEC 2.6)
+    /// and refuses with `durability`, `deployment` or `config_refused`.
+    async fn connect(
+        &self,
+        hello: &Hello,
+        clock_ms: i64,
+    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError>;
+}

@@ -1,0 +1,1 @@
+//! The run model and its renderings (being written).
