@@ -1,1 +1,68 @@
-fn main() {}
+//! The `storeproof` command line: parse, run, print any error once, exit
+//! 0 (all checks passed), 1 (a check failed) or 2 (usage or setup error).
+
+mod certify;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Certifies coordination stores — execution leases, a child queue, provider
+/// rate limits — against a real Redis server, and writes a report.
+#[derive(Debug, Parser)]
+#[command(name = "storeproof", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Certify a store: run the suites and write storeproof-report/.
+    ///
+    /// With no arguments: the built-in Redis stores on a Redis server
+    /// storeproof starts itself (durable settings, data on tmpfs, a clock it
+    /// controls), every suite this version has.
+    Certify(certify::CertifyArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("storeproof: error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Ctrl-C: kill every managed server and remove its directory before
+    // leaving, so an interrupted run leaves nothing behind.
+    runtime.spawn(async {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            harness::server::cleanup_all();
+            eprintln!("storeproof: interrupted; managed servers stopped, no report written");
+            std::process::exit(130);
+        }
+    });
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Certify(args) => certify::run(args).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("storeproof: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Where the report goes when `--out` is not given.
+pub(crate) fn default_out() -> PathBuf {
+    PathBuf::from("storeproof-report")
+}

@@ -5,6 +5,10 @@
 //! runner against store clients on a server, producing a history; checkers
 //! turn histories into verdicts; the binary hands the verdicts to `reports`.
 
+pub mod check;
+pub mod conformance;
 pub mod contract;
+pub mod history;
+pub mod keyspace;
 pub mod server;
 pub mod store;

@@ -1,1 +1,91 @@
-//! The run model and its renderings (being written).
+//! The run model's renderings: `report.json` (SPEC §5's fields, for CI
+//! scripts), `junit.xml` (one test case per check) and a self-contained
+//! `index.html` (no network, no build step). Rendering is pure; [`write_all`]
+//! is the only I/O and never leaves a half-written report behind.
+
+mod html;
+mod junit;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use harness::check::Report;
+
+pub use html::render_html;
+pub use junit::render_junit;
+
+/// Why a report could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("cannot write the report to {path}: {source}; pick another --out directory")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot encode the report: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// `report.json` as text.
+pub fn render_json(report: &Report) -> Result<String, ReportError> {
+    Ok(serde_json::to_string_pretty(report)?)
+}
+
+/// Writes `index.html`, `report.json` and `junit.xml` into `dir`. All three
+/// are first written into a sibling staging directory that then replaces
+/// `dir`, so a failure leaves either the old report or none, never half.
+pub fn write_all(report: &Report, dir: &Path) -> Result<(), ReportError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ReportError::Io { path, source }
+    };
+    let json = render_json(report)?;
+    let junit = render_junit(report);
+    let html = render_html(report);
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fs::create_dir_all(&parent).map_err(io(&parent))?;
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "storeproof-report".into());
+    let staging = parent.join(format!(".{name}.staging-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&staging);
+    let result = (|| {
+        fs::create_dir_all(&staging).map_err(io(&staging))?;
+        for (file, body) in [
+            ("report.json", json.as_str()),
+            ("junit.xml", junit.as_str()),
+            ("index.html", html.as_str()),
+        ] {
+            let path = staging.join(file);
+            fs::write(&path, body).map_err(io(&path))?;
+        }
+        if dir.exists() {
+            fs::remove_dir_all(dir).map_err(io(dir))?;
+        }
+        fs::rename(&staging, dir).map_err(io(dir))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_dir_all(&staging);
+    }
+    result
+}
+
+/// Escapes text for HTML and XML.
+pub(crate) fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}

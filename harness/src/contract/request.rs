@@ -98,9 +98,8 @@ impl Request {
     /// way the contract asks.
     pub fn parse(call: &Call) -> Result<Request, StoreError> {
         let wire = serde_json::json!({"op": call.op, "args": call.args});
-        let req: Request = serde_json::from_value(wire).map_err(|e| {
-            StoreError::new(ErrorKind::BadRequest, format!("{}: {e}", call.op))
-        })?;
+        let req: Request = serde_json::from_value(wire)
+            .map_err(|e| StoreError::new(ErrorKind::BadRequest, format!("{}: {e}", call.op)))?;
         req.validate()?;
         Ok(req)
     }
@@ -163,7 +162,8 @@ impl Request {
             }
         };
         match self {
-            Request::LeaseTake { tree, holder, .. } | Request::LeaseRelease { tree, holder, .. } => {
+            Request::LeaseTake { tree, holder, .. }
+            | Request::LeaseRelease { tree, holder, .. } => {
                 id("tree", tree);
                 id("holder", holder);
             }
@@ -227,7 +227,9 @@ impl Request {
                 duration("claim_ttl_ms", *claim_ttl_ms, &mut problems)
             }
             Request::QueueComplete { attempt, .. } => whole("attempt", *attempt, &mut problems),
-            Request::RateAcquireSlot { limit: l, ttl_ms, .. } => {
+            Request::RateAcquireSlot {
+                limit: l, ttl_ms, ..
+            } => {
                 limit(*l, &mut problems);
                 duration("ttl_ms", *ttl_ms, &mut problems);
             }
@@ -281,20 +283,44 @@ mod tests {
     #[test]
     fn bad_input_is_bad_request() {
         let cases = [
-            call("lease.take", json!({"tree": "", "holder": "a", "ttl_ms": 1})),
-            call("lease.take", json!({"tree": "t", "holder": "a", "ttl_ms": 0})),
-            call("lease.take", json!({"tree": "t", "holder": "a", "ttl_ms": -5})),
+            call(
+                "lease.take",
+                json!({"tree": "", "holder": "a", "ttl_ms": 1}),
+            ),
+            call(
+                "lease.take",
+                json!({"tree": "t", "holder": "a", "ttl_ms": 0}),
+            ),
+            call(
+                "lease.take",
+                json!({"tree": "t", "holder": "a", "ttl_ms": -5}),
+            ),
             call(
                 "lease.take",
                 json!({"tree": "t", "holder": "a", "ttl_ms": MAX_DURATION_MS + 1}),
             ),
-            call("lease.take", json!({"tree": "t", "holder": "a", "ttl_ms": "1000"})),
-            call("lease.take", json!({"tree": 7, "holder": "a", "ttl_ms": 1000})),
-            call("lease.take", json!({"tree": "t", "holder": "a", "ttl_ms": 1.5})),
+            call(
+                "lease.take",
+                json!({"tree": "t", "holder": "a", "ttl_ms": "1000"}),
+            ),
+            call(
+                "lease.take",
+                json!({"tree": 7, "holder": "a", "ttl_ms": 1000}),
+            ),
+            call(
+                "lease.take",
+                json!({"tree": "t", "holder": "a", "ttl_ms": 1.5}),
+            ),
             call("lease.take", json!({"tree": "t", "holder": "a"})),
             call("lease.steal", json!({"tree": "t"})),
-            call("rate.hit", json!({"provider": "p", "limit": 0, "window_ms": 10})),
-            call("queue.save", json!({"child": "c", "depth": -1, "payload": ""})),
+            call(
+                "rate.hit",
+                json!({"provider": "p", "limit": 0, "window_ms": 10}),
+            ),
+            call(
+                "queue.save",
+                json!({"child": "c", "depth": -1, "payload": ""}),
+            ),
         ];
         for c in cases {
             let err = Request::parse(&c).expect_err(&format!("{c:?} must be refused"));

@@ -1,0 +1,310 @@
+//! Conformance checks that look at the server itself rather than at replies:
+//! kept execution ids never in Redis, keys inside the prefix, bytes per tree.
+
+use std::collections::BTreeSet;
+
+use serde_json::{json, Value};
+
+use super::runner::{outcome_json, Outcome, Target};
+use crate::check::Verdict;
+use crate::contract::{Contract, Reply, Request};
+use crate::keyspace;
+
+/// The checks that inspect the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Special {
+    /// A kept execution id appears in no key name or value on the server.
+    KeptNotInRedis,
+    /// Odd ids leave no key outside the store's prefix (managed servers only).
+    OddIdsInsidePrefix,
+    /// MEMORY USAGE of the lease records, per tree.
+    BytesPerTree,
+}
+
+/// Trees measured for bytes per tree.
+const TREES_MEASURED: usize = 200;
+/// The most a lease record may cost per tree before the check warns.
+const MAX_BYTES_PER_TREE: u64 = 1024;
+
+/// One call from an instance, recorded into `log` for the evidence.
+async fn call(
+    client: &mut Box<dyn crate::store::StoreClient>,
+    req: Request,
+    clock_ms: i64,
+    log: &mut Vec<Value>,
+) -> Result<Reply, crate::contract::StoreError> {
+    let outcome = client.call(&req.to_call(), clock_ms).await;
+    log.push(json!({"call": req.to_call(), "answer": outcome_json(&outcome)}));
+    outcome
+}
+
+impl Special {
+    pub(crate) async fn run(self, target: &Target<'_>, prefix: &str) -> Outcome {
+        match self {
+            Special::KeptNotInRedis => kept_not_in_redis(target, prefix).await,
+            Special::OddIdsInsidePrefix => odd_ids_inside_prefix(target, prefix).await,
+            Special::BytesPerTree => bytes_per_tree(target, prefix).await,
+        }
+    }
+}
+
+fn now(target: &Target<'_>) -> i64 {
+    target
+        .server
+        .managed()
+        .and_then(|s| s.clock())
+        .map_or(crate::server::VIRTUAL_EPOCH_MS, |c| c.now_ms())
+}
+
+async fn kept_not_in_redis(target: &Target<'_>, prefix: &str) -> Outcome {
+    let clock_ms = now(target);
+    let mut client = match target.connect("a", prefix, clock_ms).await {
+        Ok(c) => c,
+        Err(e) => return Outcome::fail(e, Value::Null, None),
+    };
+    let mut admin = match target.admin().await {
+        Ok(a) => a,
+        Err(e) => return Outcome::fail(e, Value::Null, None),
+    };
+    // A marker no store would write by chance.
+    let marker = format!("kept-exec-{:016x}", rand::random::<u64>());
+    let mut log = Vec::new();
+    let steps = [
+        Request::LeaseTake {
+            tree: "t".into(),
+            holder: "a".into(),
+            ttl_ms: 1000,
+        },
+        Request::LeaseKeepExecution {
+            tree: "t".into(),
+            execution: marker.clone(),
+        },
+    ];
+    for req in steps {
+        if let Err(e) = call(&mut client, req, clock_ms, &mut log).await {
+            return Outcome::fail(
+                format!("the store refused: {e}"),
+                json!({"calls": log}),
+                None,
+            );
+        }
+    }
+    let listed = call(
+        &mut client,
+        Request::LeaseKeptExecutions { tree: "t".into() },
+        clock_ms,
+        &mut log,
+    )
+    .await;
+    if !matches!(&listed, Ok(Reply::Executions(v)) if v.contains(&marker)) {
+        return Outcome::fail(
+            "the kept execution id was not listed back by kept_executions",
+            json!({"calls": log}),
+            None,
+        );
+    }
+    let (keys, scope) = match target.server.managed() {
+        Some(_) => (
+            keyspace::all_keys(&mut admin).await,
+            "every key on the server",
+        ),
+        None => (
+            keyspace::keys_under(&mut admin, &target.run_prefix).await,
+            "every key under the run's prefix (the server is not storeproof's)",
+        ),
+    };
+    let keys = match keys {
+        Ok(k) => k,
+        Err(e) => {
+            return Outcome::fail(
+                format!("could not scan the keyspace: {e}"),
+                Value::Null,
+                None,
+            )
+        }
+    };
+    match keyspace::keys_mentioning(&mut admin, &keys, &marker).await {
+        Ok(found) if found.is_empty() => Outcome::pass(
+            format!("searched {scope} ({} keys): the id is in none", keys.len()),
+            json!({"marker": marker, "keys_searched": keys.len(), "calls": log}),
+        ),
+        Ok(found) => Outcome::fail(
+            format!(
+                "the kept execution id {marker} was written to Redis: {}",
+                found.join(", ")
+            ),
+            json!({"marker": marker, "keys": found, "calls": log}),
+            Some(json!({"kind": "kept-in-redis", "calls": log})),
+        ),
+        Err(e) => Outcome::fail(
+            format!("could not read the keyspace: {e}"),
+            Value::Null,
+            None,
+        ),
+    }
+}
+
+async fn odd_ids_inside_prefix(target: &Target<'_>, prefix: &str) -> Outcome {
+    if target.server.managed().is_none() {
+        return Outcome::skipped(
+            "needs a managed server: proving that no key outside the prefix was written \
+             means reading every key, which storeproof does only on servers it started",
+        );
+    }
+    let mut admin = match target.admin().await {
+        Ok(a) => a,
+        Err(e) => return Outcome::fail(e, Value::Null, None),
+    };
+    let before: BTreeSet<Vec<u8>> = match keyspace::all_keys(&mut admin).await {
+        Ok(k) => k.into_iter().collect(),
+        Err(e) => return Outcome::fail(format!("could not scan: {e}"), Value::Null, None),
+    };
+    let clock_ms = now(target);
+    let mut client = match target.connect("*", prefix, clock_ms).await {
+        Ok(c) => c,
+        Err(e) => return Outcome::fail(e, Value::Null, None),
+    };
+    let long = "k".repeat(1024);
+    let mut log = Vec::new();
+    for id in [
+        "ünï→漢字",
+        "a:{b}",
+        "*",
+        "?[x]\\",
+        long.as_str(),
+        "../..",
+        "sp:",
+    ] {
+        let mut reqs = vec![
+            Request::LeaseTake {
+                tree: id.into(),
+                holder: id.into(),
+                ttl_ms: 1000,
+            },
+            Request::LeaseRead { tree: id.into() },
+        ];
+        if target.contracts.contains(&Contract::Queue) {
+            reqs.push(Request::QueueSave {
+                child: id.into(),
+                depth: 1,
+                payload: id.into(),
+            });
+            reqs.push(Request::QueueClaim {
+                instance: id.into(),
+                claim_ttl_ms: 1000,
+            });
+        }
+        if target.contracts.contains(&Contract::Rate) {
+            reqs.push(Request::RateAcquireSlot {
+                provider: id.into(),
+                holder: id.into(),
+                limit: 1,
+                ttl_ms: 1000,
+            });
+            reqs.push(Request::RateHit {
+                provider: id.into(),
+                limit: 1,
+                window_ms: 1000,
+            });
+            reqs.push(Request::RatePause {
+                provider: id.into(),
+                until_ms: clock_ms + 10,
+            });
+        }
+        for req in reqs {
+            if let Err(e) = call(&mut client, req, clock_ms, &mut log).await {
+                return Outcome::fail(
+                    format!("the store refused an odd id: {e}"),
+                    json!({"calls": log}),
+                    None,
+                );
+            }
+        }
+    }
+    let after = match keyspace::all_keys(&mut admin).await {
+        Ok(k) => k,
+        Err(e) => return Outcome::fail(format!("could not scan: {e}"), Value::Null, None),
+    };
+    let new: Vec<&Vec<u8>> = after.iter().filter(|k| !before.contains(*k)).collect();
+    let outside: Vec<String> = new
+        .iter()
+        .filter(|k| !k.starts_with(prefix.as_bytes()))
+        .map(|k| String::from_utf8_lossy(k).into_owned())
+        .collect();
+    if outside.is_empty() {
+        Outcome::pass(
+            format!("{} new keys, all under {prefix}", new.len()),
+            json!({"new_keys": new.len(), "prefix": prefix, "calls": log.len()}),
+        )
+    } else {
+        Outcome::fail(
+            format!(
+                "keys written outside the prefix {prefix}: {}",
+                outside.join(", ")
+            ),
+            json!({"outside": outside, "calls": log}),
+            Some(json!({"kind": "outside-prefix", "calls": log})),
+        )
+    }
+}
+
+async fn bytes_per_tree(target: &Target<'_>, prefix: &str) -> Outcome {
+    let clock_ms = now(target);
+    let mut client = match target.connect("a", prefix, clock_ms).await {
+        Ok(c) => c,
+        Err(e) => return Outcome::fail(e, Value::Null, None),
+    };
+    let mut admin = match target.admin().await {
+        Ok(a) => a,
+        Err(e) => return Outcome::fail(e, Value::Null, None),
+    };
+    let mut log = Vec::new();
+    for i in 0..TREES_MEASURED {
+        let req = Request::LeaseTake {
+            tree: format!("tree-{i:06}"),
+            holder: "a".into(),
+            ttl_ms: 60_000,
+        };
+        let outcome = client.call(&req.to_call(), clock_ms).await;
+        if outcome.is_err() || i == 0 {
+            log.push(json!({"call": req.to_call(), "answer": outcome_json(&outcome)}));
+        }
+        if let Err(e) = outcome {
+            return Outcome::fail(
+                format!("the store refused a take: {e}"),
+                json!({"calls": log}),
+                None,
+            );
+        }
+    }
+    let keys = match keyspace::keys_under(&mut admin, prefix).await {
+        Ok(k) => k,
+        Err(e) => return Outcome::fail(format!("could not scan: {e}"), Value::Null, None),
+    };
+    let bytes = match keyspace::memory_usage(&mut admin, &keys).await {
+        Ok(b) => b,
+        Err(e) => return Outcome::fail(format!("MEMORY USAGE failed: {e}"), Value::Null, None),
+    };
+    let per_tree = bytes / TREES_MEASURED as u64;
+    let evidence = json!({
+        "trees": TREES_MEASURED,
+        "keys": keys.len(),
+        "bytes": bytes,
+        "bytes_per_tree": per_tree,
+        "limit_bytes_per_tree": MAX_BYTES_PER_TREE,
+    });
+    let reason = format!(
+        "{per_tree} bytes per tree ({bytes} bytes in {} keys for {TREES_MEASURED} trees, MEMORY USAGE); lease records are kept for good",
+        keys.len()
+    );
+    Outcome {
+        verdict: if per_tree <= MAX_BYTES_PER_TREE {
+            Verdict::Pass
+        } else {
+            Verdict::Fail
+        },
+        reason,
+        evidence,
+        counterexample: None,
+    }
+}

@@ -1,0 +1,647 @@
+//! [`ManagedServer`]: one `redis-server` process the harness owns.
+
+use std::fs::{self, File};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis::aio::MultiplexedConnection;
+
+use super::clock::{allows_exec, install_clock_shim, VirtualClock, CLOCK_FILE_ENV};
+use super::options::{DataDir, Preset, ServerOptions};
+use super::process::{spawn_tied_to_us, Owned};
+use super::{connect, info_field, ServerError};
+
+/// The environment variable that names the `redis-server` binary to use
+/// instead of the one on PATH.
+pub const REDIS_SERVER_ENV: &str = "STOREPROOF_REDIS_SERVER";
+
+/// How long a fresh server may take to answer `PING`.
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a restarted server may take: it replays its AOF first.
+const RESTART_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often to poll while waiting.
+const POLL_EVERY: Duration = Duration::from_millis(10);
+/// How many free ports to try before giving up (each try loses only if
+/// another process binds the port between our check and the server's bind).
+const PORT_ATTEMPTS: u32 = 5;
+/// Response timeout of admin connections: long enough for `appendfsync
+/// always` on a slow disk and for commands during AOF loading.
+const ADMIN_RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
+const ADMIN_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long `stop` waits for a graceful `SHUTDOWN` before SIGKILL.
+const STOP_WAIT: Duration = Duration::from_secs(5);
+/// How many log lines an error quotes.
+const LOG_TAIL_LINES: usize = 5;
+
+const LOG_FILE: &str = "redis.log";
+const CONF_FILE: &str = "redis.conf";
+const CLOCK_FILE: &str = "clock";
+
+/// A `redis-server` the harness started and owns.
+///
+/// Guarantees: it listens on `127.0.0.1:`[`port`](ManagedServer::port) only,
+/// in a directory of its own ([`dir`](ManagedServer::dir), holding
+/// `redis.conf`, `redis.log`, the AOF and the clock file); it gets SIGKILL
+/// when this process dies, however it dies; dropping the value SIGKILLs and
+/// reaps the process and removes the directory, and so does
+/// [`cleanup_all`](super::cleanup_all). With
+/// [`ServerOptions::virtual_clock`], its wall clock is
+/// [`clock`](ManagedServer::clock) and nothing else.
+pub struct ManagedServer {
+    // Declared first so that it is dropped first: kill, then forget the rest.
+    owned: Owned,
+    options: ServerOptions,
+    binary: PathBuf,
+    port: u16,
+    dir: PathBuf,
+    conf_path: PathBuf,
+    log_path: PathBuf,
+    shim_path: Option<PathBuf>,
+    clock: Option<Arc<VirtualClock>>,
+    version: String,
+}
+
+impl std::fmt::Debug for ManagedServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ManagedServer")
+            .field("port", &self.port)
+            .field("dir", &self.dir)
+            .field("preset", &self.options.preset)
+            .field("pid", &self.pid())
+            .field("version", &self.version)
+            .finish()
+    }
+}
+
+/// How one wait for readiness ended badly.
+enum NotReady {
+    /// The server could not bind its port (someone else has it).
+    PortTaken,
+    /// Any other failure, ready to report.
+    Failed(ServerError),
+}
+
+impl ManagedServer {
+    /// Starts a server as `options` describe and waits until it answers
+    /// `PING` with `PONG` (at most 10 s).
+    ///
+    /// The binary is `$STOREPROOF_REDIS_SERVER` or `redis-server` on PATH.
+    /// The port is a free one, picked again (up to 5 times) if another
+    /// process takes it first. The answer is checked to come from our own
+    /// process (its `process_id`), never from a server that happens to sit
+    /// on the same port. On any error, nothing is left behind.
+    pub async fn start(options: ServerOptions) -> Result<ManagedServer, ServerError> {
+        options.validate()?;
+        let binary = find_binary()?;
+        let dir = create_server_dir(options.data_dir)?;
+        // From here on, `owned` removes the directory (and kills the
+        // process, once there is one) on every error path.
+        let mut owned = Owned::new(dir.clone());
+
+        let (clock, shim_path) = if options.virtual_clock {
+            let shim = place_shim(&dir, &mut owned)?;
+            let clock_path = dir.join(CLOCK_FILE);
+            let clock = VirtualClock::create(&clock_path).map_err(|source| ServerError::Io {
+                action: format!("create the clock file {}", clock_path.display()),
+                source,
+                hint: "check that the server directory is writable and not full",
+            })?;
+            (Some(Arc::new(clock)), Some(shim))
+        } else {
+            (None, None)
+        };
+
+        let mut server = ManagedServer {
+            owned,
+            conf_path: dir.join(CONF_FILE),
+            log_path: dir.join(LOG_FILE),
+            dir,
+            options,
+            binary,
+            port: 0,
+            shim_path,
+            clock,
+            version: String::new(),
+        };
+
+        let mut ready = false;
+        for _ in 0..PORT_ATTEMPTS {
+            server.port = pick_free_port()?;
+            let conf = server.options.render_config(server.port, &server.dir)?;
+            fs::write(&server.conf_path, conf).map_err(|source| ServerError::Io {
+                action: format!("write {}", server.conf_path.display()),
+                source,
+                hint: "check that the server directory is writable and not full",
+            })?;
+            match server.launch(READY_TIMEOUT).await {
+                Ok(()) => {
+                    ready = true;
+                    break;
+                }
+                Err(NotReady::PortTaken) => server.owned.kill_now(),
+                Err(NotReady::Failed(e)) => return Err(e),
+            }
+        }
+        if !ready {
+            return Err(ServerError::NoFreePort {
+                attempts: PORT_ATTEMPTS,
+            });
+        }
+        server.version = server.read_version().await;
+        tracing::debug!(
+            port = server.port,
+            dir = %server.dir.display(),
+            version = %server.version,
+            preset = server.options.preset.name(),
+            "managed redis-server started"
+        );
+        Ok(server)
+    }
+
+    /// Spawns the process with the current redis.conf and waits for it.
+    async fn launch(&mut self, timeout: Duration) -> Result<(), NotReady> {
+        // Only log lines written after this point belong to this launch.
+        let log_start = fs::metadata(&self.log_path).map(|m| m.len()).unwrap_or(0);
+        let command = self.command().map_err(NotReady::Failed)?;
+        let child = spawn_tied_to_us(command).await.map_err(|source| {
+            NotReady::Failed(ServerError::Io {
+                action: format!("start {}", self.binary.display()),
+                source,
+                hint:
+                    "check that it is an executable redis-server (or set STOREPROOF_REDIS_SERVER)",
+            })
+        })?;
+        self.owned.set_child(child);
+        self.wait_ready(timeout, log_start).await
+    }
+
+    fn command(&self) -> Result<Command, ServerError> {
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(&self.log_path)
+            .and_then(|f| Ok((f.try_clone()?, f)))
+            .map_err(|source| ServerError::Io {
+                action: format!("open {}", self.log_path.display()),
+                source,
+                hint: "check that the server directory is writable and not full",
+            })?;
+        let mut command = Command::new(&self.binary);
+        command
+            .arg(&self.conf_path)
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            // Config errors go to stderr before the logfile is open; keep
+            // them in the log so that start-up errors can quote them.
+            .stdout(Stdio::from(log.0))
+            .stderr(Stdio::from(log.1));
+        match (&self.shim_path, &self.clock) {
+            (Some(shim), Some(clock)) => {
+                command
+                    .env("LD_PRELOAD", shim)
+                    .env(CLOCK_FILE_ENV, clock.path());
+            }
+            _ => {
+                command.env_remove(CLOCK_FILE_ENV);
+            }
+        }
+        Ok(command)
+    }
+
+    /// Polls until our own process answers `PING` with `PONG`, it exits, or
+    /// `timeout` passes.
+    async fn wait_ready(&self, timeout: Duration, log_start: u64) -> Result<(), NotReady> {
+        let started = Instant::now();
+        let url = self.url();
+        loop {
+            if let Some(status) = self.owned.exited() {
+                let new_log = read_from(&self.log_path, log_start);
+                if new_log.contains("Address already in use") {
+                    return Err(NotReady::PortTaken);
+                }
+                return Err(NotReady::Failed(ServerError::Exited {
+                    port: self.port,
+                    status: status.to_string(),
+                    log_tail: tail_lines(&new_log),
+                }));
+            }
+            if let Some(answered_by) = ping(&url).await {
+                let ours = self.owned.pid();
+                // `None`: INFO is renamed or refused; PONG must do.
+                if answered_by.is_none() || answered_by == ours {
+                    return Ok(());
+                }
+                // Another server holds the port: ours will fail to bind and
+                // exit, which the check above turns into PortTaken.
+            }
+            if started.elapsed() >= timeout {
+                return Err(NotReady::Failed(ServerError::NotReady {
+                    port: self.port,
+                    waited_s: timeout.as_secs(),
+                    log_tail: tail_lines(&read_from(&self.log_path, log_start)),
+                }));
+            }
+            tokio::time::sleep(POLL_EVERY).await;
+        }
+    }
+
+    async fn read_version(&self) -> String {
+        let Ok(mut conn) = self.admin().await else {
+            return "unknown".to_string();
+        };
+        let info: redis::RedisResult<String> = redis::cmd("INFO")
+            .arg("server")
+            .query_async(&mut conn)
+            .await;
+        info.ok()
+            .and_then(|i| info_field(&i, "redis_version").map(str::to_string))
+            .unwrap_or_else(|| "unknown".to_string())
+    }
+
+    /// The TCP port on 127.0.0.1; it stays the same across
+    /// [`restart`](ManagedServer::restart).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `redis://127.0.0.1:PORT/`, for the default user.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// The server's own directory (config, log, AOF, clock file). Removed
+    /// when the server is dropped.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The server's log file (`redis.log` in [`dir`](ManagedServer::dir)),
+    /// which also receives its stdout and stderr.
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
+    /// The last few lines of the server's log, joined into one line.
+    pub fn log_tail(&self) -> String {
+        tail_lines(&read_from(&self.log_path, 0))
+    }
+
+    /// The server's wall clock, when [`ServerOptions::virtual_clock`] is on.
+    /// Clone the `Arc` to move time from elsewhere; it keeps working across
+    /// restarts.
+    pub fn clock(&self) -> Option<&Arc<VirtualClock>> {
+        self.clock.as_ref()
+    }
+
+    /// `redis_version` from `INFO server` at start, or `unknown` if the
+    /// server would not say.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// The server's process id, `None` after [`kill`](ManagedServer::kill)
+    /// or when it has exited. Changes on restart.
+    pub fn pid(&self) -> Option<u32> {
+        self.owned.pid()
+    }
+
+    /// Whether the server process is running.
+    pub fn is_running(&self) -> bool {
+        self.owned.running()
+    }
+
+    /// The base configuration the server was started with.
+    pub fn preset(&self) -> Preset {
+        self.options.preset
+    }
+
+    /// Everything the server was started with.
+    pub fn options(&self) -> &ServerOptions {
+        &self.options
+    }
+
+    /// A fresh connection as the default user (all permissions), with a 10 s
+    /// response timeout. Make a new one after a restart: a
+    /// `MultiplexedConnection` stays broken once its server went away.
+    pub async fn admin(&self) -> Result<MultiplexedConnection, ServerError> {
+        connect(&self.url(), ADMIN_CONNECT_TIMEOUT, ADMIN_RESPONSE_TIMEOUT)
+            .await
+            .map_err(|source| ServerError::Connect {
+                port: self.port,
+                source,
+            })
+    }
+
+    /// Creates (or resets) the ACL user `name` with `password` and `rules`
+    /// (e.g. `["~*", "&*", "+@all", "-config"]` for a user without CONFIG)
+    /// via `ACL SETUSER name reset on >password rules…`, and returns a URL
+    /// that logs in as that user (`redis://name:password@127.0.0.1:PORT/`,
+    /// percent-encoded).
+    pub async fn add_acl_user(
+        &self,
+        name: &str,
+        password: &str,
+        rules: &[&str],
+    ) -> Result<String, ServerError> {
+        let mut conn = self.admin().await?;
+        let mut cmd = redis::cmd("ACL");
+        cmd.arg("SETUSER")
+            .arg(name)
+            .arg("reset")
+            .arg("on")
+            .arg(format!(">{password}"));
+        for rule in rules {
+            cmd.arg(*rule);
+        }
+        cmd.query_async::<()>(&mut conn)
+            .await
+            .map_err(|source| ServerError::Command {
+                port: self.port,
+                // Never the password.
+                command: format!("ACL SETUSER {name} reset on >*** {}", rules.join(" ")),
+                source,
+            })?;
+        Ok(format!(
+            "redis://{}:{}@127.0.0.1:{}/",
+            percent_encode(name),
+            percent_encode(password),
+            self.port
+        ))
+    }
+
+    /// Stops the server cleanly (`SHUTDOWN NOSAVE NOW`, falling back to
+    /// SIGKILL after 5 s) and removes its directory. The only error is a
+    /// directory that could not be removed; the process is gone either way.
+    pub async fn stop(mut self) -> Result<(), ServerError> {
+        if self.owned.running() {
+            if let Ok(mut conn) = self.admin().await {
+                // The reply is usually a dropped connection; only a server
+                // error (an old Redis without NOW) is worth a second try.
+                let r: redis::RedisResult<()> = redis::cmd("SHUTDOWN")
+                    .arg("NOSAVE")
+                    .arg("NOW")
+                    .query_async(&mut conn)
+                    .await;
+                if matches!(&r, Err(e) if e.kind() != redis::ErrorKind::Io && !e.is_connection_dropped())
+                {
+                    let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN")
+                        .arg("NOSAVE")
+                        .query_async(&mut conn)
+                        .await;
+                }
+            }
+            let started = Instant::now();
+            while self.owned.running() && started.elapsed() < STOP_WAIT {
+                tokio::time::sleep(POLL_EVERY).await;
+            }
+        }
+        let dir = self.dir.clone();
+        self.owned.release().map_err(|source| ServerError::Io {
+            action: format!("remove the server directory {}", dir.display()),
+            source,
+            hint: "remove it by hand",
+        })
+    }
+
+    /// SIGKILLs the server now and reaps it (a crash: nothing is flushed
+    /// beyond what the server already wrote). The directory stays, so
+    /// [`restart`](ManagedServer::restart) can bring it back. Does nothing
+    /// if it is not running.
+    pub fn kill(&mut self) {
+        self.owned.kill_now();
+    }
+
+    /// Starts the server again on the same port, in the same directory,
+    /// with the same config and clock file, and waits (up to 60 s) until it
+    /// answers `PING` — i.e. until it has replayed its AOF. A server that is
+    /// still running is SIGKILLed first (a crash-restart). Open new
+    /// connections afterwards.
+    pub async fn restart(&mut self) -> Result<(), ServerError> {
+        self.owned.kill_now();
+        match self.launch(RESTART_TIMEOUT).await {
+            Ok(()) => Ok(()),
+            Err(NotReady::PortTaken) => Err(ServerError::PortTaken { port: self.port }),
+            Err(NotReady::Failed(e)) => Err(e),
+        }
+    }
+
+    /// `Err(NotRunning)` unless the server process is running; for callers
+    /// that want a clear error instead of a refused connection.
+    pub fn ensure_running(&self) -> Result<(), ServerError> {
+        if self.owned.running() {
+            Ok(())
+        } else {
+            Err(ServerError::NotRunning { port: self.port })
+        }
+    }
+}
+
+/// The `redis-server` to run: `$STOREPROOF_REDIS_SERVER` when set (it must
+/// be an executable file), else the first `redis-server` on PATH.
+pub fn find_binary() -> Result<PathBuf, ServerError> {
+    if let Some(value) = std::env::var_os(REDIS_SERVER_ENV).filter(|v| !v.is_empty()) {
+        let path = PathBuf::from(value);
+        return if is_executable(&path) {
+            Ok(path)
+        } else {
+            Err(ServerError::BinaryNotFound {
+                from_env: Some(path),
+            })
+        };
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join("redis-server"))
+        .find(|candidate| is_executable(candidate))
+        .ok_or(ServerError::BinaryNotFound { from_env: None })
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(path)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// Creates the server's directory: for tmpfs under `/dev/shm` when that
+/// works, else (and for disk) under the system temp dir.
+fn create_server_dir(kind: DataDir) -> Result<PathBuf, ServerError> {
+    let temp = std::env::temp_dir();
+    let mut bases = Vec::new();
+    if kind == DataDir::Tmpfs {
+        let shm = Path::new("/dev/shm");
+        if shm.is_dir() {
+            bases.push(shm.to_path_buf());
+        }
+    }
+    bases.push(temp);
+    let mut last_error = None;
+    for base in &bases {
+        match tempfile::Builder::new()
+            .prefix("storeproof-redis-")
+            .tempdir_in(base)
+        {
+            Ok(dir) => return Ok(dir.keep()),
+            Err(e) => last_error = Some((base, e)),
+        }
+    }
+    let (base, source) = match last_error {
+        Some((base, e)) => (base.display().to_string(), e),
+        None => (
+            "the temp directory".to_string(),
+            io::Error::other("no base dir"),
+        ),
+    };
+    Err(ServerError::Io {
+        action: format!("create a server directory in {base}"),
+        source,
+        hint: "set TMPDIR to a writable directory",
+    })
+}
+
+/// Writes the clock shim where the loader may map it executable: the
+/// server's directory, or (when that is on a `noexec` mount such as
+/// Docker's `/dev/shm`) a directory of its own in the temp dir, owned and
+/// removed with the server.
+fn place_shim(dir: &Path, owned: &mut Owned) -> Result<PathBuf, ServerError> {
+    let shim_dir = if allows_exec(dir) {
+        dir.to_path_buf()
+    } else {
+        let temp = std::env::temp_dir();
+        if !allows_exec(&temp) {
+            return Err(ServerError::Io {
+                action: format!(
+                    "place the clock shim: {} and {} are mounted noexec",
+                    dir.display(),
+                    temp.display()
+                ),
+                source: io::Error::from(io::ErrorKind::PermissionDenied),
+                hint: "set TMPDIR to a directory on a filesystem mounted without noexec",
+            });
+        }
+        let shim_dir = tempfile::Builder::new()
+            .prefix("storeproof-shim-")
+            .tempdir_in(&temp)
+            .map_err(|source| ServerError::Io {
+                action: format!(
+                    "create a directory for the clock shim in {}",
+                    temp.display()
+                ),
+                source,
+                hint: "set TMPDIR to a writable directory",
+            })?
+            .keep();
+        owned.add_dir(shim_dir.clone());
+        shim_dir
+    };
+    install_clock_shim(&shim_dir).map_err(|source| ServerError::Io {
+        action: format!("write the clock shim into {}", shim_dir.display()),
+        source,
+        hint: "check that the directory is writable and not full",
+    })
+}
+
+/// A port that was free a moment ago. Another process may take it before
+/// the server binds it; `start` notices and picks another.
+fn pick_free_port() -> Result<u16, ServerError> {
+    TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|source| ServerError::Io {
+            action: "find a free port on 127.0.0.1".to_string(),
+            source,
+            hint: "check that the loopback interface is up",
+        })
+}
+
+/// One readiness probe: `Some(pid)` when the server at `url` answered
+/// `PING` with `PONG` (`pid` from `INFO server`, `None` if INFO is not
+/// available), `None` when it did not (refused, LOADING, timeout).
+async fn ping(url: &str) -> Option<Option<u32>> {
+    let mut conn = connect(url, Duration::from_millis(500), Duration::from_secs(2))
+        .await
+        .ok()?;
+    let pong: String = redis::cmd("PING").query_async(&mut conn).await.ok()?;
+    if pong != "PONG" {
+        return None;
+    }
+    let info: redis::RedisResult<String> = redis::cmd("INFO")
+        .arg("server")
+        .query_async(&mut conn)
+        .await;
+    Some(
+        info.ok()
+            .and_then(|i| info_field(&i, "process_id").and_then(|p| p.parse().ok())),
+    )
+}
+
+/// The contents of `path` from byte `start` on (at most the last 16 KiB),
+/// lossily decoded; empty if it cannot be read.
+fn read_from(path: &Path, start: u64) -> String {
+    const MAX: u64 = 16 * 1024;
+    let Ok(mut file) = File::open(path) else {
+        return String::new();
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let from = start.max(len.saturating_sub(MAX));
+    if file.seek(SeekFrom::Start(from)).is_err() {
+        return String::new();
+    }
+    let mut bytes = Vec::new();
+    let _ = file.take(MAX).read_to_end(&mut bytes);
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// The last few non-empty lines of `log`, joined with ` | ` so that an
+/// error message stays one line.
+fn tail_lines(log: &str) -> String {
+    let lines: Vec<&str> = log
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    if lines.is_empty() {
+        return "(nothing)".to_string();
+    }
+    lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join(" | ")
+}
+
+/// Percent-encodes everything but RFC 3986 unreserved characters, for the
+/// user-info part of a URL.
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tail_lines_is_one_line() {
+        assert_eq!(tail_lines(""), "(nothing)");
+        let log = (1..=8).map(|i| format!("line {i}\n")).collect::<String>();
+        assert_eq!(
+            tail_lines(&log),
+            "line 4 | line 5 | line 6 | line 7 | line 8"
+        );
+    }
+
+    #[test]
+    fn percent_encode_keeps_unreserved() {
+        assert_eq!(percent_encode("a-b_c.d~e"), "a-b_c.d~e");
+        assert_eq!(percent_encode("p@ss:w/rd"), "p%40ss%3Aw%2Frd");
+    }
+}

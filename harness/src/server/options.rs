@@ -1,0 +1,368 @@
+//! What kind of server to start: a preset of durability/eviction settings,
+//! extra directives, replication, where the data lives and the clock.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::ServerError;
+
+/// A base configuration: the durable one, or the durable one with exactly
+/// one setting made unsafe. Every preset lists all four settings it governs,
+/// so a report can show exactly what the server ran with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preset {
+    /// `appendonly yes`, `appendfsync always`, `no-appendfsync-on-rewrite no`,
+    /// `maxmemory-policy noeviction`: an acknowledged write survives a crash
+    /// and is never evicted.
+    #[default]
+    Durable,
+    /// Durable but `appendonly no`: nothing survives a restart.
+    AppendonlyNo,
+    /// Durable but `appendfsync everysec`: up to a second of acknowledged
+    /// writes may be lost on a crash.
+    AppendfsyncEverysec,
+    /// Durable but `no-appendfsync-on-rewrite yes`: writes during an AOF
+    /// rewrite are not fsynced.
+    RewriteWithoutFsync,
+    /// Durable but `maxmemory-policy allkeys-lru`: keys may be evicted. No
+    /// `maxmemory` is set, so eviction only happens if the caller adds one
+    /// (e.g. `("maxmemory", "1mb")` in [`ServerOptions::config`]).
+    EvictingLru,
+}
+
+const DURABLE: &[(&str, &str)] = &[
+    ("appendonly", "yes"),
+    ("appendfsync", "always"),
+    ("no-appendfsync-on-rewrite", "no"),
+    ("maxmemory-policy", "noeviction"),
+];
+const APPENDONLY_NO: &[(&str, &str)] = &[
+    ("appendonly", "no"),
+    ("appendfsync", "always"),
+    ("no-appendfsync-on-rewrite", "no"),
+    ("maxmemory-policy", "noeviction"),
+];
+const APPENDFSYNC_EVERYSEC: &[(&str, &str)] = &[
+    ("appendonly", "yes"),
+    ("appendfsync", "everysec"),
+    ("no-appendfsync-on-rewrite", "no"),
+    ("maxmemory-policy", "noeviction"),
+];
+const REWRITE_WITHOUT_FSYNC: &[(&str, &str)] = &[
+    ("appendonly", "yes"),
+    ("appendfsync", "always"),
+    ("no-appendfsync-on-rewrite", "yes"),
+    ("maxmemory-policy", "noeviction"),
+];
+const EVICTING_LRU: &[(&str, &str)] = &[
+    ("appendonly", "yes"),
+    ("appendfsync", "always"),
+    ("no-appendfsync-on-rewrite", "no"),
+    ("maxmemory-policy", "allkeys-lru"),
+];
+
+impl Preset {
+    /// Every preset, the durable one first.
+    pub const ALL: [Preset; 5] = [
+        Preset::Durable,
+        Preset::AppendonlyNo,
+        Preset::AppendfsyncEverysec,
+        Preset::RewriteWithoutFsync,
+        Preset::EvictingLru,
+    ];
+
+    /// A short, stable name for reports and the command line
+    /// (`durable`, `appendonly-no`, …); the same as its serde name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Durable => "durable",
+            Preset::AppendonlyNo => "appendonly-no",
+            Preset::AppendfsyncEverysec => "appendfsync-everysec",
+            Preset::RewriteWithoutFsync => "rewrite-without-fsync",
+            Preset::EvictingLru => "evicting-lru",
+        }
+    }
+
+    /// The preset with this [`name`](Preset::name), if any.
+    pub fn from_name(name: &str) -> Option<Preset> {
+        Preset::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The directives this preset writes into redis.conf, in order:
+    /// always `appendonly`, `appendfsync`, `no-appendfsync-on-rewrite`,
+    /// `maxmemory-policy`.
+    pub fn settings(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Preset::Durable => DURABLE,
+            Preset::AppendonlyNo => APPENDONLY_NO,
+            Preset::AppendfsyncEverysec => APPENDFSYNC_EVERYSEC,
+            Preset::RewriteWithoutFsync => REWRITE_WITHOUT_FSYNC,
+            Preset::EvictingLru => EVICTING_LRU,
+        }
+    }
+
+    /// Whether this is the durable preset.
+    pub fn is_durable(self) -> bool {
+        self == Preset::Durable
+    }
+}
+
+impl std::fmt::Display for Preset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where a managed server keeps its directory (config, AOF, log, clock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DataDir {
+    /// In memory: under `/dev/shm` when it exists and is writable, else the
+    /// system temp dir. `fsync` is nearly free there, so the durable
+    /// settings cost little; use it for conformance and the explorer.
+    #[default]
+    Tmpfs,
+    /// The system temp dir (`$TMPDIR`, usually on disk): `fsync` means
+    /// something. Use it for the crash suite.
+    Disk,
+}
+
+/// How to start a [`ManagedServer`](super::ManagedServer).
+///
+/// Whatever the options, redis.conf starts with what the harness manages:
+/// `bind 127.0.0.1`, `port`, `dir`, `daemonize no`, `logfile`,
+/// `protected-mode no`, `save ""`, `appendfilename`, `dbfilename` and
+/// `repl-diskless-sync-delay 0` (the delay counts wall-clock seconds, which
+/// never pass under a frozen virtual clock). Then the preset, then
+/// `replicaof`, then [`config`](ServerOptions::config).
+///
+/// The default is the durable preset, data on tmpfs, virtual clock on, no
+/// extra directives, not a replica.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerOptions {
+    /// The base configuration.
+    pub preset: Preset,
+    /// Extra `redis.conf` directives, written after the preset (and after
+    /// `replicaof`) in this order, so they win: e.g.
+    /// `("appendfsync", "everysec")`, `("rename-command", "CONFIG \"\"")`,
+    /// `("cluster-enabled", "yes")`. Values are written verbatim (quote them
+    /// as redis.conf expects). The directives the harness manages (`port`,
+    /// `bind`, `dir`, `daemonize`, `logfile`) are refused.
+    pub config: Vec<(String, String)>,
+    /// Start as a replica of `127.0.0.1:<port>` (`replicaof`).
+    pub replica_of: Option<u16>,
+    /// Where the server's directory lives.
+    pub data_dir: DataDir,
+    /// Whether the server's wall clock is a [`VirtualClock`](super::VirtualClock)
+    /// that only the harness moves.
+    pub virtual_clock: bool,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            preset: Preset::Durable,
+            config: Vec::new(),
+            replica_of: None,
+            data_dir: DataDir::Tmpfs,
+            virtual_clock: true,
+        }
+    }
+}
+
+/// Directives the harness writes itself; overriding them would lose the
+/// server (wrong port, directory or log) or detach it from the harness.
+const MANAGED_DIRECTIVES: &[&str] = &["port", "bind", "dir", "daemonize", "logfile"];
+
+impl ServerOptions {
+    /// The default options with `preset` as the base configuration.
+    pub fn with_preset(preset: Preset) -> Self {
+        ServerOptions {
+            preset,
+            ..ServerOptions::default()
+        }
+    }
+
+    /// Appends one extra directive (see [`ServerOptions::config`]).
+    pub fn with_config(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.config.push((key.into(), value.into()));
+        self
+    }
+
+    /// Sets where the data lives.
+    pub fn with_data_dir(mut self, data_dir: DataDir) -> Self {
+        self.data_dir = data_dir;
+        self
+    }
+
+    /// Makes the server a replica of the server on `127.0.0.1:port`.
+    pub fn with_replica_of(mut self, port: u16) -> Self {
+        self.replica_of = Some(port);
+        self
+    }
+
+    /// Turns the virtual clock on or off.
+    pub fn with_virtual_clock(mut self, on: bool) -> Self {
+        self.virtual_clock = on;
+        self
+    }
+
+    /// The settings the server is configured with for the four directives a
+    /// preset governs, after the extra directives are applied (last one
+    /// wins), in preset order.
+    pub fn effective_settings(&self) -> Vec<(String, String)> {
+        self.preset
+            .settings()
+            .iter()
+            .map(|(k, v)| {
+                let value = self
+                    .config
+                    .iter()
+                    .rev()
+                    .find(|(ek, _)| ek.eq_ignore_ascii_case(k))
+                    .map(|(_, ev)| ev.clone())
+                    .unwrap_or_else(|| (*v).to_string());
+                ((*k).to_string(), value)
+            })
+            .collect()
+    }
+
+    /// Refuses extra directives that would break the managed server.
+    pub(crate) fn validate(&self) -> Result<(), ServerError> {
+        for (key, value) in &self.config {
+            let bad_char = |s: &str| s.contains(['\n', '\r', '\0']);
+            if key.trim().is_empty() || key.contains(char::is_whitespace) || bad_char(key) {
+                return Err(ServerError::InvalidOption {
+                    reason: format!(
+                        "config directive name {key:?} is not one word; pass the name and its \
+                         value as separate strings"
+                    ),
+                });
+            }
+            if bad_char(value) {
+                return Err(ServerError::InvalidOption {
+                    reason: format!(
+                        "value of config directive `{key}` contains a line break or NUL; put \
+                         each directive in its own (name, value) pair"
+                    ),
+                });
+            }
+            if MANAGED_DIRECTIVES
+                .iter()
+                .any(|m| m.eq_ignore_ascii_case(key))
+            {
+                return Err(ServerError::InvalidOption {
+                    reason: format!(
+                        "config directive `{key}` is managed by the harness; remove it from \
+                         ServerOptions::config"
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The text of redis.conf for a server on `port` living in `dir`.
+    pub(crate) fn render_config(&self, port: u16, dir: &Path) -> Result<String, ServerError> {
+        let dir_str = dir.to_str().ok_or_else(|| ServerError::InvalidOption {
+            reason: format!(
+                "server directory {} is not UTF-8; set TMPDIR to a plain path",
+                dir.display()
+            ),
+        })?;
+        let log = dir.join("redis.log");
+        let log_str = log.to_str().unwrap_or(dir_str);
+        let mut conf = String::new();
+        // `writeln!` into a String cannot fail.
+        let _ = writeln!(conf, "# Written by storeproof for a managed redis-server.");
+        let _ = writeln!(conf, "bind 127.0.0.1");
+        let _ = writeln!(conf, "port {port}");
+        let _ = writeln!(conf, "dir {}", quote(dir_str));
+        let _ = writeln!(conf, "daemonize no");
+        let _ = writeln!(conf, "logfile {}", quote(log_str));
+        let _ = writeln!(conf, "protected-mode no");
+        let _ = writeln!(conf, "save \"\"");
+        let _ = writeln!(conf, "appendfilename \"appendonly.aof\"");
+        let _ = writeln!(conf, "dbfilename \"dump.rdb\"");
+        // A primary waits this many *wall-clock* seconds before a full sync;
+        // under a frozen virtual clock they never pass and replicas never
+        // sync. Zero starts the sync at once.
+        let _ = writeln!(conf, "repl-diskless-sync-delay 0");
+        let _ = writeln!(conf, "# preset {}", self.preset.name());
+        for (k, v) in self.preset.settings() {
+            let _ = writeln!(conf, "{k} {v}");
+        }
+        if let Some(primary) = self.replica_of {
+            let _ = writeln!(conf, "replicaof 127.0.0.1 {primary}");
+        }
+        if !self.config.is_empty() {
+            let _ = writeln!(conf, "# extra directives");
+        }
+        for (k, v) in &self.config {
+            let _ = writeln!(conf, "{k} {v}");
+        }
+        Ok(conf)
+    }
+}
+
+/// Quotes a string for redis.conf (which splits lines like a shell).
+fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extras_come_after_the_preset_and_win_in_effective_settings() {
+        let opts = ServerOptions::default()
+            .with_config("appendfsync", "everysec")
+            .with_config("maxmemory-policy", "allkeys-lru");
+        let conf = opts
+            .render_config(6399, Path::new("/tmp/x"))
+            .expect("renders");
+        let preset_at = conf.find("appendfsync always").expect("preset line");
+        let extra_at = conf.find("appendfsync everysec").expect("extra line");
+        assert!(preset_at < extra_at);
+        let eff = opts.effective_settings();
+        assert!(eff.contains(&("appendfsync".into(), "everysec".into())));
+        assert!(eff.contains(&("maxmemory-policy".into(), "allkeys-lru".into())));
+        assert!(eff.contains(&("appendonly".into(), "yes".into())));
+    }
+
+    #[test]
+    fn managed_directives_and_line_breaks_are_refused() {
+        for (k, v) in [
+            ("port", "1"),
+            ("DIR", "/"),
+            ("save", "a\nport 1"),
+            ("a b", "c"),
+        ] {
+            let opts = ServerOptions::default().with_config(k, v);
+            assert!(opts.validate().is_err(), "{k} {v:?} accepted");
+        }
+        let ok = ServerOptions::default().with_config("rename-command", "CONFIG \"\"");
+        assert!(ok.validate().is_ok());
+    }
+
+    #[test]
+    fn preset_names_round_trip() {
+        for p in Preset::ALL {
+            assert_eq!(Preset::from_name(p.name()), Some(p));
+            assert_eq!(p.settings().len(), 4);
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! `index.html`: one self-contained page (inline CSS, no scripts, no network)
+//! a person can read in a minute: the verdict at the top, the store and
+//! server, a row per check, and each failure's counterexample as a timeline of
+//! the calls that led to it, one lane per instance.
+
+use harness::check::{CheckResult, Report, RunVerdict, Verdict};
+use serde_json::Value;
+
+use crate::escape;
+
+const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:72em;color:#222}\
+h1{margin:.2em 0}.verdict{font-size:1.6em;font-weight:700;padding:.4em .8em;border-radius:6px;display:inline-block}\
+.pass{background:#d9f2dd;color:#145a22}.fail{background:#f8d7d7;color:#8a1111}.warn{background:#fff1c9;color:#6b5200}\
+.skipped{background:#eee;color:#555}table{border-collapse:collapse;width:100%;margin:1em 0}\
+td,th{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-align:top}\
+th{background:#f6f6f6}code,pre{font:12px/1.4 ui-monospace,monospace}pre{background:#f7f7f7;padding:.6em;overflow:auto}\
+.badge{padding:.1em .5em;border-radius:4px;font-weight:600;font-size:.85em}.lane{white-space:nowrap}\
+.violation{outline:2px solid #c00}";
+
+fn badge(v: Verdict) -> String {
+    let (class, text) = match v {
+        Verdict::Pass => ("pass", "pass"),
+        Verdict::Fail => ("fail", "FAIL"),
+        Verdict::Warn => ("warn", "warn"),
+        Verdict::Skipped => ("skipped", "skipped"),
+    };
+    format!("<span class=\"badge {class}\">{text}</span>")
+}
+
+/// Renders the report as one self-contained HTML page.
+pub fn render_html(report: &Report) -> String {
+    let mut h = String::new();
+    let (class, word) = match report.verdict {
+        RunVerdict::Pass => ("pass", "PASS"),
+        RunVerdict::Fail => ("fail", "FAIL"),
+    };
+    let counts = report.counts();
+    h.push_str(&format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>storeproof: {word} — {}</title><style>{STYLE}</style></head><body>",
+        escape(&report.store.spec)
+    ));
+    h.push_str(&format!(
+        "<h1>storeproof {}</h1><div class=\"verdict {class}\">{word}</div><p>{}</p>",
+        escape(&report.storeproof),
+        counts
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect::<Vec<_>>()
+            .join(" · ")
+    ));
+    h.push_str("<h2>Store and server</h2><table>");
+    h.push_str(&format!(
+        "<tr><th>store</th><td><code>{}</code> — {} {} (contracts: {})</td></tr>",
+        escape(&report.store.spec),
+        escape(&report.store.name),
+        escape(&report.store.version),
+        escape(&report.store.contracts.join(", "))
+    ));
+    h.push_str(&format!(
+        "<tr><th>server</th><td>Redis {} ({})</td></tr>",
+        escape(&report.server.version),
+        if report.server.managed {
+            "managed by storeproof: virtual clock"
+        } else {
+            "external: only keys under the run's prefix were touched"
+        }
+    ));
+    for (k, v) in &report.server.settings {
+        h.push_str(&format!(
+            "<tr><th>{}</th><td><code>{}</code></td></tr>",
+            escape(k),
+            escape(v)
+        ));
+    }
+    h.push_str("</table>");
+    if !report.stats.is_empty() {
+        h.push_str("<h2>Figures</h2><table>");
+        for (suite, figures) in &report.stats {
+            h.push_str(&format!(
+                "<tr><th>{}</th><td><code>{}</code></td></tr>",
+                escape(suite),
+                escape(&figures.to_string())
+            ));
+        }
+        h.push_str("</table>");
+    }
+    h.push_str("<h2>Checks</h2><table><tr><th>check</th><th>level</th><th>verdict</th><th>what it found</th></tr>");
+    for c in &report.checks {
+        h.push_str(&format!(
+            "<tr><td><a href=\"#{id}\"><code>{id}</code></a></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            match c.level {
+                harness::check::Level::Must => "MUST",
+                harness::check::Level::Should => "SHOULD",
+            },
+            badge(c.verdict),
+            escape(&c.reason),
+            id = escape(&c.id)
+        ));
+    }
+    h.push_str("</table>");
+    let failures: Vec<&CheckResult> = report
+        .checks
+        .iter()
+        .filter(|c| matches!(c.verdict, Verdict::Fail | Verdict::Warn))
+        .collect();
+    if !failures.is_empty() {
+        h.push_str("<h2>Failures and warnings</h2>");
+        for c in failures {
+            h.push_str(&format!(
+                "<h3 id=\"{}\">{} <code>{}</code></h3><p>{}</p>",
+                escape(&c.id),
+                badge(c.verdict),
+                escape(&c.id),
+                escape(&c.reason)
+            ));
+            h.push_str(&timeline(&c.evidence));
+            if let Some(cx) = &c.counterexample {
+                h.push_str(&format!(
+                    "<details><summary>counterexample</summary><pre>{}</pre></details>",
+                    escape(&serde_json::to_string_pretty(cx).unwrap_or_default())
+                ));
+            }
+        }
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+/// The history in a check's evidence as a table: a row per completed call, a
+/// column (lane) per instance, the server clock on the left; the last row is
+/// the one that broke the contract.
+fn timeline(evidence: &Value) -> String {
+    let Some(events) = evidence["history"]["events"].as_array() else {
+        return String::new();
+    };
+    let mut lanes: Vec<String> = Vec::new();
+    for e in events {
+        if let Some(i) = e["instance"].as_str() {
+            if !lanes.iter().any(|l| l == i) {
+                lanes.push(i.to_string());
+            }
+        }
+    }
+    let mut h = String::from("<table><tr><th>server ms</th>");
+    for l in &lanes {
+        h.push_str(&format!("<th class=\"lane\">instance {}</th>", escape(l)));
+    }
+    h.push_str("</tr>");
+    let mut pending: Option<&Value> = None;
+    let completions: Vec<&Value> = events.iter().filter(|e| e["kind"] != "invoke").collect();
+    let last = completions.len().saturating_sub(1);
+    let mut n = 0;
+    for e in events {
+        if e["kind"] == "invoke" {
+            pending = Some(e);
+            continue;
+        }
+        let args = pending.map(|p| p["value"].to_string()).unwrap_or_default();
+        let class = if n == last { " class=\"violation\"" } else { "" };
+        n += 1;
+        h.push_str(&format!(
+            "<tr{class}><td>{}</td>",
+            e["server_ms"].as_i64().map(|v| v.to_string()).unwrap_or("—".into())
+        ));
+        for l in &lanes {
+            if e["instance"].as_str() == Some(l) {
+                h.push_str(&format!(
+                    "<td><code>{} {}</code><br>→ <code>{}</code></td>",
+                    escape(e["op"].as_str().unwrap_or("")),
+                    escape(&args),
+                    escape(&e["value"].to_string())
+                ));
+            } else {
+                h.push_str("<td></td>");
+            }
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</table>");
+    h
+}

@@ -1,0 +1,60 @@
+//! `junit.xml`: one test suite per storeproof suite, one test case per check.
+//! Written by hand: the format is a dozen lines and the crates for it pull in
+//! far more than they save.
+
+use std::collections::BTreeMap;
+
+use harness::check::{CheckResult, Report, Verdict};
+
+use crate::escape;
+
+/// Renders the report as JUnit XML.
+pub fn render_junit(report: &Report) -> String {
+    let mut suites: BTreeMap<&str, Vec<&CheckResult>> = BTreeMap::new();
+    for c in &report.checks {
+        suites.entry(c.suite.as_str()).or_default().push(c);
+    }
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let failures = report.checks.iter().filter(|c| c.verdict == Verdict::Fail).count();
+    out.push_str(&format!(
+        "<testsuites name=\"storeproof\" tests=\"{}\" failures=\"{failures}\">\n",
+        report.checks.len()
+    ));
+    for (suite, checks) in suites {
+        let fails = checks.iter().filter(|c| c.verdict == Verdict::Fail).count();
+        let skipped = checks.iter().filter(|c| c.verdict == Verdict::Skipped).count();
+        let time: f64 = checks.iter().map(|c| c.seconds).sum();
+        out.push_str(&format!(
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{fails}\" skipped=\"{skipped}\" time=\"{time:.3}\">\n",
+            escape(suite),
+            checks.len()
+        ));
+        for c in checks {
+            out.push_str(&format!(
+                "    <testcase classname=\"storeproof.{}\" name=\"{}\" time=\"{:.3}\"",
+                escape(suite),
+                escape(&c.id),
+                c.seconds
+            ));
+            match c.verdict {
+                Verdict::Pass => out.push_str("/>\n"),
+                Verdict::Fail => out.push_str(&format!(
+                    ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
+                    escape(&c.reason),
+                    escape(&serde_json::to_string_pretty(&c.counterexample).unwrap_or_default())
+                )),
+                Verdict::Skipped => out.push_str(&format!(
+                    ">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
+                    escape(&c.reason)
+                )),
+                Verdict::Warn => out.push_str(&format!(
+                    ">\n      <system-out>warning (SHOULD): {}</system-out>\n    </testcase>\n",
+                    escape(&c.reason)
+                )),
+            }
+        }
+        out.push_str("  </testsuite>\n");
+    }
+    out.push_str("</testsuites>\n");
+    out
+}
