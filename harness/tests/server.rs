@@ -510,3 +510,71 @@ async fn a_server_whose_process_dies_is_noticed() {
     server.restart().await.expect("restart after external kill");
     assert!(server.is_running());
 }
+
+#[test]
+fn the_server_dies_when_its_owner_is_sigkilled() {
+    use std::io::{BufRead, BufReader};
+    let exe = std::env::current_exe().expect("test binary path");
+    let mut owner = Command::new(exe)
+        .args(["--exact", "owner_body", "--nocapture", "--test-threads=1"])
+        .env(ISOLATED_ENV, "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn owner");
+    let stdout = owner.stdout.take().expect("piped stdout");
+    let mut pid_and_dir = None;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.expect("owner output");
+        if let Some(rest) = line.strip_prefix("SERVER ") {
+            let (pid, dir) = rest.split_once(' ').expect("pid and dir");
+            pid_and_dir = Some((pid.parse::<u32>().expect("pid"), dir.to_string()));
+            break;
+        }
+    }
+    let (pid, dir) = pid_and_dir.expect("owner started a server");
+    assert!(proc_alive(pid));
+    owner.kill().expect("SIGKILL the owner");
+    owner.wait().expect("reap the owner");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    // The server is not our child, so it cannot become our zombie: once the
+    // kernel delivered PDEATHSIG it is reaped by init and /proc/<pid> goes.
+    while proc_alive(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let alive = proc_alive(pid);
+    // Nothing runs on SIGKILL, so the directory is ours to remove.
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!alive, "redis-server {pid} outlived its SIGKILLed owner");
+}
+
+/// Body of `the_server_dies_when_its_owner_is_sigkilled`: starts a server
+/// from a short-lived thread's runtime (PDEATHSIG must not fire when that
+/// thread ends), reports it and waits to be killed.
+#[test]
+fn owner_body() {
+    if !isolated() {
+        return;
+    }
+    let server = std::thread::spawn(|| {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(ManagedServer::start(ServerOptions::default()))
+            .expect("server starts")
+    })
+    .join()
+    .expect("starter thread");
+    // The thread that asked for the server is gone; the server must live.
+    std::thread::sleep(Duration::from_millis(200));
+    let pid = server.pid().expect("running");
+    assert!(
+        proc_alive(pid),
+        "server died with the thread that started it"
+    );
+    println!("SERVER {pid} {}", server.dir().display());
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}

@@ -102,7 +102,8 @@ pub fn assess(facts: &ServerFacts, durability_opt_out: bool) -> Result<(), Store
         return Ok(());
     }
     let message = format!(
-        "the server may lose acknowledged writes: {}; or pass --opt-out {OPT_OUT_WRITES_MAY_BE_LOST}",
+        "the server may lose acknowledged writes: {}. Set them, or pass --opt-out \
+         {OPT_OUT_WRITES_MAY_BE_LOST} to accept that acknowledged writes may be lost",
         durability
             .iter()
             .map(|(_, why)| why.as_str())
@@ -121,11 +122,11 @@ fn durability_shortfalls(config: &BTreeMap<String, String>) -> Vec<(String, Stri
             Some(actual) if actual.trim().eq_ignore_ascii_case(required) => None,
             Some(actual) => Some((
                 name.to_string(),
-                format!("{name} is {actual}; set {name} {required}"),
+                format!("{name} is {actual} (set {name} {required})"),
             )),
             None => Some((
                 name.to_string(),
-                format!("CONFIG GET does not report {name}; set {name} {required}"),
+                format!("CONFIG GET does not report {name} (set {name} {required})"),
             )),
         })
         .collect()

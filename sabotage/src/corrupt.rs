@@ -1,0 +1,111 @@
+//! One wrong answer for every right one.
+
+use harness::contract::{ChildState, ErrorKind, LeaseView, Reply, StoreError};
+
+/// An answer the contract forbids where `outcome` was given: values moved by
+/// one, outcomes swapped, a refusal accepted. Where the contract allows two
+/// outcomes (a release of an expired lease), the corruption is an outcome the
+/// operation never gives, so it is wrong whatever the state.
+pub fn corrupt(outcome: Result<Reply, StoreError>) -> Result<Reply, StoreError> {
+    let reply = match outcome {
+        // A refused bad request that is accepted instead.
+        Err(e) if e.kind == ErrorKind::BadRequest => return Ok(Reply::Kept {}),
+        Err(e) => return Err(e),
+        Ok(r) => r,
+    };
+    Ok(match reply {
+        Reply::Granted {
+            epoch,
+            expires_at_ms,
+        } => Reply::Granted {
+            epoch,
+            expires_at_ms: expires_at_ms + 1,
+        },
+        Reply::Busy {
+            holder,
+            epoch,
+            expires_at_ms,
+        } => Reply::Busy {
+            holder,
+            epoch: epoch + 1,
+            expires_at_ms,
+        },
+        Reply::Renewed { expires_at_ms } => Reply::Renewed {
+            expires_at_ms: expires_at_ms - 1,
+        },
+        Reply::Lost { .. } => Reply::Renewed { expires_at_ms: 0 },
+        Reply::Released {} | Reply::NotHeld {} => Reply::Kept {},
+        Reply::Lease(None) => Reply::Lease(Some(LeaseView {
+            holder: "ghost".into(),
+            epoch: 1,
+            expires_at_ms: 0,
+            live: false,
+        })),
+        Reply::Lease(Some(mut v)) => {
+            v.epoch += 1;
+            Reply::Lease(Some(v))
+        }
+        Reply::Kept {} => Reply::Saved {},
+        Reply::Executions(mut v) => {
+            v.push("phantom-execution".into());
+            Reply::Executions(v)
+        }
+        Reply::Saved {} => Reply::Exists {
+            state: ChildState::Queued,
+        },
+        Reply::Exists { .. } => Reply::Saved {},
+        Reply::Claimed {
+            child,
+            depth,
+            payload,
+            attempt,
+        } => Reply::Claimed {
+            child,
+            depth,
+            payload,
+            attempt: attempt + 1,
+        },
+        Reply::Empty {} => Reply::Claimed {
+            child: "phantom-child".into(),
+            depth: 0,
+            payload: String::new(),
+            attempt: 1,
+        },
+        Reply::Completed {} => Reply::NotClaimer {
+            claimer: None,
+            attempt: None,
+        },
+        Reply::NotClaimer { .. } => Reply::Completed {},
+        Reply::Child(None) => Reply::Child(Some(harness::contract::ChildView {
+            state: ChildState::Queued,
+            claimer: None,
+            attempt: 0,
+            depth: 0,
+        })),
+        Reply::Child(Some(mut v)) => {
+            v.attempt += 1;
+            Reply::Child(Some(v))
+        }
+        Reply::Acquired { .. } => Reply::Full { retry_at_ms: 0 },
+        Reply::Full { retry_at_ms } => Reply::Full {
+            retry_at_ms: retry_at_ms + 1,
+        },
+        Reply::Paused { until_ms } => Reply::Paused {
+            until_ms: until_ms + 1,
+        },
+        Reply::Unknown {} => Reply::Released {},
+        Reply::Allowed { remaining } => Reply::Allowed {
+            remaining: remaining + 1,
+        },
+        Reply::Limited { retry_at_ms } => Reply::Limited {
+            retry_at_ms: retry_at_ms - 1,
+        },
+        Reply::RateState {
+            slots_in_use,
+            paused_until_ms,
+        } => Reply::RateState {
+            slots_in_use: slots_in_use + 1,
+            paused_until_ms,
+        },
+    })
+}

@@ -1,0 +1,221 @@
+//! Wrappers that turn a correct store into a broken one.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use harness::contract::{Call, ErrorKind, Reply, Request, StoreError};
+use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
+use redis::aio::MultiplexedConnection;
+
+use crate::corrupt;
+
+/// Answers the `at`-th call of the run (counted from 0 across all instances)
+/// wrongly, and every other call rightly.
+pub struct Tampered<F> {
+    inner: F,
+    at: usize,
+    calls: Arc<AtomicUsize>,
+}
+
+impl<F: StoreFactory> Tampered<F> {
+    /// `inner`, with its `at`-th answer corrupted.
+    pub fn new(inner: F, at: usize) -> Self {
+        Tampered {
+            inner,
+            at,
+            calls: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// How many calls the run made so far.
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+struct TamperedClient {
+    inner: Box<dyn StoreClient>,
+    at: usize,
+    calls: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl StoreClient for TamperedClient {
+    async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst);
+        let outcome = self.inner.call(call, clock_ms).await;
+        if n == self.at {
+            corrupt(outcome)
+        } else {
+            outcome
+        }
+    }
+}
+
+#[async_trait]
+impl<F: StoreFactory> StoreFactory for Tampered<F> {
+    fn spec(&self) -> String {
+        format!("sabotage:tampered@{}", self.at)
+    }
+
+    async fn connect(
+        &self,
+        hello: &Hello,
+        clock_ms: i64,
+    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
+        let (info, inner) = self.inner.connect(hello, clock_ms).await?;
+        Ok((
+            info,
+            Box::new(TamperedClient {
+                inner,
+                at: self.at,
+                calls: self.calls.clone(),
+            }),
+        ))
+    }
+}
+
+/// What a [`SideEffect`] store writes besides its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extra {
+    /// Every kept execution id also goes into Redis (under the prefix).
+    KeptInRedis,
+    /// Every call also writes a key outside the prefix.
+    KeyOutsidePrefix,
+    /// Every take also writes 4 KiB of padding under the prefix.
+    Padding,
+}
+
+/// A store whose answers are right but which writes what it must not.
+pub struct SideEffect<F> {
+    inner: F,
+    extra: Extra,
+}
+
+impl<F: StoreFactory> SideEffect<F> {
+    /// `inner`, also writing `extra`.
+    pub fn new(inner: F, extra: Extra) -> Self {
+        SideEffect { inner, extra }
+    }
+}
+
+struct SideEffectClient {
+    inner: Box<dyn StoreClient>,
+    extra: Extra,
+    prefix: String,
+    conn: MultiplexedConnection,
+}
+
+fn unavailable(e: redis::RedisError) -> StoreError {
+    StoreError::new(ErrorKind::Unavailable, e.to_string())
+}
+
+#[async_trait]
+impl StoreClient for SideEffectClient {
+    async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
+        let outcome = self.inner.call(call, clock_ms).await;
+        let req = Request::parse(call).ok();
+        let write: Option<(String, String)> = match (self.extra, &req) {
+            (Extra::KeptInRedis, Some(Request::LeaseKeepExecution { tree, execution })) => Some((
+                format!("{}kept:{tree}", self.prefix),
+                execution.clone(),
+            )),
+            (Extra::KeyOutsidePrefix, Some(_)) => {
+                Some((format!("stray:{}", call.args), "x".into()))
+            }
+            (Extra::Padding, Some(Request::LeaseTake { tree, .. })) => {
+                Some((format!("{}pad:{tree}", self.prefix), "p".repeat(4096)))
+            }
+            _ => None,
+        };
+        if let Some((key, value)) = write {
+            redis::cmd("SET")
+                .arg(key)
+                .arg(value)
+                .query_async::<()>(&mut self.conn)
+                .await
+                .map_err(unavailable)?;
+        }
+        outcome
+    }
+}
+
+#[async_trait]
+impl<F: StoreFactory> StoreFactory for SideEffect<F> {
+    fn spec(&self) -> String {
+        format!("sabotage:side-effect:{:?}", self.extra)
+    }
+
+    async fn connect(
+        &self,
+        hello: &Hello,
+        clock_ms: i64,
+    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
+        let (info, inner) = self.inner.connect(hello, clock_ms).await?;
+        let conn = redis::Client::open(hello.redis_url.as_str())
+            .map_err(unavailable)?
+            .get_multiplexed_async_connection()
+            .await
+            .map_err(unavailable)?;
+        Ok((
+            info,
+            Box::new(SideEffectClient {
+                inner,
+                extra: self.extra,
+                prefix: hello.prefix.clone(),
+                conn,
+            }),
+        ))
+    }
+}
+
+/// A store that ignores the server it is given and always uses `url`: it
+/// accepts every server, however short its settings.
+pub struct ServerBlind<F> {
+    inner: F,
+    url: String,
+}
+
+impl<F: StoreFactory> ServerBlind<F> {
+    /// `inner`, always connected to `url`.
+    pub fn new(inner: F, url: String) -> Self {
+        ServerBlind { inner, url }
+    }
+}
+
+#[async_trait]
+impl<F: StoreFactory> StoreFactory for ServerBlind<F> {
+    fn spec(&self) -> String {
+        "sabotage:server-blind".into()
+    }
+
+    async fn connect(
+        &self,
+        hello: &Hello,
+        clock_ms: i64,
+    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
+        let mut hello = hello.clone();
+        hello.redis_url = self.url.clone();
+        self.inner.connect(&hello, clock_ms).await
+    }
+}
+
+/// A store that refuses every server with a durability error.
+pub struct RefusesAll;
+
+#[async_trait]
+impl StoreFactory for RefusesAll {
+    fn spec(&self) -> String {
+        "sabotage:refuses-all".into()
+    }
+
+    async fn connect(
+        &self,
+        _hello: &Hello,
+        _clock_ms: i64,
+    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
+        Err(StoreError::new(ErrorKind::Durability, "refusing every server")
+            .with_settings(vec!["appendfsync".into()]))
+    }
+}

@@ -1,0 +1,153 @@
+//! Every conformance check can fail: each scenario check is run once per reply
+//! it receives with exactly that reply corrupted, and must fail (a SHOULD
+//! check must warn) every time; the checks that inspect the server are run
+//! against stores that write what they must not, or ignore their server.
+
+use std::sync::Arc;
+
+use harness::check::{CheckResult, Level, Verdict};
+use harness::conformance::{all_checks, run_check, CheckDef, CheckKind, ServerRef, Special, Target};
+use harness::contract::Contract;
+use harness::server::{ManagedServer, ServerOptions};
+use harness::store::redis::RedisStoreFactory;
+use harness::store::StoreFactory;
+use sabotage::{Extra, RefusesAll, ServerBlind, SideEffect, Tampered};
+
+struct Fixture {
+    server: ManagedServer,
+    good: RedisStoreFactory,
+    _dir: tempfile::TempDir,
+}
+
+async fn fixture() -> Fixture {
+    let server = ManagedServer::start(ServerOptions::default())
+        .await
+        .expect("managed server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let good = RedisStoreFactory::new(dir.path().join("kept.sqlite"));
+    Fixture {
+        server,
+        good,
+        _dir: dir,
+    }
+}
+
+async fn run_with(
+    fx: &Fixture,
+    factory: &dyn StoreFactory,
+    prefix: String,
+    n: usize,
+    def: &CheckDef,
+) -> CheckResult {
+    let target = Target {
+        factory,
+        server: ServerRef::Managed(&fx.server),
+        run_prefix: prefix,
+        opt_out: None,
+        contracts: Contract::ALL.to_vec(),
+        may_start_servers: true,
+    };
+    run_check(&target, n, def).await
+}
+
+fn broken(def: &CheckDef, result: &CheckResult) -> bool {
+    match def.level {
+        Level::Must => result.verdict == Verdict::Fail,
+        Level::Should => result.verdict == Verdict::Warn,
+    }
+}
+
+/// Runs every scenario check of `contract` clean (it must pass), then once per
+/// reply with that reply corrupted (it must fail each time).
+async fn every_reply_is_judged(contract: Contract) {
+    let fx = fixture().await;
+    let checks: Vec<Arc<CheckDef>> = all_checks()
+        .into_iter()
+        .filter(|c| c.contract == Some(contract) && matches!(c.kind, CheckKind::Scenario(_)))
+        .collect();
+    assert!(!checks.is_empty());
+    let mut missed = Vec::new();
+    let mut runs = 0;
+    for (n, def) in checks.iter().enumerate() {
+        let counting = Tampered::new(fx.good.clone(), usize::MAX);
+        let clean = run_with(&fx, &counting, format!("sp:clean{n}:"), n, def).await;
+        assert_eq!(clean.verdict, Verdict::Pass, "{}: {}", def.id, clean.reason);
+        let calls = counting.calls();
+        assert!(calls > 0, "{} made no call", def.id);
+        for at in 0..calls {
+            let tampered = Tampered::new(fx.good.clone(), at);
+            let result = run_with(&fx, &tampered, format!("sp:t{n}x{at}:"), n, def).await;
+            runs += 1;
+            if !broken(def, &result) {
+                missed.push(format!("{} with reply {at} corrupted: {:?}", def.id, result.verdict));
+            }
+        }
+    }
+    assert!(missed.is_empty(), "corruptions not caught:\n{}", missed.join("\n"));
+    eprintln!("{contract}: {} checks, {runs} corrupted runs, every one caught", checks.len());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_lease_reply_is_judged() {
+    every_reply_is_judged(Contract::Lease).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_queue_reply_is_judged() {
+    every_reply_is_judged(Contract::Queue).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_rate_reply_is_judged() {
+    every_reply_is_judged(Contract::Rate).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn checks_of_the_server_itself_catch_side_effects() {
+    let fx = fixture().await;
+    let cases = [
+        (Special::KeptNotInRedis, Extra::KeptInRedis),
+        (Special::OddIdsInsidePrefix, Extra::KeyOutsidePrefix),
+        (Special::BytesPerTree, Extra::Padding),
+    ];
+    let checks = all_checks();
+    for (n, (special, extra)) in cases.into_iter().enumerate() {
+        let def = checks
+            .iter()
+            .find(|c| matches!(c.kind, CheckKind::Special(s) if s == special))
+            .expect("special check");
+        let clean = run_with(&fx, &fx.good, format!("sp:sclean{n}:"), n, def).await;
+        assert_eq!(clean.verdict, Verdict::Pass, "{}: {}", def.id, clean.reason);
+        let bad = SideEffect::new(fx.good.clone(), extra);
+        let result = run_with(&fx, &bad, format!("sp:s{n}:"), n, def).await;
+        assert!(
+            broken(def, &result),
+            "{} passed a store with {extra:?}: {}",
+            def.id,
+            result.reason
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_assumption_checks_catch_blind_and_refusing_stores() {
+    let fx = fixture().await;
+    let blind = ServerBlind::new(fx.good.clone(), fx.server.url());
+    for (n, def) in all_checks()
+        .iter()
+        .filter(|c| matches!(c.kind, CheckKind::Server(_)))
+        .enumerate()
+    {
+        let clean = run_with(&fx, &fx.good, format!("sp:vclean{n}:"), n, def).await;
+        assert_eq!(clean.verdict, Verdict::Pass, "{}: {}", def.id, clean.reason);
+        let refusing = run_with(&fx, &RefusesAll, format!("sp:vr{n}:"), n, def).await;
+        assert!(broken(def, &refusing), "{} passed a store refusing everything", def.id);
+        let CheckKind::Server(case) = &def.kind else {
+            continue;
+        };
+        if case.refusal.is_some() {
+            let r = run_with(&fx, &blind, format!("sp:vb{n}:"), n, def).await;
+            assert!(broken(def, &r), "{} passed a store blind to its server", def.id);
+        }
+    }
+}
