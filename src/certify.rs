@@ -81,7 +81,9 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
         if !s.built() {
             bail!(
                 "the {} suite is not in this version of storeproof yet; run --suite conformance",
-                s.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default()
+                s.to_possible_value()
+                    .map(|v| v.get_name().to_string())
+                    .unwrap_or_default()
             );
         }
     }
@@ -107,10 +109,6 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
             eprintln!("{line}");
         }
     };
-    say(format!(
-        "storeproof {}: seed {seed}, prefix {run_prefix}",
-        env!("CARGO_PKG_VERSION")
-    ));
 
     // The server: managed (the default) or the user's.
     let managed = match &args.redis_url {
@@ -180,12 +178,20 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
         })?;
     drop(_probe);
     say(format!(
+        "storeproof {}: seed {seed}, prefix {run_prefix}",
+        env!("CARGO_PKG_VERSION")
+    ));
+    say(format!(
         "store {} ({} {}), server Redis {} ({})",
         factory.spec(),
         info.name,
         info.version,
         server_section.version,
-        if server_section.managed { "managed" } else { "external" }
+        if server_section.managed {
+            "managed"
+        } else {
+            "external"
+        }
     ));
 
     let may_start_servers = managed.is_some() || server::find_binary().is_ok();
@@ -251,7 +257,11 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
             spec: factory.spec(),
             name: info.name.clone(),
             version: info.version.clone(),
-            contracts: info.contracts.iter().map(|c| c.name().to_string()).collect(),
+            contracts: info
+                .contracts
+                .iter()
+                .map(|c| c.name().to_string())
+                .collect(),
         },
         server: server_section,
         checks,
@@ -283,7 +293,11 @@ fn print_summary(report: &Report, out: &std::path::Path) {
         report.storeproof,
         report.store.spec,
         report.server.version,
-        if report.server.managed { "managed" } else { "external" }
+        if report.server.managed {
+            "managed"
+        } else {
+            "external"
+        }
     );
     println!(
         "checks: {}",
@@ -295,7 +309,11 @@ fn print_summary(report: &Report, out: &std::path::Path) {
     );
     for c in &report.checks {
         if matches!(c.verdict, Verdict::Fail | Verdict::Warn) {
-            let word = if c.verdict == Verdict::Fail { "FAIL" } else { "warn" };
+            let word = if c.verdict == Verdict::Fail {
+                "FAIL"
+            } else {
+                "warn"
+            };
             println!("  {word} {}: {}", c.id, c.reason);
         }
     }

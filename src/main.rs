@@ -28,7 +28,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -56,7 +59,8 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("storeproof: error: {e}");
+            // `{:#}` keeps the whole chain of causes on one line.
+            eprintln!("storeproof: error: {e:#}");
             ExitCode::from(2)
         }
     }
@@ -65,4 +69,38 @@ fn main() -> ExitCode {
 /// Where the report goes when `--out` is not given.
 pub(crate) fn default_out() -> PathBuf {
     PathBuf::from("storeproof-report")
+}
+
+/// Help and version go to stdout with exit 0; a usage mistake is one line on
+/// stderr naming the mistake and where to read more, exit 2.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        _ => {
+            let text = e.to_string();
+            let first = text
+                .lines()
+                .next()
+                .unwrap_or("invalid arguments")
+                .trim_start_matches("error: ");
+            let tip = text
+                .lines()
+                .map(str::trim)
+                .find(|l| l.starts_with("tip:") || l.starts_with("[possible values"))
+                .map(|t| format!(" ({t})"))
+                .unwrap_or_default();
+            eprintln!("storeproof: error: {first}{tip}; see storeproof --help");
+            ExitCode::from(2)
+        }
+    }
 }

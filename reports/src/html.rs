@@ -156,11 +156,18 @@ fn timeline(evidence: &Value) -> String {
             continue;
         }
         let args = pending.map(|p| p["value"].to_string()).unwrap_or_default();
-        let class = if n == last { " class=\"violation\"" } else { "" };
+        let class = if n == last {
+            " class=\"violation\""
+        } else {
+            ""
+        };
         n += 1;
         h.push_str(&format!(
             "<tr{class}><td>{}</td>",
-            e["server_ms"].as_i64().map(|v| v.to_string()).unwrap_or("—".into())
+            e["server_ms"]
+                .as_i64()
+                .map(|v| v.to_string())
+                .unwrap_or("—".into())
         ));
         for l in &lanes {
             if e["instance"].as_str() == Some(l) {

@@ -15,14 +15,21 @@ pub fn render_junit(report: &Report) -> String {
         suites.entry(c.suite.as_str()).or_default().push(c);
     }
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let failures = report.checks.iter().filter(|c| c.verdict == Verdict::Fail).count();
+    let failures = report
+        .checks
+        .iter()
+        .filter(|c| c.verdict == Verdict::Fail)
+        .count();
     out.push_str(&format!(
         "<testsuites name=\"storeproof\" tests=\"{}\" failures=\"{failures}\">\n",
         report.checks.len()
     ));
     for (suite, checks) in suites {
         let fails = checks.iter().filter(|c| c.verdict == Verdict::Fail).count();
-        let skipped = checks.iter().filter(|c| c.verdict == Verdict::Skipped).count();
+        let skipped = checks
+            .iter()
+            .filter(|c| c.verdict == Verdict::Skipped)
+            .count();
         let time: f64 = checks.iter().map(|c| c.seconds).sum();
         out.push_str(&format!(
             "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{fails}\" skipped=\"{skipped}\" time=\"{time:.3}\">\n",

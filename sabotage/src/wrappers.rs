@@ -117,10 +117,9 @@ impl StoreClient for SideEffectClient {
         let outcome = self.inner.call(call, clock_ms).await;
         let req = Request::parse(call).ok();
         let write: Option<(String, String)> = match (self.extra, &req) {
-            (Extra::KeptInRedis, Some(Request::LeaseKeepExecution { tree, execution })) => Some((
-                format!("{}kept:{tree}", self.prefix),
-                execution.clone(),
-            )),
+            (Extra::KeptInRedis, Some(Request::LeaseKeepExecution { tree, execution })) => {
+                Some((format!("{}kept:{tree}", self.prefix), execution.clone()))
+            }
             (Extra::KeyOutsidePrefix, Some(_)) => {
                 Some((format!("stray:{}", call.args), "x".into()))
             }
@@ -215,7 +214,9 @@ impl StoreFactory for RefusesAll {
         _hello: &Hello,
         _clock_ms: i64,
     ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
-        Err(StoreError::new(ErrorKind::Durability, "refusing every server")
-            .with_settings(vec!["appendfsync".into()]))
+        Err(
+            StoreError::new(ErrorKind::Durability, "refusing every server")
+                .with_settings(vec!["appendfsync".into()]),
+        )
     }
 }

@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use harness::check::{CheckResult, Level, Verdict};
-use harness::conformance::{all_checks, run_check, CheckDef, CheckKind, ServerRef, Special, Target};
+use harness::conformance::{
+    all_checks, run_check, CheckDef, CheckKind, ServerRef, Special, Target,
+};
 use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::redis::RedisStoreFactory;
@@ -79,12 +81,22 @@ async fn every_reply_is_judged(contract: Contract) {
             let result = run_with(&fx, &tampered, format!("sp:t{n}x{at}:"), n, def).await;
             runs += 1;
             if !broken(def, &result) {
-                missed.push(format!("{} with reply {at} corrupted: {:?}", def.id, result.verdict));
+                missed.push(format!(
+                    "{} with reply {at} corrupted: {:?}",
+                    def.id, result.verdict
+                ));
             }
         }
     }
-    assert!(missed.is_empty(), "corruptions not caught:\n{}", missed.join("\n"));
-    eprintln!("{contract}: {} checks, {runs} corrupted runs, every one caught", checks.len());
+    assert!(
+        missed.is_empty(),
+        "corruptions not caught:\n{}",
+        missed.join("\n")
+    );
+    eprintln!(
+        "{contract}: {} checks, {runs} corrupted runs, every one caught",
+        checks.len()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -141,13 +153,21 @@ async fn server_assumption_checks_catch_blind_and_refusing_stores() {
         let clean = run_with(&fx, &fx.good, format!("sp:vclean{n}:"), n, def).await;
         assert_eq!(clean.verdict, Verdict::Pass, "{}: {}", def.id, clean.reason);
         let refusing = run_with(&fx, &RefusesAll, format!("sp:vr{n}:"), n, def).await;
-        assert!(broken(def, &refusing), "{} passed a store refusing everything", def.id);
+        assert!(
+            broken(def, &refusing),
+            "{} passed a store refusing everything",
+            def.id
+        );
         let CheckKind::Server(case) = &def.kind else {
             continue;
         };
         if case.refusal.is_some() {
             let r = run_with(&fx, &blind, format!("sp:vb{n}:"), n, def).await;
-            assert!(broken(def, &r), "{} passed a store blind to its server", def.id);
+            assert!(
+                broken(def, &r),
+                "{} passed a store blind to its server",
+                def.id
+            );
         }
     }
 }

@@ -176,15 +176,29 @@ mod tests {
     #[test]
     fn slots_fill_up_and_come_back_when_they_expire() {
         let mut m = RateModel::default();
-        assert!(matches!(m.apply(&acquire(2), 0), Some(Reply::Acquired { .. })));
-        assert!(matches!(m.apply(&acquire(2), 10), Some(Reply::Acquired { .. })));
+        assert!(matches!(
+            m.apply(&acquire(2), 0),
+            Some(Reply::Acquired { .. })
+        ));
+        assert!(matches!(
+            m.apply(&acquire(2), 10),
+            Some(Reply::Acquired { .. })
+        ));
         assert_eq!(
             m.apply(&acquire(2), 20),
             Some(Reply::Full { retry_at_ms: 100 })
         );
-        assert!(matches!(m.apply(&acquire(2), 100), Some(Reply::Acquired { .. })));
+        assert!(matches!(
+            m.apply(&acquire(2), 100),
+            Some(Reply::Acquired { .. })
+        ));
         assert_eq!(
-            m.apply(&Request::RateRead { provider: "p".into() }, 100),
+            m.apply(
+                &Request::RateRead {
+                    provider: "p".into()
+                },
+                100
+            ),
             Some(Reply::RateState {
                 slots_in_use: 2,
                 paused_until_ms: None
@@ -216,7 +230,10 @@ mod tests {
             Some(Reply::Limited { retry_at_ms: 1000 })
         );
         // At 1000 the hit at 0 has left the window (now − window is excluded).
-        assert_eq!(m.apply(&hit(2), 1000), Some(Reply::Allowed { remaining: 0 }));
+        assert_eq!(
+            m.apply(&hit(2), 1000),
+            Some(Reply::Allowed { remaining: 0 })
+        );
     }
 
     #[test]
@@ -226,10 +243,19 @@ mod tests {
             provider: "p".into(),
             until_ms,
         };
-        assert_eq!(m.apply(&pause(500), 0), Some(Reply::Paused { until_ms: 500 }));
-        assert_eq!(m.apply(&pause(200), 0), Some(Reply::Paused { until_ms: 500 }));
+        assert_eq!(
+            m.apply(&pause(500), 0),
+            Some(Reply::Paused { until_ms: 500 })
+        );
+        assert_eq!(
+            m.apply(&pause(200), 0),
+            Some(Reply::Paused { until_ms: 500 })
+        );
         assert_eq!(m.apply(&hit(5), 499), Some(Reply::Paused { until_ms: 500 }));
-        assert_eq!(m.apply(&acquire(5), 499), Some(Reply::Paused { until_ms: 500 }));
+        assert_eq!(
+            m.apply(&acquire(5), 499),
+            Some(Reply::Paused { until_ms: 500 })
+        );
         assert!(matches!(m.apply(&hit(5), 500), Some(Reply::Allowed { .. })));
     }
 
@@ -238,7 +264,10 @@ mod tests {
         let mut m = RateModel::default();
         let a = Reply::Acquired { slot: "x".into() };
         assert_eq!(m.judge(&acquire(3), 0, &a), Judgement::Agrees);
-        assert!(matches!(m.judge(&acquire(3), 1, &a), Judgement::Violates(_)));
+        assert!(matches!(
+            m.judge(&acquire(3), 1, &a),
+            Judgement::Violates(_)
+        ));
         let rel = Request::RateReleaseSlot {
             provider: "p".into(),
             slot: "x".into(),

@@ -87,6 +87,15 @@ impl KeptExecutions {
 }
 
 fn open_db(path: &Path) -> Result<Connection, StoreError> {
+    // A fresh run directory may not exist yet; the file itself SQLite creates.
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            StoreError::new(
+                ErrorKind::Unavailable,
+                format!("kept executions: cannot create {}: {e}", parent.display()),
+            )
+        })?;
+    }
     let conn = Connection::open(path).map_err(sqlite_error)?;
     // The busy timeout first: switching to WAL and creating the table take
     // locks that another instance may hold right now.

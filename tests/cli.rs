@@ -1,0 +1,375 @@
+//! The `storeproof` binary end to end: exit codes, the one-line errors, the
+//! report it writes, and that a server it did not start is left as it was.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use harness::keyspace;
+use harness::server::{ManagedServer, ServerOptions};
+use serde_json::Value;
+
+fn storeproof(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_storeproof"));
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run storeproof");
+    eprintln!(
+        "$ storeproof {}\nexit: {:?}\nstdout:\n{}\nstderr:\n{}",
+        args.join(" "),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn stderr_lines(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Asserts exit 2, exactly one stderr line containing every `needle`, and no
+/// report directory.
+fn assert_setup_error(out: &Output, report_dir: &Path, needles: &[&str]) {
+    assert_eq!(out.status.code(), Some(2));
+    let lines = stderr_lines(out);
+    assert_eq!(lines.len(), 1, "one line expected: {lines:?}");
+    for n in needles {
+        assert!(lines[0].contains(n), "{:?} does not say {n:?}", lines[0]);
+    }
+    assert!(
+        !report_dir.exists(),
+        "a report was written after a setup error"
+    );
+}
+
+fn read_report(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("report.json")).expect("report.json");
+    serde_json::from_str(&text).expect("report.json is JSON")
+}
+
+#[test]
+fn wrong_flags_exit_2_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("r");
+    let out_arg = out_dir.to_str().unwrap();
+    for (args, needle) in [
+        (vec!["certify", "--bogus"], "--bogus"),
+        (vec!["certify", "--suite", "nope"], "possible values"),
+        (
+            vec!["certify", "--opt-out", "yes"],
+            "acknowledged-writes-may-be-lost",
+        ),
+        (vec!["certify", "--store", "mystery"], "builtin:redis"),
+        (vec!["frobnicate"], "frobnicate"),
+    ] {
+        let mut full = args.clone();
+        full.extend(["--out", out_arg]);
+        if args[0] != "certify" {
+            full.truncate(1);
+        }
+        let out = storeproof(&full, &[]);
+        assert_setup_error(&out, &out_dir, &[needle]);
+    }
+}
+
+#[test]
+fn missing_redis_server_exits_2_and_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("r");
+    let out = storeproof(
+        &["certify", "--out", out_dir.to_str().unwrap()],
+        &[("STOREPROOF_REDIS_SERVER", "/nonexistent/redis-server")],
+    );
+    assert_setup_error(&out, &out_dir, &["redis-server", "STOREPROOF_REDIS_SERVER"]);
+    let out = storeproof(
+        &["certify", "--out", out_dir.to_str().unwrap()],
+        &[("PATH", "/nonexistent")],
+    );
+    assert_setup_error(
+        &out,
+        &out_dir,
+        &["redis-server not found", "apt-get install redis-server"],
+    );
+}
+
+#[test]
+fn unreachable_url_exits_2_and_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("r");
+    // Port 1 on loopback: nothing listens there.
+    let out = storeproof(
+        &[
+            "certify",
+            "--redis-url",
+            "redis://127.0.0.1:1/",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_setup_error(&out, &out_dir, &["cannot reach Redis", "check the URL"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_with_short_settings_is_refused_naming_each_unless_opted_out() {
+    let server = ManagedServer::start(
+        ServerOptions::default()
+            .with_virtual_clock(false)
+            .with_config("appendfsync", "everysec")
+            .with_config("maxmemory-policy", "allkeys-lru"),
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("r");
+    let url = server.url();
+    let args = [
+        "certify",
+        "--redis-url",
+        &url,
+        "--out",
+        out_dir.to_str().unwrap(),
+    ];
+    let out = storeproof(&args, &[]);
+    assert_setup_error(
+        &out,
+        &out_dir,
+        &[
+            "appendfsync",
+            "maxmemory-policy",
+            "--opt-out acknowledged-writes-may-be-lost",
+        ],
+    );
+    let mut opted = args.to_vec();
+    opted.extend(["--opt-out", "acknowledged-writes-may-be-lost"]);
+    let out = storeproof(&opted, &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(read_report(&out_dir)["verdict"], "pass");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replica_is_refused_even_with_the_opt_out() {
+    let primary = ManagedServer::start(ServerOptions::default().with_virtual_clock(false))
+        .await
+        .unwrap();
+    let replica = ManagedServer::start(
+        ServerOptions::default()
+            .with_virtual_clock(false)
+            .with_replica_of(primary.port()),
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("r");
+    let url = replica.url();
+    let out = storeproof(
+        &[
+            "certify",
+            "--redis-url",
+            &url,
+            "--opt-out",
+            "acknowledged-writes-may-be-lost",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_setup_error(&out, &out_dir, &["replica"]);
+}
+
+/// Every key not under `prefix`, dumped logically, plus the server's config.
+async fn foreign_state(
+    server: &ManagedServer,
+    run_prefix: &str,
+) -> (BTreeMap<String, Value>, Value) {
+    let mut conn = server.admin().await.unwrap();
+    let mut keys = BTreeMap::new();
+    for key in keyspace::all_keys(&mut conn).await.unwrap() {
+        if key.starts_with(run_prefix.as_bytes()) {
+            continue;
+        }
+        let v = keyspace::dump_key(&mut conn, &key).await.unwrap();
+        keys.insert(
+            String::from_utf8_lossy(&key).into_owned(),
+            v.unwrap_or(Value::Null),
+        );
+    }
+    let config: BTreeMap<String, String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("*")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    (keys, serde_json::to_value(config).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_external_server_keeps_every_foreign_key_and_its_config() {
+    // A durable server with the real clock, as a user would run it.
+    let server = ManagedServer::start(ServerOptions::default().with_virtual_clock(false))
+        .await
+        .unwrap();
+    let mut conn = server.admin().await.unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("canary")
+        .arg("tweet")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg("app:lease:t1")
+        .arg("holder")
+        .arg("someone-else")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("ZADD")
+        .arg("sp:other-run:q")
+        .arg(1)
+        .arg("x")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("session:42")
+        .arg("v")
+        .arg("EX")
+        .arg(100_000)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("r");
+    let url = server.url();
+    let out = storeproof(
+        &[
+            "certify",
+            "--redis-url",
+            &url,
+            "--seed",
+            "7",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let report = read_report(&out_dir);
+    assert_eq!(report["verdict"], "pass");
+    assert_eq!(report["server"]["managed"], false);
+    let run_prefix = report["run"]["prefix"].as_str().unwrap().to_string();
+    assert!(run_prefix.starts_with("sp:") && run_prefix != "sp:");
+
+    let (foreign, config) = foreign_state(&server, &run_prefix).await;
+    let names: Vec<&str> = foreign.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        ["app:lease:t1", "canary", "session:42", "sp:other-run:q"],
+        "foreign keys changed"
+    );
+    assert_eq!(foreign["canary"]["value"], "tweet");
+    assert_eq!(foreign["app:lease:t1"]["value"]["holder"], "someone-else");
+    assert!(foreign["session:42"]["pttl"].as_i64().unwrap() > 90_000_000);
+    assert_eq!(config["appendfsync"], "always");
+    assert_eq!(config["maxmemory-policy"], "noeviction");
+
+    // What could run did, the rest says why it was skipped.
+    let checks = report["checks"].as_array().unwrap();
+    let ran = checks.iter().filter(|c| c["verdict"] == "pass").count();
+    let skipped: Vec<&Value> = checks
+        .iter()
+        .filter(|c| c["verdict"] == "skipped")
+        .collect();
+    assert!(
+        ran >= 20,
+        "only {ran} checks ran against the external server"
+    );
+    assert!(!skipped.is_empty());
+    for c in skipped {
+        let reason = c["reason"].as_str().unwrap();
+        assert!(reason.contains("managed server"), "{}: {reason}", c["id"]);
+    }
+    assert!(checks
+        .iter()
+        .any(|c| c["id"] == "conformance.rate.window-slides" && c["verdict"] == "pass"));
+}
+
+#[test]
+fn certify_on_a_managed_server_passes_with_a_full_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("report");
+    let out = storeproof(
+        &["certify", "--seed", "1", "--out", out_dir.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let report = read_report(&out_dir);
+    assert_eq!(report["verdict"], "pass");
+    assert_eq!(report["storeproof"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(report["store"]["name"], "storeproof-redis");
+    assert_eq!(report["server"]["managed"], true);
+    assert_eq!(report["server"]["version"], "7.0.15");
+    assert_eq!(report["server"]["settings"]["appendfsync"], "always");
+    let checks = report["checks"].as_array().unwrap();
+    let conformance: Vec<&Value> = checks
+        .iter()
+        .filter(|c| c["suite"] == "conformance")
+        .collect();
+    assert!(conformance.len() >= 40);
+    for c in &conformance {
+        assert_eq!(c["verdict"], "pass", "{}: {}", c["id"], c["reason"]);
+        for field in [
+            "id",
+            "suite",
+            "level",
+            "verdict",
+            "reason",
+            "evidence",
+            "counterexample",
+        ] {
+            assert!(c.get(field).is_some(), "{} has no {field}", c["id"]);
+        }
+    }
+    for area in ["lease", "queue", "rate", "server"] {
+        let n = conformance
+            .iter()
+            .filter(|c| {
+                c["id"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("conformance.{area}."))
+            })
+            .count();
+        assert!(n >= 5, "{area}: only {n} checks");
+    }
+    let bytes = report["stats"]["conformance"]["bytes_per_tree"]
+        .as_u64()
+        .unwrap();
+    assert!(bytes > 0 && bytes <= 1024, "{bytes} bytes per tree");
+    assert!(out_dir.join("junit.xml").exists());
+    let html = std::fs::read_to_string(out_dir.join("index.html")).unwrap();
+    assert!(html.contains("PASS") && !html.contains("http://") && !html.contains("https://"));
+
+    // The check list and the summary, with unstable figures redacted.
+    let listing: Vec<String> = checks
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {} {}",
+                c["id"].as_str().unwrap(),
+                c["level"].as_str().unwrap(),
+                c["verdict"].as_str().unwrap()
+            )
+        })
+        .collect();
+    insta::assert_snapshot!("certify_checks", listing.join("\n"));
+    let stdout = String::from_utf8_lossy(&out.stdout).replace(out_dir.to_str().unwrap(), "[OUT]");
+    insta::assert_snapshot!("certify_stdout", stdout);
+}
