@@ -642,11 +642,11 @@ async fn an_expired_claim_is_claimed_again_with_the_next_attempt() {
 
     assert_eq!(save(&mut s, "c", 0).await, Reply::Saved {});
     assert_eq!(save(&mut s, "never", 0).await, Reply::Saved {});
-    assert_eq!(claim(&mut s, "a", 80).await, claimed("c", 0, 1));
+    assert_eq!(claim(&mut s, "a", 400).await, claimed("c", 0, 1));
     assert_eq!(claim(&mut s, "a", 60_000).await, claimed("never", 0, 1));
     assert_eq!(claim(&mut s, "b", 80).await, Reply::Empty {});
 
-    tokio::time::sleep(Duration::from_millis(120)).await;
+    tokio::time::sleep(Duration::from_millis(450)).await;
     assert_eq!(claim(&mut s, "b", 60_000).await, claimed("c", 0, 2));
     // The first claim ran out: its completion is refused, naming the current one.
     let r = call(&mut s, "queue.complete", complete("c", "a", 1), CLOCK).await;
@@ -1614,7 +1614,7 @@ async fn a_random_queue_walk_without_expiry_agrees_with_the_sequential_model() {
     let mut admin = server.admin().await;
     let mut s = connect(&server).await;
     let mut model = QueueModel::default();
-    let mut rng = XorShift(0x0dd_c0ffee_0002);
+    let mut rng = XorShift(0x0000_ddc0_ffee_0002);
     let mut seen = std::collections::BTreeSet::new();
     let instances = ["a", "b"];
     for step in 0..800 {
@@ -1671,7 +1671,7 @@ async fn a_random_lease_walk_without_expiry_agrees_with_the_sequential_model() {
     let mut admin = server.admin().await;
     let mut s = connect(&server).await;
     let mut model = LeaseModel::default();
-    let mut rng = XorShift(0x1ea5e_0003);
+    let mut rng = XorShift(0x0001_ea5e_0003);
     let mut seen = std::collections::BTreeSet::new();
     // Leases outlive the walk, so liveness never depends on the instant.
     let ttl = 3_600_000;
@@ -1738,4 +1738,31 @@ async fn a_random_lease_walk_without_expiry_agrees_with_the_sequential_model() {
     ] {
         assert!(seen.contains(outcome), "{outcome} never seen: {seen:?}");
     }
+}
+
+#[tokio::test]
+async fn a_user_without_scripting_is_refused_on_connect() {
+    let server = TestServer::start(&[]);
+    let mut admin = server.admin().await;
+    let _: () = redis::cmd("ACL")
+        .arg(&[
+            "SETUSER",
+            "noscript",
+            "on",
+            ">secret",
+            "~*",
+            "&*",
+            "+@all",
+            "-@scripting",
+        ])
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let url = format!("redis://noscript:secret@127.0.0.1:{}/", server.port);
+    let err = connect_with(&server, &url, None)
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(err.kind, ErrorKind::ConfigRefused, "{err}");
+    assert!(err.message.contains("SCRIPT LOAD"), "{}", err.message);
 }

@@ -523,14 +523,26 @@ fn the_server_dies_when_its_owner_is_sigkilled() {
         .spawn()
         .expect("spawn owner");
     let stdout = owner.stdout.take().expect("piped stdout");
-    let mut pid_and_dir = None;
-    for line in BufReader::new(stdout).lines() {
-        let line = line.expect("owner output");
-        if let Some(rest) = line.strip_prefix("SERVER ") {
-            let (pid, dir) = rest.split_once(' ').expect("pid and dir");
-            pid_and_dir = Some((pid.parse::<u32>().expect("pid"), dir.to_string()));
-            break;
+    // Read on a thread so that a silent owner fails the test instead of
+    // hanging it. libtest prints `test owner_body ... ` before the body's
+    // output on the same line, hence `find`.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(at) = line.find("SERVER ") {
+                let _ = tx.send(line[at + "SERVER ".len()..].to_string());
+                return;
+            }
         }
+    });
+    let reported = rx.recv_timeout(Duration::from_secs(30));
+    let pid_and_dir = reported.ok().and_then(|rest| {
+        let (pid, dir) = rest.split_once(' ')?;
+        Some((pid.parse::<u32>().ok()?, dir.to_string()))
+    });
+    if pid_and_dir.is_none() {
+        let _ = owner.kill();
+        let _ = owner.wait();
     }
     let (pid, dir) = pid_and_dir.expect("owner started a server");
     assert!(proc_alive(pid));

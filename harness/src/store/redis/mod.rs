@@ -130,7 +130,7 @@ impl StoreFactory for RedisStoreFactory {
                 .prepare_invoke()
                 .load_async(&mut conn)
                 .await
-                .map_err(|e| assumptions::redis_command_failure("SCRIPT LOAD", &e))?;
+                .map_err(|e| script_load_failure(&e))?;
         }
 
         let kept = KeptExecutions::open(self.kept_db_path.clone(), &hello.prefix).await?;
@@ -345,6 +345,25 @@ fn invocation(keys: &Keys, req: &Request, clock_ms: i64) -> Option<ScriptInvocat
         // Kept executions live in SQLite, never in Redis.
         Request::LeaseKeepExecution { .. } | Request::LeaseKeptExecutions { .. } => return None,
     })
+}
+
+/// A failed `SCRIPT LOAD` on connect. The store runs every operation as a
+/// script, so a server that refuses scripts is refused like one that refuses
+/// `CONFIG GET`: the store cannot work there and says what to allow.
+fn script_load_failure(e: &RedisError) -> StoreError {
+    let failure = assumptions::redis_command_failure("SCRIPT LOAD", e);
+    if failure.kind != ErrorKind::ConfigRefused {
+        return failure;
+    }
+    StoreError::new(
+        ErrorKind::ConfigRefused,
+        format!(
+            "the server refused SCRIPT LOAD ({} {}); every operation of this store is a Lua \
+             script, so allow EVALSHA and SCRIPT LOAD for this user",
+            e.code().unwrap_or_default(),
+            e.detail().unwrap_or_default()
+        ),
+    )
 }
 
 /// Whether the server answered (with an error reply): the connection itself
