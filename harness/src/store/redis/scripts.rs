@@ -8,6 +8,16 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
+/// The source of `lua/<file>`, after the shared helpers of `lua/decimal.lua`.
+macro_rules! source {
+    ($file:literal) => {
+        concat!(
+            include_str!("../../../lua/decimal.lua"),
+            include_str!(concat!("../../../lua/", $file))
+        )
+    };
+}
+
 /// Declares one script per operation from `harness/lua/<file>.lua`, plus the
 /// list of all of them.
 macro_rules! scripts {
@@ -15,13 +25,13 @@ macro_rules! scripts {
         $(
             #[doc = concat!("The script of `", $op, "` (`lua/", $file, "`).")]
             pub static $name: LazyLock<Script> =
-                LazyLock::new(|| Script::new(include_str!(concat!("../../../lua/", $file))));
+                LazyLock::new(|| Script::new(source!($file)));
         )*
 
         /// Every script as `(operation, Lua source)`, in SPEC §6 order, so that
         /// servers in a pool can `SCRIPT LOAD` all of them ahead of a schedule.
         pub fn script_sources() -> Vec<(&'static str, &'static str)> {
-            vec![$(($op, include_str!(concat!("../../../lua/", $file)))),*]
+            vec![$(($op, source!($file))),*]
         }
 
         /// Every script, to load at connect time.
