@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
@@ -13,7 +13,9 @@ use serde_json::json;
 
 use harness::check::{CheckResult, Report, ServerSection, StoreSection, Verdict};
 use harness::conformance::{self, ServerRef, Target};
+use harness::contract::ErrorKind;
 use harness::server::{self, ManagedServer, ServerOptions};
+use harness::store::external::ExternalStoreFactory;
 use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreFactory, OPT_OUT_WRITES_MAY_BE_LOST};
 
@@ -65,6 +67,13 @@ pub struct CertifyArgs {
     /// Seed of every random choice (printed; the same seed replays the same run).
     #[arg(long)]
     seed: Option<u64>,
+    /// Run only the checks whose id starts with this (repeatable), e.g.
+    /// --check conformance.lease.
+    #[arg(long, value_name = "ID")]
+    check: Vec<String>,
+    /// Seconds an adapter (cmd:) may take to answer one request.
+    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    adapter_timeout: f64,
     /// Print nothing but the summary.
     #[arg(long, short)]
     quiet: bool,
@@ -87,17 +96,20 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    if args.store != "builtin:redis" {
-        if args.store == "builtin:sqlite" || args.store.starts_with("cmd:") {
-            bail!(
-                "--store {} is not in this version of storeproof yet; use --store builtin:redis",
-                args.store
-            );
-        }
+    if args.store == "builtin:sqlite" {
+        bail!("--store builtin:sqlite is not in this version of storeproof yet; use --store builtin:redis or cmd:'<command line>'");
+    }
+    if args.store != "builtin:redis" && !args.store.starts_with("cmd:") {
         bail!(
             "unknown --store {:?}; use builtin:redis, builtin:sqlite or cmd:'<command line>'",
             args.store
         );
+    }
+    if args.store.trim() == "cmd:" {
+        bail!("--store cmd: needs a command line, e.g. --store \"cmd:python3 my_adapter.py\"");
+    }
+    if !(args.adapter_timeout > 0.0 && args.adapter_timeout <= 3600.0) {
+        bail!("--adapter-timeout must be between 0 and 3600 seconds");
     }
     let seed = args.seed.unwrap_or_else(rand::random);
     let run_id = format!("{:08x}", (seed as u32) ^ std::process::id());
@@ -159,7 +171,15 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
         .prefix("storeproof-run-")
         .tempdir()
         .context("cannot create a working directory")?;
-    let factory = RedisStoreFactory::new(workdir.path().join("kept-executions.sqlite"));
+    let factory: Box<dyn StoreFactory> = match args.store.strip_prefix("cmd:") {
+        Some(command) => Box::new(
+            ExternalStoreFactory::new(command.trim(), workdir.path().to_path_buf())
+                .with_timeout(Duration::from_secs_f64(args.adapter_timeout)),
+        ),
+        None => Box::new(RedisStoreFactory::new(
+            workdir.path().join("kept-executions.sqlite"),
+        )),
+    };
     let hello = Hello {
         instance: "probe".into(),
         redis_url: server_ref.url(),
@@ -169,12 +189,15 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
     let (info, _probe) = factory
         .connect(&hello, server::VIRTUAL_EPOCH_MS)
         .await
-        .map_err(|e| {
-            anyhow::anyhow!(
+        .map_err(|e| match e.kind {
+            ErrorKind::AdapterFailed => {
+                anyhow::anyhow!("{}; fix the adapter or its command line", e.message)
+            }
+            _ => anyhow::anyhow!(
                 "the store refused the server at {}: {}",
                 redact(&server_ref.url()),
                 e.message
-            )
+            ),
         })?;
     drop(_probe);
     say(format!(
@@ -196,7 +219,7 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
 
     let may_start_servers = managed.is_some() || server::find_binary().is_ok();
     let target = Target {
-        factory: &factory,
+        factory: factory.as_ref(),
         server: server_ref,
         run_prefix: run_prefix.clone(),
         opt_out,
@@ -204,12 +227,27 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
         may_start_servers,
     };
 
+    if !args.check.is_empty()
+        && !conformance::all_checks()
+            .iter()
+            .any(|d| args.check.iter().any(|c| d.id.starts_with(c.as_str())))
+    {
+        bail!(
+            "no check id starts with {}; the ids are listed in report.json (e.g. conformance.lease.take-busy)",
+            args.check.join(" or ")
+        );
+    }
     let mut checks: Vec<CheckResult> = Vec::new();
     let mut stats = BTreeMap::new();
     for suite in &suites {
         if *suite == Suite::Conformance {
             let started = Instant::now();
-            let defs = conformance::all_checks();
+            let defs: Vec<_> = conformance::all_checks()
+                .into_iter()
+                .filter(|d| {
+                    args.check.is_empty() || args.check.iter().any(|c| d.id.starts_with(c.as_str()))
+                })
+                .collect();
             let total = defs.len();
             let tty = std::io::stderr().is_terminal();
             let mut done = 0usize;

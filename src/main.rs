@@ -47,6 +47,7 @@ fn main() -> ExitCode {
     runtime.spawn(async {
         if tokio::signal::ctrl_c().await.is_ok() {
             harness::server::cleanup_all();
+            harness::store::external::kill_all();
             eprintln!("storeproof: interrupted; managed servers stopped, no report written");
             std::process::exit(130);
         }

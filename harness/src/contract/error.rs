@@ -20,6 +20,10 @@ pub enum ErrorKind {
     Unsupported,
     /// The request broke the value or type rules: nothing was changed.
     BadRequest,
+    /// Not a store's answer but the harness's finding: the adapter process
+    /// exited, hung past its timeout, or wrote something that is not a JSON
+    /// answer. Never sent by a store.
+    AdapterFailed,
 }
 
 impl ErrorKind {
@@ -33,6 +37,7 @@ impl ErrorKind {
             ErrorKind::Unavailable => "unavailable",
             ErrorKind::Unsupported => "unsupported",
             ErrorKind::BadRequest => "bad_request",
+            ErrorKind::AdapterFailed => "adapter_failed",
         }
     }
 }

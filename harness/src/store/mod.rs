@@ -3,6 +3,7 @@
 //! [`StoreClient`]; the built-in Redis stores and (later) external adapters
 //! are implementations.
 
+pub mod external;
 pub mod redis;
 
 use async_trait::async_trait;

@@ -1,0 +1,352 @@
+//! `cmd:'<command line>'`: a store written in any language, as an adapter
+//! process speaking JSON lines (SPEC §6, docs/PROTOCOL.md).
+//!
+//! One process per instance, started in a process group of its own so that
+//! the whole group — the shell and whatever it started — is killed when the
+//! instance is dropped, when the run ends, or on Ctrl-C ([`kill_all`]). Every
+//! request waits at most the factory's timeout. An adapter that exits, hangs
+//! or writes something that is not a JSON answer is reported as
+//! `adapter_failed`, naming the instance, the request and the end of its stderr;
+//! after that the instance answers the same failure to every call.
+
+use std::collections::{HashSet, VecDeque};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use crate::contract::{Call, Contract, ErrorKind, Reply, StoreError};
+use crate::store::{Hello, StoreClient, StoreFactory, StoreInfo};
+
+/// How long an adapter may take to answer one request, unless told otherwise.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How much of an adapter's stderr is kept to show with a failure.
+const STDERR_KEPT: usize = 4096;
+
+/// How much of a malformed line is quoted in a failure.
+const QUOTED: usize = 200;
+
+/// Process groups of live adapters, for [`kill_all`].
+static LIVE_GROUPS: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
+
+fn register(pgid: i32) {
+    if let Ok(mut g) = LIVE_GROUPS.lock() {
+        g.get_or_insert_with(HashSet::new).insert(pgid);
+    }
+}
+
+fn kill_group(pgid: i32) {
+    // SAFETY: killpg only sends a signal; a stale group id fails with ESRCH.
+    unsafe {
+        libc::killpg(pgid, libc::SIGKILL);
+    }
+    if let Ok(mut g) = LIVE_GROUPS.lock() {
+        if let Some(set) = g.as_mut() {
+            set.remove(&pgid);
+        }
+    }
+}
+
+/// Kills every adapter process group still alive (for Ctrl-C).
+pub fn kill_all() {
+    let groups: Vec<i32> = LIVE_GROUPS
+        .lock()
+        .map(|g| {
+            g.as_ref()
+                .map(|s| s.iter().copied().collect())
+                .unwrap_or_default()
+        })
+        .unwrap_or_default();
+    for pgid in groups {
+        kill_group(pgid);
+    }
+}
+
+/// Starts adapter processes from a command line.
+#[derive(Debug, Clone)]
+pub struct ExternalStoreFactory {
+    command: String,
+    workdir: PathBuf,
+    timeout: Duration,
+}
+
+impl ExternalStoreFactory {
+    /// Adapters run `sh -c <command>`; `workdir` is given to them as
+    /// `STOREPROOF_WORKDIR` (a directory that lives as long as the run and is
+    /// shared by every instance, for durable files such as kept executions).
+    pub fn new(command: impl Into<String>, workdir: PathBuf) -> Self {
+        ExternalStoreFactory {
+            command: command.into(),
+            workdir,
+            timeout: DEFAULT_REQUEST_TIMEOUT,
+        }
+    }
+
+    /// The same factory with another per-request timeout.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+}
+
+fn adapter_failed(message: String) -> StoreError {
+    StoreError::new(ErrorKind::AdapterFailed, message)
+}
+
+fn quote(text: &str) -> String {
+    let t = text.trim_end();
+    if t.chars().count() > QUOTED {
+        format!("{:?}…", t.chars().take(QUOTED).collect::<String>())
+    } else {
+        format!("{t:?}")
+    }
+}
+
+/// One adapter process.
+struct Adapter {
+    instance: String,
+    child: Child,
+    pgid: i32,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    stderr: Arc<Mutex<VecDeque<u8>>>,
+    timeout: Duration,
+    next_id: u64,
+    /// Set once the adapter failed; every later call answers it.
+    dead: Option<StoreError>,
+}
+
+impl Drop for Adapter {
+    fn drop(&mut self) {
+        kill_group(self.pgid);
+        let _ = self.child.start_kill();
+    }
+}
+
+impl Adapter {
+    fn spawn(factory: &ExternalStoreFactory, instance: &str) -> Result<Adapter, StoreError> {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(&factory.command)
+            .env("STOREPROOF_WORKDIR", &factory.workdir)
+            .env("STOREPROOF_INSTANCE", instance)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // A group of its own: killing it kills the shell and its children.
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|e| {
+            adapter_failed(format!(
+                "cannot start the adapter of instance {instance} (sh -c {:?}): {e}",
+                factory.command
+            ))
+        })?;
+        let pid = child.id().unwrap_or(0) as i32;
+        register(pid);
+        let (Some(stdin), Some(stdout), Some(mut stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            kill_group(pid);
+            return Err(adapter_failed(format!(
+                "the adapter of instance {instance} has no stdin/stdout/stderr"
+            )));
+        };
+        let kept = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_KEPT)));
+        let sink = kept.clone();
+        tokio::spawn(async move {
+            let mut buf = [0u8; 1024];
+            while let Ok(n) = stderr.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                if let Ok(mut k) = sink.lock() {
+                    k.extend(&buf[..n]);
+                    while k.len() > STDERR_KEPT {
+                        k.pop_front();
+                    }
+                }
+            }
+        });
+        Ok(Adapter {
+            instance: instance.to_string(),
+            child,
+            pgid: pid,
+            stdin,
+            stdout: BufReader::new(stdout),
+            stderr: kept,
+            timeout: factory.timeout,
+            next_id: 0,
+            dead: None,
+        })
+    }
+
+    fn stderr_tail(&self) -> String {
+        let bytes: Vec<u8> = self
+            .stderr
+            .lock()
+            .map(|k| k.iter().copied().collect())
+            .unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let tail = lines[lines.len().saturating_sub(5)..].join(" | ");
+        if tail.is_empty() {
+            "its stderr is empty".into()
+        } else {
+            format!("its stderr ends: {tail}")
+        }
+    }
+
+    /// Sends one request and reads its answer: `Ok(Ok(value))` for `ok`,
+    /// `Ok(Err(store error))` for `error`, `Err` when the adapter failed.
+    async fn request(
+        &mut self,
+        op: &str,
+        args: &Value,
+        clock_ms: i64,
+    ) -> Result<Result<Value, StoreError>, StoreError> {
+        if let Some(dead) = &self.dead {
+            return Err(dead.clone());
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let what = format!("request {id} ({op} {args})");
+        let line =
+            json!({"id": id, "op": op, "args": args, "clock_ms": clock_ms}).to_string() + "\n";
+        let outcome = self.exchange(&line, &what, id).await;
+        if let Err(e) = &outcome {
+            self.dead = Some(e.clone());
+            kill_group(self.pgid);
+        }
+        outcome
+    }
+
+    async fn exchange(
+        &mut self,
+        line: &str,
+        what: &str,
+        id: u64,
+    ) -> Result<Result<Value, StoreError>, StoreError> {
+        let instance = self.instance.clone();
+        let stdin = &mut self.stdin;
+        let stdout = &mut self.stdout;
+        let mut answer = String::new();
+        let read = async {
+            stdin.write_all(line.as_bytes()).await?;
+            stdin.flush().await?;
+            stdout.read_line(&mut answer).await
+        };
+        let read = tokio::time::timeout(self.timeout, read).await;
+        let n = match read {
+            Err(_) => {
+                return Err(adapter_failed(format!(
+                    "the adapter of instance {instance} did not answer {what} within {}s; {}",
+                    self.timeout.as_secs_f64(),
+                    self.stderr_tail()
+                )))
+            }
+            Ok(Err(e)) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                return Err(adapter_failed(format!(
+                    "cannot talk to the adapter of instance {instance} during {what}: {e}; {}",
+                    self.stderr_tail()
+                )))
+            }
+            Ok(Err(_)) => 0,
+            Ok(Ok(n)) => n,
+        };
+        if n == 0 {
+            // EOF: the adapter exited. Give its stderr a moment to arrive.
+            let status = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await;
+            let status = match status {
+                Ok(Ok(s)) => s.to_string(),
+                _ => "closed its stdout".to_string(),
+            };
+            return Err(adapter_failed(format!(
+                "the adapter of instance {instance} exited ({status}) during {what}; {}",
+                self.stderr_tail()
+            )));
+        }
+        let malformed = |why: &str| {
+            adapter_failed(format!(
+                "the adapter of instance {instance} answered {what} with {why}: {}",
+                quote(&answer)
+            ))
+        };
+        let value: Value =
+            serde_json::from_str(&answer).map_err(|_| malformed("a line that is not JSON"))?;
+        if value.get("id").and_then(Value::as_u64) != Some(id) {
+            return Err(malformed(&format!("an answer whose id is not {id}")));
+        }
+        match (value.get("ok"), value.get("error")) {
+            (Some(ok), None) => Ok(Ok(ok.clone())),
+            (None, Some(err)) => match serde_json::from_value::<StoreError>(err.clone()) {
+                Ok(e) if e.kind != ErrorKind::AdapterFailed => Ok(Err(e)),
+                _ => Err(malformed(
+                    "an error that is not {\"kind\", \"message\"} with a known kind",
+                )),
+            },
+            _ => Err(malformed("a JSON line with neither \"ok\" nor \"error\"")),
+        }
+    }
+}
+
+struct ExternalClient {
+    adapter: Adapter,
+}
+
+#[async_trait]
+impl StoreClient for ExternalClient {
+    async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
+        match self.adapter.request(&call.op, &call.args, clock_ms).await? {
+            Err(e) => Err(e),
+            Ok(ok) => serde_json::from_value::<Reply>(ok.clone()).map_err(|e| {
+                let e = adapter_failed(format!(
+                    "the adapter of instance {} answered {} with an ok that is no reply: {} ({e})",
+                    self.adapter.instance,
+                    call.op,
+                    quote(&ok.to_string())
+                ));
+                self.adapter.dead = Some(e.clone());
+                e
+            }),
+        }
+    }
+}
+
+#[async_trait]
+impl StoreFactory for ExternalStoreFactory {
+    fn spec(&self) -> String {
+        format!("cmd:{}", self.command)
+    }
+
+    async fn connect(
+        &self,
+        hello: &Hello,
+        clock_ms: i64,
+    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
+        let mut adapter = Adapter::spawn(self, &hello.instance)?;
+        let args = serde_json::to_value(hello).unwrap_or(Value::Null);
+        let ok = adapter.request("hello", &args, clock_ms).await??;
+        let info: StoreInfo = serde_json::from_value(ok.clone()).map_err(|e| {
+            adapter_failed(format!(
+                "the adapter of instance {} answered hello with {} ({e}); it must be {{\"name\", \"version\", \"contracts\": [\"lease\", …]}}",
+                hello.instance,
+                quote(&ok.to_string())
+            ))
+        })?;
+        if info.contracts.is_empty() {
+            return Err(adapter_failed(format!(
+                "the adapter of instance {} offers no contract; name at least one of {:?}",
+                hello.instance,
+                Contract::ALL.map(Contract::name)
+            )));
+        }
+        Ok((info, Box::new(ExternalClient { adapter })))
+    }
+}
