@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -96,18 +96,7 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    if args.store == "builtin:sqlite" {
-        bail!("--store builtin:sqlite is not in this version of storeproof yet; use --store builtin:redis or cmd:'<command line>'");
-    }
-    if args.store != "builtin:redis" && !args.store.starts_with("cmd:") {
-        bail!(
-            "unknown --store {:?}; use builtin:redis, builtin:sqlite or cmd:'<command line>'",
-            args.store
-        );
-    }
-    if args.store.trim() == "cmd:" {
-        bail!("--store cmd: needs a command line, e.g. --store \"cmd:python3 my_adapter.py\"");
-    }
+    check_store_spec(&args.store)?;
     if !(args.adapter_timeout > 0.0 && args.adapter_timeout <= 3600.0) {
         bail!("--adapter-timeout must be between 0 and 3600 seconds");
     }
@@ -171,35 +160,14 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
         .prefix("storeproof-run-")
         .tempdir()
         .context("cannot create a working directory")?;
-    let factory: Box<dyn StoreFactory> = match args.store.strip_prefix("cmd:") {
-        Some(command) => Box::new(
-            ExternalStoreFactory::new(command.trim(), workdir.path().to_path_buf())
-                .with_timeout(Duration::from_secs_f64(args.adapter_timeout)),
-        ),
-        None => Box::new(RedisStoreFactory::new(
-            workdir.path().join("kept-executions.sqlite"),
-        )),
-    };
-    let hello = Hello {
-        instance: "probe".into(),
-        redis_url: server_ref.url(),
-        prefix: format!("{run_prefix}probe:"),
-        opt_out: opt_out.clone(),
-    };
-    let (info, _probe) = factory
-        .connect(&hello, server::VIRTUAL_EPOCH_MS)
-        .await
-        .map_err(|e| match e.kind {
-            ErrorKind::AdapterFailed => {
-                anyhow::anyhow!("{}; fix the adapter or its command line", e.message)
-            }
-            _ => anyhow::anyhow!(
-                "the store refused the server at {}: {}",
-                redact(&server_ref.url()),
-                e.message
-            ),
-        })?;
-    drop(_probe);
+    let factory = make_factory(&args.store, workdir.path(), args.adapter_timeout);
+    let info = probe(
+        factory.as_ref(),
+        &server_ref.url(),
+        &format!("{run_prefix}probe:"),
+        opt_out.clone(),
+    )
+    .await?;
     say(format!(
         "storeproof {}: seed {seed}, prefix {run_prefix}",
         env!("CARGO_PKG_VERSION")
@@ -307,6 +275,11 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
         run: BTreeMap::from([
             ("seed".to_string(), json!(seed)),
             ("prefix".to_string(), json!(run_prefix)),
+            ("store".to_string(), json!(args.store)),
+            (
+                "opt_out".to_string(),
+                json!(args.opt_out.map(|_| OPT_OUT_WRITES_MAY_BE_LOST)),
+            ),
             (
                 "command".to_string(),
                 json!(std::env::args().collect::<Vec<_>>()),
@@ -322,6 +295,66 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
         harness::check::RunVerdict::Pass => ExitCode::SUCCESS,
         harness::check::RunVerdict::Fail => ExitCode::from(1),
     })
+}
+
+/// Refuses a `--store` this version cannot run, with what to use instead.
+pub fn check_store_spec(store: &str) -> anyhow::Result<()> {
+    if store == "builtin:sqlite" {
+        bail!("--store builtin:sqlite is not in this version of storeproof yet; use --store builtin:redis or cmd:'<command line>'");
+    }
+    if store != "builtin:redis" && !store.starts_with("cmd:") {
+        bail!(
+            "unknown --store {store:?}; use builtin:redis, builtin:sqlite or cmd:'<command line>'"
+        );
+    }
+    if store.trim() == "cmd:" {
+        bail!("--store cmd: needs a command line, e.g. --store \"cmd:python3 my_adapter.py\"");
+    }
+    Ok(())
+}
+
+/// The factory of a checked `--store`; durable files go into `workdir`.
+pub fn make_factory(store: &str, workdir: &Path, adapter_timeout_s: f64) -> Box<dyn StoreFactory> {
+    match store.strip_prefix("cmd:") {
+        Some(command) => Box::new(
+            ExternalStoreFactory::new(command.trim(), workdir.to_path_buf())
+                .with_timeout(Duration::from_secs_f64(adapter_timeout_s)),
+        ),
+        None => Box::new(RedisStoreFactory::new(
+            workdir.join("kept-executions.sqlite"),
+        )),
+    }
+}
+
+/// Connects one probe instance: the store's hello on the target server. A
+/// refusal here means nothing can be checked (a setup error).
+pub async fn probe(
+    factory: &dyn StoreFactory,
+    url: &str,
+    prefix: &str,
+    opt_out: Option<String>,
+) -> anyhow::Result<harness::store::StoreInfo> {
+    let hello = Hello {
+        instance: "probe".into(),
+        redis_url: url.to_string(),
+        prefix: prefix.to_string(),
+        opt_out,
+    };
+    let (info, client) = factory
+        .connect(&hello, server::VIRTUAL_EPOCH_MS)
+        .await
+        .map_err(|e| match e.kind {
+            ErrorKind::AdapterFailed => {
+                anyhow::anyhow!("{}; fix the adapter or its command line", e.message)
+            }
+            _ => anyhow::anyhow!(
+                "the store refused the server at {}: {}",
+                redact(url),
+                e.message
+            ),
+        })?;
+    drop(client);
+    Ok(info)
 }
 
 fn print_summary(report: &Report, out: &std::path::Path) {
@@ -353,6 +386,12 @@ fn print_summary(report: &Report, out: &std::path::Path) {
                 "warn"
             };
             println!("  {word} {}: {}", c.id, c.reason);
+            if c.counterexample.is_some() {
+                println!(
+                    "       replay: storeproof replay {}",
+                    out.join(reports::replay_file_name(&c.id)).display()
+                );
+            }
         }
     }
     println!(

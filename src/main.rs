@@ -2,6 +2,7 @@
 //! 0 (all checks passed), 1 (a check failed) or 2 (usage or setup error).
 
 mod certify;
+mod replay;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,6 +26,9 @@ enum Command {
     /// storeproof starts itself (durable settings, data on tmpfs, a clock it
     /// controls), every suite this version has.
     Certify(certify::CertifyArgs),
+    /// Re-run a saved counterexample (a report's replays/<check>.json) on a
+    /// fresh managed server; exit 1 if it still fails, 0 if it passes now.
+    Replay(replay::ReplayArgs),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +59,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Certify(args) => certify::run(args).await,
+            Command::Replay(args) => replay::run(args).await,
         }
     });
     match result {

@@ -165,3 +165,30 @@ fn an_adapter_that_dies_at_hello_is_a_setup_error() {
     assert!(!out_dir.exists());
     assert_eq!(leftovers(&marker), Vec::<String>::new());
 }
+
+#[test]
+fn a_failure_comes_with_a_replay_file_that_reproduces_it() {
+    let marker = format!("sp-marker-replay-{}", std::process::id());
+    let (out, out_dir, _dir) = certify_with("garbage", &marker);
+    assert_eq!(out.status.code(), Some(1));
+    let file = out_dir.join("replays/conformance.lease.take-free-tree.json");
+    assert!(file.exists(), "no replay file");
+    let replay = |extra: &[&str]| {
+        let mut args = vec!["replay", file.to_str().unwrap()];
+        args.extend(extra);
+        let out = Command::new(env!("CARGO_BIN_EXE_storeproof"))
+            .args(&args)
+            .output()
+            .unwrap();
+        eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+        out
+    };
+    let again = replay(&[]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("still fails"));
+    // The same counterexample against a correct store passes.
+    let fixed = replay(&["--store", "builtin:redis"]);
+    assert_eq!(fixed.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&fixed.stdout).contains("no longer fails"));
+    assert_eq!(leftovers(&marker), Vec::<String>::new());
+}

@@ -8,6 +8,7 @@
 pub mod check;
 pub mod conformance;
 pub mod contract;
+pub mod gate;
 pub mod history;
 pub mod keyspace;
 pub mod server;

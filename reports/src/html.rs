@@ -116,6 +116,10 @@ pub fn render_html(report: &Report) -> String {
             h.push_str(&timeline(&c.evidence));
             if let Some(cx) = &c.counterexample {
                 h.push_str(&format!(
+                    "<p>Re-run it: <code>storeproof replay {}</code></p>",
+                    escape(&crate::replay_file_name(&c.id))
+                ));
+                h.push_str(&format!(
                     "<details><summary>counterexample</summary><pre>{}</pre></details>",
                     escape(&serde_json::to_string_pretty(cx).unwrap_or_default())
                 ));

@@ -26,6 +26,38 @@ pub enum ReportError {
     Json(#[from] serde_json::Error),
 }
 
+/// The replay file of every failed or warned check that has a
+/// counterexample: `(file name, JSON)`. `storeproof replay FILE` re-runs it.
+pub fn replay_files(report: &Report) -> Vec<(String, String)> {
+    report
+        .checks
+        .iter()
+        .filter(|c| c.counterexample.is_some())
+        .map(|c| {
+            let body = serde_json::json!({
+                "storeproof": report.storeproof,
+                "kind": "check",
+                "check": c.id,
+                "store": report.run.get("store").cloned().unwrap_or(report.store.spec.clone().into()),
+                "opt_out": report.run.get("opt_out").cloned().unwrap_or_default(),
+                "seed": report.run.get("seed").cloned().unwrap_or_default(),
+                "verdict": c.verdict,
+                "reason": c.reason,
+                "counterexample": c.counterexample,
+            });
+            (
+                replay_file_name(&c.id),
+                serde_json::to_string_pretty(&body).unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// Where a check's replay file goes inside the report directory.
+pub fn replay_file_name(check_id: &str) -> String {
+    format!("replays/{check_id}.json")
+}
+
 /// `report.json` as text.
 pub fn render_json(report: &Report) -> Result<String, ReportError> {
     Ok(serde_json::to_string_pretty(report)?)
@@ -55,12 +87,17 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<(), ReportError> {
     let _ = fs::remove_dir_all(&staging);
     let result = (|| {
         fs::create_dir_all(&staging).map_err(io(&staging))?;
-        for (file, body) in [
-            ("report.json", json.as_str()),
-            ("junit.xml", junit.as_str()),
-            ("index.html", html.as_str()),
-        ] {
+        let mut files = vec![
+            ("report.json".to_string(), json),
+            ("junit.xml".to_string(), junit),
+            ("index.html".to_string(), html),
+        ];
+        files.extend(replay_files(report));
+        for (file, body) in &files {
             let path = staging.join(file);
+            if let Some(dir) = path.parent() {
+                fs::create_dir_all(dir).map_err(io(dir))?;
+            }
             fs::write(&path, body).map_err(io(&path))?;
         }
         if dir.exists() {

@@ -11,11 +11,16 @@
 //!   and [`RefusesAll`] refuses every server: the server-assumption checks
 //!   must catch both.
 //!
-//! Later issues add the semantic sabotages (a lease on the caller's clock, a
-//! take made of a read and then a write) with the matrix the report shows.
+//! - [`ReadThenWriteLease`] makes its take of a read and then a write, which
+//!   only `conformance.lease.take-races` can catch.
+//!
+//! Later issues add more semantic sabotages (a lease on the caller's clock)
+//! and the matrix the report shows.
 
 mod corrupt;
+mod read_then_write;
 mod wrappers;
 
 pub use corrupt::corrupt;
+pub use read_then_write::ReadThenWriteLease;
 pub use wrappers::{Extra, RefusesAll, ServerBlind, SideEffect, Tampered};

@@ -33,6 +33,13 @@ pub(super) fn checks() -> Vec<CheckDef> {
             "the live holder's own second take answers busy (it may adopt that epoch), not a new grant",
             || vec![take("a", "t", TTL), at(10), take("a", "t", TTL), read("a", "t")],
         ),
+        CheckDef {
+            id: "conformance.lease.take-races",
+            level: Must,
+            contract: Some(Lease),
+            about: "two takes of a free tree, two takes of an expired lease, and a take against a renew at the expiry instant, in every interleaving of their Redis commands, grant at most one holder",
+            kind: CheckKind::Special(Special::TakeRaces),
+        },
         scenario_check(
             "conformance.lease.expiry-before-instant",
             Must,

@@ -10,6 +10,7 @@
 
 mod lease;
 mod queue;
+mod races;
 mod rate;
 mod runner;
 pub mod scenario;

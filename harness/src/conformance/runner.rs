@@ -79,9 +79,21 @@ impl Target<'_> {
         prefix: &str,
         clock_ms: i64,
     ) -> Result<Box<dyn StoreClient>, String> {
+        self.connect_via(name, prefix, &self.server.url(), clock_ms)
+            .await
+    }
+
+    /// Connects instance `name` to `url` (a gate in front of the server).
+    pub async fn connect_via(
+        &self,
+        name: &str,
+        prefix: &str,
+        url: &str,
+        clock_ms: i64,
+    ) -> Result<Box<dyn StoreClient>, String> {
         let hello = Hello {
             instance: name.into(),
-            redis_url: self.server.url(),
+            redis_url: url.into(),
             prefix: prefix.into(),
             opt_out: self.opt_out.clone(),
         };

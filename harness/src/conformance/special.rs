@@ -19,6 +19,8 @@ pub enum Special {
     OddIdsInsidePrefix,
     /// MEMORY USAGE of the lease records, per tree.
     BytesPerTree,
+    /// The three take races, every interleaving forced through the gate.
+    TakeRaces,
 }
 
 /// Trees measured for bytes per tree.
@@ -44,6 +46,7 @@ impl Special {
             Special::KeptNotInRedis => kept_not_in_redis(target, prefix).await,
             Special::OddIdsInsidePrefix => odd_ids_inside_prefix(target, prefix).await,
             Special::BytesPerTree => bytes_per_tree(target, prefix).await,
+            Special::TakeRaces => super::races::take_races(target, prefix).await,
         }
     }
 }

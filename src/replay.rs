@@ -1,0 +1,110 @@
+//! `storeproof replay FILE`: re-runs a saved counterexample (a failed check)
+//! against a fresh managed server and says whether it still fails.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use serde::Deserialize;
+
+use harness::check::Verdict;
+use harness::conformance::{self, ServerRef, Target};
+use harness::server::{ManagedServer, ServerOptions};
+
+use crate::certify::{check_store_spec, make_factory, probe};
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// A replay file from a report's replays/ directory.
+    file: PathBuf,
+    /// Replay against another store than the one the file names (e.g. after a fix).
+    #[arg(long, value_name = "STORE")]
+    store: Option<String>,
+    /// Seconds an adapter (cmd:) may take to answer one request.
+    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    adapter_timeout: f64,
+}
+
+/// The fields of a replay file this command reads.
+#[derive(Debug, Deserialize)]
+struct ReplayFile {
+    check: String,
+    store: String,
+    opt_out: Option<String>,
+    reason: String,
+}
+
+/// Runs `replay`; `Err` is a setup error (exit 2).
+pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    let text = std::fs::read_to_string(&args.file)
+        .with_context(|| format!("cannot read the replay file {}", args.file.display()))?;
+    let file: ReplayFile = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a storeproof replay file (it needs check, store, opt_out, reason)",
+            args.file.display()
+        )
+    })?;
+    let store = args.store.clone().unwrap_or(file.store.clone());
+    check_store_spec(&store)?;
+    let Some(def) = conformance::all_checks()
+        .into_iter()
+        .find(|d| d.id == file.check)
+    else {
+        bail!(
+            "the replay file names the check {:?}, which this version does not have",
+            file.check
+        );
+    };
+    let server = ManagedServer::start(ServerOptions::default())
+        .await
+        .context("cannot start the managed Redis server")?;
+    let workdir = tempfile::Builder::new()
+        .prefix("storeproof-replay-")
+        .tempdir()
+        .context("cannot create a working directory")?;
+    let factory = make_factory(&store, workdir.path(), args.adapter_timeout);
+    let run_prefix = format!("sp:replay{:08x}:", rand::random::<u32>());
+    let info = probe(
+        factory.as_ref(),
+        &server.url(),
+        &format!("{run_prefix}probe:"),
+        file.opt_out.clone(),
+    )
+    .await?;
+    let target = Target {
+        factory: factory.as_ref(),
+        server: ServerRef::Managed(&server),
+        run_prefix,
+        opt_out: file.opt_out.clone(),
+        contracts: info.contracts.clone(),
+        may_start_servers: true,
+    };
+    println!("replaying {} on {store}", def.id);
+    println!("  recorded: {}", file.reason);
+    let result = conformance::run_check(&target, 0, &def).await;
+    drop(target);
+    let _ = server.stop().await;
+    Ok(match result.verdict {
+        Verdict::Fail => {
+            println!("  now: FAIL — {}", result.reason);
+            println!("still fails");
+            ExitCode::from(1)
+        }
+        Verdict::Warn => {
+            println!("  now: warn (SHOULD) — {}", result.reason);
+            println!("still deviates (a warning, not a failure)");
+            ExitCode::SUCCESS
+        }
+        Verdict::Skipped => {
+            println!("  now: skipped — {}", result.reason);
+            println!("could not be replayed here");
+            ExitCode::from(2)
+        }
+        Verdict::Pass => {
+            println!("  now: pass");
+            println!("no longer fails");
+            ExitCode::SUCCESS
+        }
+    })
+}
