@@ -1,0 +1,55 @@
+//! The example adapter in another language (Python, redis-py) certifies
+//! through the JSON-lines protocol with the same check ids as the built-in
+//! store, every one passing.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn certify(store: &str, out: &std::path::Path) -> (Option<i32>, Value) {
+    let output = Command::new(env!("CARGO_BIN_EXE_storeproof"))
+        .args(["certify", "--suite", "conformance", "--store", store, "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    eprintln!(
+        "{store}: exit {:?}\n{}{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = std::fs::read_to_string(out.join("report.json")).unwrap_or_default();
+    (
+        output.status.code(),
+        serde_json::from_str(&report).unwrap_or(Value::Null),
+    )
+}
+
+fn ids(report: &Value) -> Vec<String> {
+    report["checks"]
+        .as_array()
+        .map(|c| c.iter().map(|c| c["id"].as_str().unwrap_or("").to_string()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_python_example_adapter_passes_every_check_the_builtin_store_does() {
+    let adapter = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/adapters/python/storeproof_adapter.py");
+    let dir = tempfile::tempdir().unwrap();
+    let (code, python) = certify(
+        &format!("cmd:python3 {}", adapter.display()),
+        &dir.path().join("python"),
+    );
+    assert_eq!(code, Some(0));
+    assert_eq!(python["verdict"], "pass");
+    assert_eq!(python["store"]["name"], "storeproof-python-example");
+    for c in python["checks"].as_array().unwrap() {
+        assert_eq!(c["verdict"], "pass", "{}: {}", c["id"], c["reason"]);
+    }
+    let (code, builtin) = certify("builtin:redis", &dir.path().join("builtin"));
+    assert_eq!(code, Some(0));
+    assert_eq!(ids(&python), ids(&builtin));
+    assert!(ids(&python).contains(&"conformance.lease.take-races".to_string()));
+}
