@@ -9,7 +9,14 @@ use serde_json::Value;
 
 fn certify(store: &str, out: &std::path::Path) -> (Option<i32>, Value) {
     let output = Command::new(env!("CARGO_BIN_EXE_storeproof"))
-        .args(["certify", "--suite", "conformance", "--store", store, "--out"])
+        .args([
+            "certify",
+            "--suite",
+            "conformance",
+            "--store",
+            store,
+            "--out",
+        ])
         .arg(out)
         .output()
         .unwrap();
@@ -29,7 +36,11 @@ fn certify(store: &str, out: &std::path::Path) -> (Option<i32>, Value) {
 fn ids(report: &Value) -> Vec<String> {
     report["checks"]
         .as_array()
-        .map(|c| c.iter().map(|c| c["id"].as_str().unwrap_or("").to_string()).collect())
+        .map(|c| {
+            c.iter()
+                .map(|c| c["id"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
