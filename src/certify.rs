@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -33,7 +34,7 @@ pub enum Suite {
 impl Suite {
     /// Whether this version has the suite.
     fn built(self) -> bool {
-        matches!(self, Suite::Conformance)
+        matches!(self, Suite::Conformance | Suite::Explorer)
     }
 }
 
@@ -47,7 +48,9 @@ pub enum OptOut {
 
 #[derive(Debug, Args)]
 pub struct CertifyArgs {
-    /// The store: builtin:redis (default), builtin:sqlite, or cmd:'<command line>'.
+    /// The store: builtin:redis (default), builtin:sqlite, cmd:'<command line>',
+    /// or a deliberately broken one: sabotage:read-then-write-take,
+    /// sabotage:lease-on-caller-clock.
     #[arg(long, default_value = "builtin:redis", value_name = "STORE")]
     store: String,
     /// Suites to run (comma-separated). Default: every suite this version has.
@@ -74,6 +77,18 @@ pub struct CertifyArgs {
     /// Seconds an adapter (cmd:) may take to answer one request.
     #[arg(long, default_value_t = 10.0, value_name = "SECS")]
     adapter_timeout: f64,
+    /// Explorer: every schedule of two instances this many steps deep.
+    #[arg(long, default_value_t = 8, value_name = "STEPS")]
+    depth: usize,
+    /// Explorer: seeded random walks of three instances.
+    #[arg(long, default_value_t = 200, value_name = "N")]
+    walks: usize,
+    /// Explorer: steps per walk.
+    #[arg(long, default_value_t = 20, value_name = "STEPS")]
+    walk_steps: usize,
+    /// Explorer: checker threads, each with a server of its own.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    threads: usize,
     /// Print nothing but the summary.
     #[arg(long, short)]
     quiet: bool,
@@ -82,7 +97,7 @@ pub struct CertifyArgs {
 /// Runs `certify`; `Err` is a setup error (exit 2).
 pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
     let suites = if args.suite.is_empty() {
-        vec![Suite::Conformance]
+        vec![Suite::Conformance, Suite::Explorer]
     } else {
         args.suite.clone()
     };
@@ -161,6 +176,8 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
         .tempdir()
         .context("cannot create a working directory")?;
     let factory = make_factory(&args.store, workdir.path(), args.adapter_timeout);
+    let shared_factory = factory.clone();
+    let opt_out_for_explorer = opt_out.clone();
     let info = probe(
         factory.as_ref(),
         &server_ref.url(),
@@ -195,10 +212,10 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
         may_start_servers,
     };
 
-    if !args.check.is_empty()
-        && !conformance::all_checks()
-            .iter()
-            .any(|d| args.check.iter().any(|c| d.id.starts_with(c.as_str())))
+    let selected =
+        |id: &str| args.check.is_empty() || args.check.iter().any(|c| id.starts_with(c.as_str()));
+    if !conformance::all_checks().iter().any(|d| selected(d.id))
+        && !explorer::check_ids().iter().any(|id| selected(id))
     {
         bail!(
             "no check id starts with {}; the ids are listed in report.json (e.g. conformance.lease.take-busy)",
@@ -208,13 +225,12 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
     let mut checks: Vec<CheckResult> = Vec::new();
     let mut stats = BTreeMap::new();
     for suite in &suites {
-        if *suite == Suite::Conformance {
+        if *suite == Suite::Conformance && conformance::all_checks().iter().any(|d| selected(d.id))
+        {
             let started = Instant::now();
             let defs: Vec<_> = conformance::all_checks()
                 .into_iter()
-                .filter(|d| {
-                    args.check.is_empty() || args.check.iter().any(|c| d.id.starts_with(c.as_str()))
-                })
+                .filter(|d| selected(d.id))
                 .collect();
             let total = defs.len();
             let tty = std::io::stderr().is_terminal();
@@ -252,6 +268,65 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
                 }),
             );
             checks.extend(results);
+        }
+        if *suite == Suite::Explorer && explorer::check_ids().iter().any(|id| selected(id)) {
+            if managed.is_none() {
+                for id in explorer::check_ids() {
+                    checks.push(CheckResult {
+                        id: id.to_string(),
+                        suite: "explorer".into(),
+                        level: harness::check::Level::Must,
+                        verdict: Verdict::Skipped,
+                        reason: "needs managed servers: the explorer restores, flushes and moves the clock of servers it starts itself (this run uses --redis-url)".into(),
+                        evidence: serde_json::Value::Null,
+                        counterexample: None,
+                        seconds: 0.0,
+                    });
+                }
+                continue;
+            }
+            if !info.contracts.contains(&harness::contract::Contract::Lease) {
+                bail!("the explorer needs the lease contract, which the store does not offer; run --suite conformance");
+            }
+            let config = explorer::ExplorerConfig {
+                depth: args.depth,
+                walks: args.walks,
+                walk_steps: args.walk_steps,
+                seed,
+                threads: args.threads,
+                skews: explorer::skews(),
+            };
+            let started = Instant::now();
+            let factory = shared_factory.clone();
+            let opt = opt_out_for_explorer.clone();
+            let prefix = format!("{run_prefix}x:");
+            let outcome = tokio::task::spawn_blocking(move || {
+                explorer::explore(factory, opt, prefix, &config, &mut |line| {
+                    if !quiet {
+                        eprintln!("{line}");
+                    }
+                })
+            })
+            .await
+            .context("the explorer stopped unexpectedly")?;
+            let secs = started.elapsed().as_secs_f64();
+            for r in &outcome.checks {
+                if !quiet && r.verdict != Verdict::Pass {
+                    eprintln!(
+                        "{} {}",
+                        if r.verdict == Verdict::Fail {
+                            "FAIL"
+                        } else {
+                            "    "
+                        },
+                        r.id
+                    );
+                }
+            }
+            let mut figures = outcome.stats;
+            figures["wall_seconds"] = json!((secs * 1000.0).round() / 1000.0);
+            stats.insert("explorer".to_string(), figures);
+            checks.extend(outcome.checks);
         }
     }
     drop(target);
@@ -302,6 +377,15 @@ pub fn check_store_spec(store: &str) -> anyhow::Result<()> {
     if store == "builtin:sqlite" {
         bail!("--store builtin:sqlite is not in this version of storeproof yet; use --store builtin:redis or cmd:'<command line>'");
     }
+    if let Some(name) = store.strip_prefix("sabotage:") {
+        if !sabotage::NAMED.iter().any(|(n, _)| *n == name) {
+            bail!(
+                "unknown sabotaged store {name:?}; the sabotages are {}",
+                sabotage::NAMED.map(|(n, _)| n).join(", ")
+            );
+        }
+        return Ok(());
+    }
     if store != "builtin:redis" && !store.starts_with("cmd:") {
         bail!(
             "unknown --store {store:?}; use builtin:redis, builtin:sqlite or cmd:'<command line>'"
@@ -314,13 +398,19 @@ pub fn check_store_spec(store: &str) -> anyhow::Result<()> {
 }
 
 /// The factory of a checked `--store`; durable files go into `workdir`.
-pub fn make_factory(store: &str, workdir: &Path, adapter_timeout_s: f64) -> Box<dyn StoreFactory> {
+pub fn make_factory(store: &str, workdir: &Path, adapter_timeout_s: f64) -> Arc<dyn StoreFactory> {
+    if let Some(f) = store
+        .strip_prefix("sabotage:")
+        .and_then(|name| sabotage::by_name(name, workdir))
+    {
+        return f;
+    }
     match store.strip_prefix("cmd:") {
-        Some(command) => Box::new(
+        Some(command) => Arc::new(
             ExternalStoreFactory::new(command.trim(), workdir.to_path_buf())
                 .with_timeout(Duration::from_secs_f64(adapter_timeout_s)),
         ),
-        None => Box::new(RedisStoreFactory::new(
+        None => Arc::new(RedisStoreFactory::new(
             workdir.join("kept-executions.sqlite"),
         )),
     }

@@ -33,6 +33,7 @@ struct ReplayFile {
     store: String,
     opt_out: Option<String>,
     reason: String,
+    counterexample: Option<serde_json::Value>,
 }
 
 /// Runs `replay`; `Err` is a setup error (exit 2).
@@ -47,6 +48,9 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     })?;
     let store = args.store.clone().unwrap_or(file.store.clone());
     check_store_spec(&store)?;
+    if file.check.starts_with("explorer.") {
+        return replay_explorer(&args, &file, &store).await;
+    }
     let Some(def) = conformance::all_checks()
         .into_iter()
         .find(|d| d.id == file.check)
@@ -106,5 +110,68 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             println!("no longer fails");
             ExitCode::SUCCESS
         }
+    })
+}
+
+/// Re-runs an explorer schedule on a fresh world and checks the property.
+async fn replay_explorer(
+    args: &ReplayArgs,
+    file: &ReplayFile,
+    store: &str,
+) -> anyhow::Result<ExitCode> {
+    let cx = file.counterexample.clone().unwrap_or_default();
+    let property = cx["property"].as_str().unwrap_or_default().to_string();
+    let schedule: explorer::Schedule = serde_json::from_value(cx["schedule"].clone())
+        .with_context(|| {
+            format!(
+                "{} has no explorer schedule (counterexample.schedule)",
+                args.file.display()
+            )
+        })?;
+    let workdir = tempfile::Builder::new()
+        .prefix("storeproof-replay-")
+        .tempdir()
+        .context("cannot create a working directory")?;
+    let factory = make_factory(store, workdir.path(), args.adapter_timeout);
+    println!(
+        "replaying {} on {store}: {} steps, clocks {:?}",
+        file.check,
+        schedule.actions.len(),
+        schedule.skews
+    );
+    println!("  recorded: {}", file.reason);
+    let opt_out = file.opt_out.clone();
+    let prefix = format!("sp:replay{:08x}:", rand::random::<u32>());
+    let (last, steps) = tokio::task::spawn_blocking(move || {
+        explorer::replay_schedule(factory, opt_out, prefix, &schedule)
+    })
+    .await
+    .context("the replay stopped unexpectedly")?;
+    for step in steps.as_array().into_iter().flatten() {
+        println!(
+            "  {:>2}. {:<40} {}",
+            step["step"],
+            step["what"].as_str().unwrap_or(""),
+            step["answer"]
+        );
+    }
+    if let Some(e) = &last.harness_error {
+        println!("  the replay could not run: {e}");
+        return Ok(ExitCode::from(2));
+    }
+    Ok(if last.broke(&property) {
+        let why = last
+            .violations
+            .iter()
+            .find(|(p, _)| *p == property)
+            .map(|(_, m)| m.clone())
+            .unwrap_or_default();
+        println!("  now: FAIL — {why}");
+        println!("still fails");
+        ExitCode::from(1)
+    } else {
+        println!("  now: {property} holds");
+        println!("no longer fails");
+        ExitCode::SUCCESS
     })
 }

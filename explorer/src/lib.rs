@@ -1,4 +1,57 @@
-//! The interleaving explorer (SPEC 3.2): will hold the stateright model of two
-//! and three instances on the lease store, each with its own clock, stepped one
-//! Redis command at a time through the gate against the real server, plus the
-//! seeded walks of three instances and their shrinking. Not built yet.
+//! The interleaving explorer (SPEC 3.2): model-checks two and three instances
+//! on the lease store, each with its own clock, against the real server.
+//!
+//! A step is one Redis command delivered (through the instance's gate), a
+//! move of server time, or an instance crashing for good. The state holds
+//! the server's keyspace under the prefix and its virtual time, every
+//! instance (skew, what it believes it holds, its operation in progress as
+//! the commands already delivered), and the ghost record of every
+//! acknowledged grant; the fingerprint reads times relative to now.
+//!
+//! - [`model`]: the stateright model and the per-thread pool of worlds;
+//! - [`world`]: restore, act, snapshot on a real server;
+//! - [`walk`]: seeded walks of three instances and shrinking;
+//! - [`run`]: both, for every skew, turned into checks and figures.
+
+pub mod model;
+pub mod run;
+pub mod state;
+pub mod walk;
+pub mod world;
+
+pub use run::{explore, replay_schedule, ExplorerConfig, ExplorerOutcome, Schedule};
+
+/// The lease length every exploration uses (ms).
+pub const LEASE_MS: i64 = 1000;
+/// The tree every exploration fights over.
+pub const TREE: &str = "t";
+/// Beyond this far in the past a time can no longer matter (20 leases,
+/// more than the largest skew): the fingerprint collapses it.
+pub const FAR_PAST_MS: i64 = 20 * LEASE_MS;
+
+/// The second clock's skews of SPEC 3.2: 0, ± lease/2, ± lease, ± 10 × lease.
+pub fn skews() -> Vec<i64> {
+    vec![
+        0,
+        LEASE_MS / 2,
+        -LEASE_MS / 2,
+        LEASE_MS,
+        -LEASE_MS,
+        10 * LEASE_MS,
+        -10 * LEASE_MS,
+    ]
+}
+
+/// The ids of the checks an exploration reports, in report order.
+pub fn check_ids() -> [&'static str; 8] {
+    [
+        "explorer.one-live-holder",
+        "explorer.epoch-monotonic",
+        "explorer.zombie-refused",
+        "explorer.no-tree-stuck",
+        "explorer.answered",
+        "explorer.zombie-renew-race-reached",
+        "explorer.zombie-release-race-reached",
+        "explorer.exploration-complete",
+    ]
+}

@@ -25,6 +25,11 @@ fn glob_escape(prefix: &str) -> String {
     out
 }
 
+/// The SCAN MATCH pattern of exactly the keys starting with `prefix`.
+pub fn scan_pattern(prefix: &str) -> String {
+    glob_escape(prefix)
+}
+
 /// Every key name whose bytes start with `prefix` (SCAN, never KEYS).
 pub async fn keys_under(
     conn: &mut MultiplexedConnection,

@@ -14,13 +14,41 @@
 //! - [`ReadThenWriteLease`] makes its take of a read and then a write, which
 //!   only `conformance.lease.take-races` can catch.
 //!
-//! Later issues add more semantic sabotages (a lease on the caller's clock)
-//! and the matrix the report shows.
+//! - [`ClientClockLease`] decides lease expiry on the caller's clock, which
+//!   `explorer.one-live-holder` must catch under a skewed second clock.
+//!
+//! The matrix of sabotages against the checks that caught them comes with
+//! the sabotage suite.
 
+mod client_clock;
 mod corrupt;
 mod read_then_write;
 mod wrappers;
 
+pub use client_clock::ClientClockLease;
 pub use corrupt::corrupt;
 pub use read_then_write::ReadThenWriteLease;
 pub use wrappers::{Extra, RefusesAll, ServerBlind, SideEffect, Tampered};
+
+use std::path::Path;
+use std::sync::Arc;
+
+use harness::store::redis::RedisStoreFactory;
+use harness::store::StoreFactory;
+
+/// The sabotaged stores selectable by name (`--store sabotage:<name>`), each
+/// with the check that must catch it.
+pub const NAMED: [(&str, &str); 2] = [
+    ("read-then-write-take", "conformance.lease.take-races"),
+    ("lease-on-caller-clock", "explorer.one-live-holder"),
+];
+
+/// The sabotaged store `name` (see [`NAMED`]), keeping durable files in `workdir`.
+pub fn by_name(name: &str, workdir: &Path) -> Option<Arc<dyn StoreFactory>> {
+    let builtin = RedisStoreFactory::new(workdir.join("kept-executions.sqlite"));
+    match name {
+        "read-then-write-take" => Some(Arc::new(ReadThenWriteLease::new(builtin))),
+        "lease-on-caller-clock" => Some(Arc::new(ClientClockLease::new(builtin))),
+        _ => None,
+    }
+}

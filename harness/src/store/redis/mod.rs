@@ -14,7 +14,7 @@
 pub mod assumptions;
 pub mod kept;
 pub mod keys;
-mod replies;
+pub mod replies;
 pub mod scripts;
 
 use std::path::PathBuf;

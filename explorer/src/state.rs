@@ -1,0 +1,283 @@
+//! The explorer's state and actions: plain data, serialisable, and hashed
+//! into a fingerprint that reads every time relative to the virtual now.
+
+use std::hash::{Hash, Hasher};
+
+use harness::gate::Exchange;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The operations an idle instance may start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    Take,
+    Renew,
+    Release,
+    Read,
+}
+
+/// How server time moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tick {
+    /// To the nearest future expiry instant, plus −1, 0 or +1 ms.
+    NearestExpiry(i8),
+    HalfLease,
+    Lease,
+    /// 100 leases: a GC pause, a frozen VM, a tree left idle.
+    LongPause,
+}
+
+/// One step of a schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// An idle instance starts an operation: its first Redis command is delivered.
+    Start(usize, Op),
+    /// A busy instance has its next Redis command delivered.
+    Continue(usize),
+    /// Server time moves (every instance clock moves with it).
+    Tick(Tick),
+    /// An instance stops for good, between any two of its commands.
+    Crash(usize),
+}
+
+/// One key under the prefix, as dumped.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KeyDump {
+    pub name: Vec<u8>,
+    /// `DUMP` bytes, for `RESTORE … ABSTTL`.
+    pub dump: Vec<u8>,
+    /// Absolute expiry on the virtual clock (`PEXPIRETIME`), if any.
+    pub expire_at: Option<i64>,
+    /// Type and content, for the fingerprint.
+    pub logical: Value,
+}
+
+/// An operation in progress: what was asked and the commands delivered so far.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Pending {
+    pub op: Op,
+    pub delivered: Vec<Exchange>,
+}
+
+/// One simulated application instance.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Inst {
+    /// Its clock's offset from server time.
+    pub skew_ms: i64,
+    /// The epoch it believes it holds.
+    pub held: Option<i64>,
+    pub pending: Option<Pending>,
+    pub crashed: bool,
+}
+
+/// An acknowledged grant (the ghost record).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Grant {
+    pub instance: usize,
+    pub epoch: i64,
+    /// Server time until which the holder was promised the lease: the server
+    /// time of the acknowledged take or renew plus its ttl.
+    pub valid_until: i64,
+    pub released: bool,
+}
+
+/// What the last step did, for counterexamples (not part of the fingerprint).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Note {
+    pub commands: Vec<String>,
+    pub answer: Option<Value>,
+}
+
+/// The whole explored state.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct State {
+    /// Server time (virtual, ms).
+    pub now: i64,
+    pub keys: Vec<KeyDump>,
+    pub insts: Vec<Inst>,
+    pub ghost: Vec<Grant>,
+    /// Broken properties (sticky): (property, what happened).
+    pub violations: Vec<(String, String)>,
+    pub zombie_renew_reached: bool,
+    pub zombie_release_reached: bool,
+    /// Something went wrong in the harness, not in the store.
+    pub harness_error: Option<String>,
+    pub note: Note,
+    /// Steps taken from the initial state (not part of the fingerprint:
+    /// breadth-first search meets every state first at its least depth).
+    pub steps: usize,
+}
+
+/// Times within this distance of now are read relative to it.
+const NEAR_NOW_MS: i64 = 10_000_000_000;
+
+/// The fingerprint's view of a time: relative to now, with the far past
+/// collapsed (it can no longer matter, whatever the skew).
+fn rel(t: i64, now: i64, far_ms: i64) -> i64 {
+    let d = t - now;
+    if d < -far_ms {
+        i64::MIN
+    } else {
+        d
+    }
+}
+
+fn hash_value<H: Hasher>(v: &Value, now: i64, far_ms: i64, h: &mut H) {
+    match v {
+        Value::String(s) => match s.parse::<i64>() {
+            Ok(n) if (n - now).abs() < NEAR_NOW_MS => {
+                1u8.hash(h);
+                rel(n, now, far_ms).hash(h);
+            }
+            _ => {
+                2u8.hash(h);
+                s.hash(h);
+            }
+        },
+        Value::Number(n) => match n.as_i64() {
+            Some(n) if (n - now).abs() < NEAR_NOW_MS => {
+                1u8.hash(h);
+                rel(n, now, far_ms).hash(h);
+            }
+            _ => {
+                3u8.hash(h);
+                n.to_string().hash(h);
+            }
+        },
+        Value::Array(a) => {
+            4u8.hash(h);
+            a.len().hash(h);
+            for x in a {
+                hash_value(x, now, far_ms, h);
+            }
+        }
+        Value::Object(o) => {
+            5u8.hash(h);
+            for (k, x) in o {
+                k.hash(h);
+                hash_value(x, now, far_ms, h);
+            }
+        }
+        other => other.to_string().hash(h),
+    }
+}
+
+impl State {
+    /// The initial state: an empty keyspace at `now`, one instance per skew.
+    pub fn initial(now: i64, skews: &[i64]) -> State {
+        State {
+            now,
+            keys: Vec::new(),
+            insts: skews
+                .iter()
+                .map(|s| Inst {
+                    skew_ms: *s,
+                    held: None,
+                    pending: None,
+                    crashed: false,
+                })
+                .collect(),
+            ghost: Vec::new(),
+            violations: Vec::new(),
+            zombie_renew_reached: false,
+            zombie_release_reached: false,
+            harness_error: None,
+            note: Note::default(),
+            steps: 0,
+        }
+    }
+
+    /// Hashes the state with times relative to now (`relative`), or absolute.
+    pub fn hash_with<H: Hasher>(&self, h: &mut H, relative: bool, far_ms: i64) {
+        let now = if relative { self.now } else { 0 };
+        if !relative {
+            self.now.hash(h);
+        }
+        let far = if relative { far_ms } else { i64::MAX };
+        for k in &self.keys {
+            k.name.hash(h);
+            k.expire_at.map(|t| rel(t, now, far)).hash(h);
+            if relative {
+                hash_value(&k.logical, now, far, h);
+            } else {
+                k.logical.to_string().hash(h);
+            }
+        }
+        for i in &self.insts {
+            i.skew_ms.hash(h);
+            i.held.hash(h);
+            i.crashed.hash(h);
+            match &i.pending {
+                None => 0u8.hash(h),
+                Some(p) => {
+                    p.op.hash(h);
+                    for e in &p.delivered {
+                        e.command.args.hash(h);
+                        e.reply.as_bytes().hash(h);
+                    }
+                }
+            }
+        }
+        for g in &self.ghost {
+            g.instance.hash(h);
+            g.epoch.hash(h);
+            g.released.hash(h);
+            // An ended promise is just ended.
+            (g.valid_until > self.now).hash(h);
+            if g.valid_until > self.now {
+                rel(g.valid_until, now, far).hash(h);
+            }
+        }
+        for (p, _) in &self.violations {
+            p.hash(h);
+        }
+        self.zombie_renew_reached.hash(h);
+        self.zombie_release_reached.hash(h);
+        self.harness_error.is_some().hash(h);
+    }
+
+    /// The grants live at server time now: unreleased and promised beyond now.
+    pub fn live_grants(&self) -> impl Iterator<Item = &Grant> {
+        self.ghost
+            .iter()
+            .filter(move |g| !g.released && g.valid_until > self.now)
+    }
+
+    /// Whether the property `name` has been broken.
+    pub fn broke(&self, name: &str) -> bool {
+        self.violations.iter().any(|(p, _)| p == name)
+    }
+
+    pub(crate) fn violate(&mut self, property: &str, what: String) {
+        if !self.broke(property) {
+            self.violations.push((property.to_string(), what));
+        }
+    }
+}
+
+impl Hash for State {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        // The far past is 20 leases back: beyond every skew the explorer uses.
+        self.hash_with(h, true, crate::FAR_PAST_MS);
+    }
+}
+
+impl State {
+    /// The fingerprint: the relative-time hash stateright dedups on.
+    pub fn fingerprint(&self) -> u64 {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.hash(&mut h);
+        h.finish()
+    }
+}
+
+impl PartialEq for State {
+    fn eq(&self, other: &Self) -> bool {
+        self.fingerprint() == other.fingerprint()
+    }
+}
+
+impl Eq for State {}

@@ -1,0 +1,556 @@
+//! A world: one managed server, a gate and a store client per instance, and
+//! the runtime that drives them. `step` is the explorer's transition: restore
+//! the server to a state's snapshot, apply one action, snapshot back. Given
+//! the same state and action it gives the same next state on any world, which
+//! is what lets stateright rebuild paths on whatever thread asks.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use harness::contract::{Reply, Request, StoreError};
+use harness::gate::{Fault, Gate, Mode};
+use harness::keyspace;
+use harness::server::{ManagedServer, ServerOptions};
+use harness::store::{Hello, StoreClient, StoreFactory};
+use redis::aio::MultiplexedConnection;
+use serde_json::json;
+
+use crate::state::{Action, Grant, Inst, KeyDump, Note, Op, Pending, State, Tick};
+use crate::{LEASE_MS, TREE};
+
+/// The snapshot script (see `snapshot.lua`).
+static SNAPSHOT: std::sync::LazyLock<redis::Script> =
+    std::sync::LazyLock::new(|| redis::Script::new(include_str!("snapshot.lua")));
+
+/// A key's content as the fingerprint reads it: hash fields sorted, a zset
+/// as (member, score) pairs, everything else in order.
+fn logical(kind: &str, items: Vec<Vec<u8>>) -> serde_json::Value {
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    match kind {
+        "hash" => {
+            let map: std::collections::BTreeMap<String, String> = items
+                .chunks(2)
+                .filter(|c| c.len() == 2)
+                .map(|c| (text(&c[0]), text(&c[1])))
+                .collect();
+            json!({"hash": map})
+        }
+        "zset" => json!({"zset": items
+            .chunks(2)
+            .filter(|c| c.len() == 2)
+            .map(|c| vec![text(&c[0]), text(&c[1])])
+            .collect::<Vec<_>>()}),
+        other => json!({ other: items.iter().map(|i| text(i)).collect::<Vec<_>>() }),
+    }
+}
+
+/// How long one command may take to arrive at the gate or be answered.
+const STEP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What every world shares: the store, its opt-out, the key prefix.
+pub struct Shared {
+    pub factory: Arc<dyn StoreFactory>,
+    pub prefix: String,
+    pub opt_out: Option<String>,
+    /// Redis round trips made by all worlds (restore, steps, snapshots).
+    pub round_trips: AtomicU64,
+    /// Transitions computed by all worlds.
+    pub transitions: AtomicU64,
+}
+
+/// One server and its instances, and the runtime that drives them.
+pub struct World {
+    // Field order is drop order: the clients, gates and server go before
+    // the runtime that drives them.
+    inner: Inner,
+    runtime: tokio::runtime::Runtime,
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    clients: Vec<Option<Box<dyn StoreClient>>>,
+    gates: Vec<Gate>,
+    admin: MultiplexedConnection,
+    server: ManagedServer,
+}
+
+fn names(i: usize) -> &'static str {
+    ["a", "b", "c", "d"].get(i).copied().unwrap_or("x")
+}
+
+/// The request instance `i` sends for `op` in `state`.
+pub fn request(state: &State, i: usize, op: Op) -> Request {
+    let holder = names(i).to_string();
+    let epoch = state.insts[i].held.unwrap_or(0);
+    match op {
+        Op::Take => Request::LeaseTake {
+            tree: TREE.into(),
+            holder,
+            ttl_ms: LEASE_MS,
+        },
+        Op::Renew => Request::LeaseRenew {
+            tree: TREE.into(),
+            holder,
+            epoch,
+            ttl_ms: LEASE_MS,
+        },
+        Op::Release => Request::LeaseRelease {
+            tree: TREE.into(),
+            holder,
+            epoch,
+        },
+        Op::Read => Request::LeaseRead { tree: TREE.into() },
+    }
+}
+
+impl World {
+    /// Starts a server and one gate per instance.
+    pub fn new(shared: Arc<Shared>, instances: usize) -> Result<World, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start a runtime: {e}"))?;
+        let (server, gates, admin) = runtime.block_on(async {
+            let server = ManagedServer::start(ServerOptions::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            let mut gates = Vec::new();
+            for _ in 0..instances {
+                gates.push(
+                    Gate::start(&server.url())
+                        .await
+                        .map_err(|e| e.to_string())?,
+                );
+            }
+            let admin = server.admin().await.map_err(|e| e.to_string())?;
+            Ok::<_, String>((server, gates, admin))
+        })?;
+        Ok(World {
+            inner: Inner {
+                shared,
+                clients: (0..instances).map(|_| None).collect(),
+                gates,
+                admin,
+                server,
+            },
+            runtime,
+        })
+    }
+
+    /// The server this world runs.
+    pub fn server(&self) -> &ManagedServer {
+        &self.inner.server
+    }
+
+    /// The next state after `action` in `state`. Never fails: a harness
+    /// problem is recorded in the state (`harness_error`).
+    pub fn step(&mut self, state: &State, action: Action) -> State {
+        self.inner
+            .shared
+            .transitions
+            .fetch_add(1, Ordering::Relaxed);
+        let mut next = state.clone();
+        next.note = Note::default();
+        next.steps += 1;
+        if next.harness_error.is_some() {
+            return next;
+        }
+        if let Err(e) = self
+            .runtime
+            .block_on(self.inner.step_async(&mut next, action))
+        {
+            next.harness_error = Some(e);
+        }
+        next
+    }
+}
+
+impl Inner {
+    async fn step_async(&mut self, next: &mut State, action: Action) -> Result<(), String> {
+        self.restore(next).await?;
+        match action {
+            Action::Tick(t) => {
+                next.now = tick_target(next, t);
+                if let Some(c) = self.server.clock() {
+                    c.set_ms(next.now);
+                }
+            }
+            Action::Crash(i) => {
+                next.insts[i].crashed = true;
+                next.insts[i].pending = None;
+                next.insts[i].held = None;
+            }
+            Action::Start(i, op) => self.deliver(next, i, op, Vec::new()).await?,
+            Action::Continue(i) => {
+                let Some(p) = next.insts[i].pending.take() else {
+                    return Err(format!("instance {} has nothing to continue", names(i)));
+                };
+                self.deliver(next, i, p.op, p.delivered).await?;
+            }
+        }
+        self.snapshot(next).await
+    }
+
+    fn rt(&self) {
+        self.shared.round_trips.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Puts the server into `state`: its keys and its time (one round trip).
+    async fn restore(&mut self, state: &State) -> Result<(), String> {
+        if let Some(c) = self.server.clock() {
+            c.set_ms(state.now);
+        }
+        let mut pipe = redis::pipe();
+        pipe.cmd("FLUSHALL").arg("SYNC").ignore();
+        for k in &state.keys {
+            let cmd = pipe
+                .cmd("RESTORE")
+                .arg(&k.name)
+                .arg(k.expire_at.unwrap_or(0))
+                .arg(&k.dump)
+                .arg("REPLACE");
+            if k.expire_at.is_some() {
+                cmd.arg("ABSTTL");
+            }
+            cmd.ignore();
+        }
+        self.rt();
+        pipe.query_async::<()>(&mut self.admin)
+            .await
+            .map_err(|e| format!("restore failed: {e}"))
+    }
+
+    /// Reads every key under the prefix back into `state` (one round trip).
+    async fn snapshot(&mut self, state: &mut State) -> Result<(), String> {
+        self.rt();
+        type Row = (Vec<u8>, Vec<u8>, i64, String, Vec<Vec<u8>>);
+        let rows: Vec<Row> = SNAPSHOT
+            .arg(keyspace::scan_pattern(&self.shared.prefix))
+            .invoke_async(&mut self.admin)
+            .await
+            .map_err(|e| format!("snapshot failed: {e}"))?;
+        let mut keys: Vec<KeyDump> = rows
+            .into_iter()
+            .map(|(name, dump, expire, kind, items)| KeyDump {
+                name,
+                dump,
+                expire_at: (expire > 0).then_some(expire),
+                logical: logical(&kind, items),
+            })
+            .collect();
+        keys.sort_by(|a, b| a.name.cmp(&b.name));
+        state.keys = keys;
+        Ok(())
+    }
+
+    async fn client(&mut self, i: usize, now: i64) -> Result<&mut Box<dyn StoreClient>, String> {
+        if self.clients[i].is_none() {
+            self.gates[i].set_mode(Mode::PassThrough);
+            let hello = Hello {
+                instance: names(i).into(),
+                redis_url: self.gates[i].url(),
+                prefix: self.shared.prefix.clone(),
+                opt_out: self.shared.opt_out.clone(),
+            };
+            let (_, client) = self
+                .shared
+                .factory
+                .connect(&hello, now)
+                .await
+                .map_err(|e| format!("instance {} could not connect: {e}", names(i)))?;
+            self.clients[i] = Some(client);
+        }
+        self.clients[i]
+            .as_mut()
+            .ok_or_else(|| "no client".to_string())
+    }
+
+    /// Delivers the next command of instance `i`'s operation `op`, whose first
+    /// commands `delivered` already reached the server (their effects are in
+    /// the restored keyspace): they are answered from the recording.
+    async fn deliver(
+        &mut self,
+        next: &mut State,
+        i: usize,
+        op: Op,
+        delivered: Vec<harness::gate::Exchange>,
+    ) -> Result<(), String> {
+        let req = request(next, i, op);
+        let clock_ms = next.now + next.insts[i].skew_ms;
+        let gate = self.gates[i].clone();
+        let mut client = match self.client(i, clock_ms).await {
+            Ok(_) => self.clients[i].take().ok_or("no client")?,
+            Err(e) => return Err(e),
+        };
+        gate.clear_recording();
+        gate.clear_faults();
+        let replayed = delivered.len();
+        if delivered.is_empty() {
+            gate.set_mode(Mode::Hold);
+        } else {
+            gate.replay(delivered.clone());
+        }
+        let call = req.to_call();
+        let mut task: Call = tokio::spawn(async move {
+            let out = client.call(&call, clock_ms).await;
+            (client, out)
+        });
+        // Wait for the command to deliver (or for an answer without one).
+        let first = next_event(&gate, &mut task).await;
+        if let Some(d) = gate.divergence() {
+            gate.release_all();
+            task.abort();
+            return Err(format!(
+                "the store is not deterministic: instance {} {d}",
+                names(i)
+            ));
+        }
+        let held = match first? {
+            Next::Done(client, out) => {
+                // Answered without a scheduled command.
+                self.clients[i] = Some(client);
+                gate.set_mode(Mode::PassThrough);
+                self.answered(next, i, op, &req, out, vec![]);
+                return Ok(());
+            }
+            Next::Held(h) => h,
+        };
+        self.rt();
+        gate.release(held.id).map_err(|e| e.to_string())?;
+        if !gate.wait_recorded(replayed + 1, STEP_TIMEOUT).await {
+            task.abort();
+            return Err(format!(
+                "instance {}'s command {} got no reply within {}s",
+                names(i),
+                held.command,
+                STEP_TIMEOUT.as_secs()
+            ));
+        }
+        let exchange = gate
+            .recording()
+            .last()
+            .cloned()
+            .ok_or("the gate recorded nothing")?;
+        let text = vec![format!("{}", exchange.command)];
+        match next_event(&gate, &mut task).await? {
+            Next::Done(client, out) => {
+                self.clients[i] = Some(client);
+                gate.set_mode(Mode::PassThrough);
+                self.answered(next, i, op, &req, out, text);
+            }
+            Next::Held(more) => {
+                // The operation has more commands: remember what was
+                // delivered and abandon this run of it (the held command is
+                // reset, never sent; the client reconnects next time).
+                let mut delivered = delivered;
+                delivered.push(exchange);
+                gate.inject(Fault::ResetBeforeSend);
+                let _ = gate.release(more.id);
+                let _ = tokio::time::timeout(STEP_TIMEOUT, task).await;
+                gate.set_mode(Mode::PassThrough);
+                next.insts[i].pending = Some(Pending { op, delivered });
+                next.note = Note {
+                    commands: text,
+                    answer: None,
+                };
+            }
+        }
+        Ok(())
+    }
+
+    /// Records an operation's answer: the instance's belief, the ghost, the
+    /// properties it may break and the races it reaches.
+    fn answered(
+        &self,
+        next: &mut State,
+        i: usize,
+        op: Op,
+        req: &Request,
+        out: Result<Reply, StoreError>,
+        commands: Vec<String>,
+    ) {
+        next.note = Note {
+            commands,
+            answer: Some(match &out {
+                Ok(r) => serde_json::to_value(r).unwrap_or_default(),
+                Err(e) => json!({"error": e}),
+            }),
+        };
+        let now = next.now;
+        let max_epoch = next.ghost.iter().map(|g| g.epoch).max().unwrap_or(0);
+        let held = next.insts[i].held;
+        let superseded = |epoch: Option<i64>| {
+            epoch.is_some_and(|e| next.ghost.iter().any(|g| g.epoch > e && g.instance != i))
+        };
+        match (op, &out) {
+            (Op::Renew, _) if superseded(held) => next.zombie_renew_reached = true,
+            (Op::Release, _) if superseded(held) => next.zombie_release_reached = true,
+            _ => {}
+        }
+        let zombie = superseded(held);
+        let name = names(i);
+        match (op, out) {
+            (_, Err(e)) => {
+                next.violate(
+                    "answered",
+                    format!("instance {name}'s {} answered the error {e}", req.op()),
+                );
+            }
+            (Op::Take, Ok(Reply::Granted { epoch, .. })) => {
+                if epoch <= max_epoch {
+                    next.violate(
+                        "epoch-monotonic",
+                        format!("instance {name} was granted epoch {epoch}, but epoch {max_epoch} was granted before"),
+                    );
+                }
+                next.ghost.push(Grant {
+                    instance: i,
+                    epoch,
+                    valid_until: now + LEASE_MS,
+                    released: false,
+                });
+                next.insts[i].held = Some(epoch);
+                let live: Vec<&Grant> = next.live_grants().collect();
+                if live.len() > 1 {
+                    let who: Vec<String> = live
+                        .iter()
+                        .map(|g| {
+                            format!(
+                                "{} (epoch {}, promised until {})",
+                                names(g.instance),
+                                g.epoch,
+                                g.valid_until
+                            )
+                        })
+                        .collect();
+                    next.violate(
+                        "one-live-holder",
+                        format!(
+                            "two live holders at server time {now}: {}",
+                            who.join(" and ")
+                        ),
+                    );
+                }
+            }
+            (Op::Take, Ok(Reply::Busy { .. })) => {
+                let promised = next
+                    .ghost
+                    .iter()
+                    .filter(|g| !g.released)
+                    .map(|g| g.valid_until)
+                    .max();
+                // Busy strictly after every promise ran out: the tree is stuck.
+                if promised.is_none_or(|p| now > p) {
+                    next.violate(
+                        "no-tree-stuck",
+                        format!("instance {name}'s take at server time {now} was refused although no lease was live (the last ran out at {})", promised.map_or("never".into(), |p| p.to_string())),
+                    );
+                }
+            }
+            (Op::Renew, Ok(Reply::Renewed { .. })) => {
+                if zombie {
+                    next.violate(
+                        "zombie-refused",
+                        format!(
+                            "instance {name} renewed epoch {} after a newer epoch was granted",
+                            held.unwrap_or(0)
+                        ),
+                    );
+                }
+                for g in next.ghost.iter_mut() {
+                    if g.instance == i && Some(g.epoch) == held {
+                        g.valid_until = now + LEASE_MS;
+                    }
+                }
+                let live: Vec<&Grant> = next.live_grants().collect();
+                if live.len() > 1 {
+                    next.violate(
+                        "one-live-holder",
+                        format!(
+                            "instance {name}'s renew left two live holders at server time {now}"
+                        ),
+                    );
+                }
+            }
+            (Op::Renew, Ok(_)) => next.insts[i].held = None,
+            (Op::Release, Ok(Reply::Released {})) => {
+                if zombie {
+                    next.violate(
+                        "zombie-refused",
+                        format!(
+                            "instance {name} released epoch {} after a newer epoch was granted",
+                            held.unwrap_or(0)
+                        ),
+                    );
+                }
+                for g in next.ghost.iter_mut() {
+                    if g.instance == i && Some(g.epoch) == held {
+                        g.released = true;
+                    }
+                }
+                next.insts[i].held = None;
+            }
+            (Op::Release, Ok(_)) => next.insts[i].held = None,
+            (_, Ok(_)) => {}
+        }
+    }
+}
+
+/// Where a tick moves server time.
+pub fn tick_target(state: &State, t: Tick) -> i64 {
+    match t {
+        Tick::NearestExpiry(d) => {
+            nearest_expiry(state).map_or(state.now, |e| (e + d as i64).max(state.now))
+        }
+        Tick::HalfLease => state.now + LEASE_MS / 2,
+        Tick::Lease => state.now + LEASE_MS,
+        Tick::LongPause => state.now + 100 * LEASE_MS,
+    }
+}
+
+/// The nearest future instant a promised lease ends.
+pub fn nearest_expiry(state: &State) -> Option<i64> {
+    state
+        .ghost
+        .iter()
+        .filter(|g| !g.released && g.valid_until > state.now)
+        .map(|g| g.valid_until)
+        .min()
+}
+
+type Call = tokio::task::JoinHandle<(Box<dyn StoreClient>, Result<Reply, StoreError>)>;
+
+/// What an operation did next.
+enum Next {
+    /// It sent a command, now held at the gate.
+    Held(harness::gate::Held),
+    /// It answered.
+    Done(Box<dyn StoreClient>, Result<Reply, StoreError>),
+}
+
+/// Waits until the gate holds a command or the operation answers.
+async fn next_event(gate: &Gate, task: &mut Call) -> Result<Next, String> {
+    tokio::select! {
+        biased;
+        joined = &mut *task => {
+            let (client, out) = joined.map_err(|e| format!("the store's task failed: {e}"))?;
+            Ok(Next::Done(client, out))
+        }
+        held = gate.next_held(STEP_TIMEOUT) => match held {
+            Some(h) => Ok(Next::Held(h)),
+            None => {
+                gate.release_all();
+                Err(format!(
+                    "the operation neither sent a command nor answered within {}s",
+                    STEP_TIMEOUT.as_secs()
+                ))
+            }
+        },
+    }
+}
+
+/// Which instances are idle (can start an operation).
+pub fn idle(inst: &Inst) -> bool {
+    !inst.crashed && inst.pending.is_none()
+}
