@@ -295,6 +295,7 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
                 seed,
                 threads: args.threads,
                 skews: explorer::skews(),
+                absolute_times: false,
             };
             let started = Instant::now();
             let factory = shared_factory.clone();

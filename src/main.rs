@@ -1,6 +1,7 @@
 //! The `storeproof` command line: parse, run, print any error once, exit
 //! 0 (all checks passed), 1 (a check failed) or 2 (usage or setup error).
 
+mod bench;
 mod certify;
 mod replay;
 
@@ -29,6 +30,10 @@ enum Command {
     /// Re-run a saved counterexample (a report's replays/<check>.json) on a
     /// fresh managed server; exit 1 if it still fails, 0 if it passes now.
     Replay(replay::ReplayArgs),
+    /// Measure: `storeproof bench explorer` prints the explorer's
+    /// transitions per second beside the round-trip limit of one connection.
+    #[command(subcommand)]
+    Bench(bench::Bench),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +65,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Certify(args) => certify::run(args).await,
             Command::Replay(args) => replay::run(args).await,
+            Command::Bench(b) => bench::run(b).await,
         }
     });
     match result {

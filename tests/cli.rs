@@ -384,3 +384,32 @@ fn certify_on_a_managed_server_passes_with_a_full_report() {
     let stdout = String::from_utf8_lossy(&out.stdout).replace(out_dir.to_str().unwrap(), "[OUT]");
     insta::assert_snapshot!("certify_stdout", stdout);
 }
+
+#[test]
+fn the_explorer_benchmark_prints_its_figures() {
+    let out = storeproof(
+        &[
+            "bench",
+            "explorer",
+            "--depth",
+            "2",
+            "--walks",
+            "2",
+            "--seconds",
+            "0.2",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for figure in [
+        "PING",
+        "EVALSHA",
+        "transitions/s",
+        "round trips per transition",
+        "ratio",
+        "unique states",
+    ] {
+        assert!(stdout.contains(figure), "no {figure} in {stdout}");
+    }
+}

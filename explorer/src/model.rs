@@ -61,6 +61,8 @@ pub struct LeaseModel {
     pub start_ms: i64,
     /// No action after this many steps (the search depth).
     pub max_steps: usize,
+    /// Fingerprint absolute times (to measure the relative reading).
+    pub absolute_times: bool,
 }
 
 impl LeaseModel {
@@ -126,7 +128,9 @@ impl Model for LeaseModel {
     type Action = Action;
 
     fn init_states(&self) -> Vec<State> {
-        vec![State::initial(self.start_ms, &self.skews)]
+        let mut init = State::initial(self.start_ms, &self.skews);
+        init.absolute_times = self.absolute_times;
+        vec![init]
     }
 
     fn actions(&self, state: &State, actions: &mut Vec<Action>) {

@@ -37,6 +37,9 @@ pub struct ExplorerConfig {
     pub threads: usize,
     /// The second clock's skews.
     pub skews: Vec<i64>,
+    /// Fingerprint absolute times instead of times relative to now (only to
+    /// measure how many states the relative reading saves).
+    pub absolute_times: bool,
 }
 
 impl Default for ExplorerConfig {
@@ -48,6 +51,7 @@ impl Default for ExplorerConfig {
             seed: 0,
             threads: 1,
             skews: crate::skews(),
+            absolute_times: false,
         }
     }
 }
@@ -157,6 +161,7 @@ pub fn explore(
             skews: vec![0, skew],
             start_ms: VIRTUAL_EPOCH_MS,
             max_steps: config.depth,
+            absolute_times: config.absolute_times,
         };
         let checker = model
             .checker()
@@ -239,6 +244,7 @@ pub fn explore(
             skews,
             start_ms: VIRTUAL_EPOCH_MS,
             max_steps: usize::MAX,
+            absolute_times: false,
         };
         let w = walk(&model, config.walk_steps, &mut rng);
         walk_steps += w.actions.len();
@@ -342,6 +348,7 @@ pub fn replay_schedule(
         skews: schedule.skews.clone(),
         start_ms: VIRTUAL_EPOCH_MS,
         max_steps: usize::MAX,
+        absolute_times: false,
     };
     let (_, last) = play(&model, &schedule.actions);
     let (_, rendered) = replay_path(&model, &schedule.actions);

@@ -106,6 +106,9 @@ pub struct State {
     /// Something went wrong in the harness, not in the store.
     pub harness_error: Option<String>,
     pub note: Note,
+    /// Fingerprint times as absolute instants instead of relative to now
+    /// (only to measure what the relative reading saves).
+    pub absolute_times: bool,
     /// Steps taken from the initial state (not part of the fingerprint:
     /// breadth-first search meets every state first at its least depth).
     pub steps: usize,
@@ -186,6 +189,7 @@ impl State {
             zombie_release_reached: false,
             harness_error: None,
             note: Note::default(),
+            absolute_times: false,
             steps: 0,
         }
     }
@@ -261,7 +265,7 @@ impl State {
 impl Hash for State {
     fn hash<H: Hasher>(&self, h: &mut H) {
         // The far past is 20 leases back: beyond every skew the explorer uses.
-        self.hash_with(h, true, crate::FAR_PAST_MS);
+        self.hash_with(h, !self.absolute_times, crate::FAR_PAST_MS);
     }
 }
 

@@ -23,6 +23,7 @@ fn small(skews: Vec<i64>, seed: u64) -> ExplorerConfig {
         seed,
         threads: 1,
         skews,
+        absolute_times: false,
     }
 }
 

@@ -1,0 +1,119 @@
+//! `storeproof bench explorer`: the explorer's speed beside the limit one
+//! Redis connection sets, measured in the same run on the same machine.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use harness::server::{ManagedServer, ServerOptions};
+use harness::store::redis::RedisStoreFactory;
+use harness::store::StoreFactory;
+
+#[derive(Debug, Subcommand)]
+pub enum Bench {
+    /// Transitions per second of the explorer vs. the round-trip limit.
+    Explorer(ExplorerBench),
+}
+
+#[derive(Debug, Args)]
+pub struct ExplorerBench {
+    /// Search depth for the exhaustive part.
+    #[arg(long, default_value_t = 8)]
+    depth: usize,
+    /// Seeded walks of three instances.
+    #[arg(long, default_value_t = 200)]
+    walks: usize,
+    /// Checker threads.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Seconds each round-trip measurement runs.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+}
+
+/// Sequential round trips per second of `cmd` on one connection.
+async fn rate(
+    conn: &mut redis::aio::MultiplexedConnection,
+    seconds: f64,
+    cmd: &redis::Cmd,
+) -> anyhow::Result<f64> {
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+    let started = Instant::now();
+    let mut n = 0u64;
+    while Instant::now() < deadline {
+        cmd.query_async::<redis::Value>(conn).await?;
+        n += 1;
+    }
+    Ok(n as f64 / started.elapsed().as_secs_f64())
+}
+
+pub async fn run(bench: Bench) -> anyhow::Result<ExitCode> {
+    let Bench::Explorer(args) = bench;
+    let server = ManagedServer::start(ServerOptions::default())
+        .await
+        .context("cannot start the managed Redis server")?;
+    let mut conn = server.admin().await?;
+    let ping = rate(&mut conn, args.seconds, &redis::cmd("PING")).await?;
+    // A small script of the lease's size, through EVALSHA like every store step.
+    let script = redis::Script::new(
+        "local t = redis.call('TIME') return redis.call('HMGET', KEYS[1], 'holder', 'epoch')",
+    );
+    script.prepare_invoke().load_async(&mut conn).await?;
+    let mut evalsha = redis::cmd("EVALSHA");
+    evalsha.arg(script.get_hash()).arg(1).arg("bench:lease:t");
+    let evalsha_rate = rate(&mut conn, args.seconds, &evalsha).await?;
+    drop(conn);
+    let _ = server.stop().await;
+
+    let workdir = tempfile::tempdir()?;
+    let factory: Arc<dyn StoreFactory> =
+        Arc::new(RedisStoreFactory::new(workdir.path().join("kept.sqlite")));
+    let run = |absolute: bool, skews: Vec<i64>, walks: usize| {
+        let factory = factory.clone();
+        let config = explorer::ExplorerConfig {
+            depth: args.depth,
+            walks,
+            walk_steps: 20,
+            seed: 1,
+            threads: args.threads,
+            skews,
+            absolute_times: absolute,
+        };
+        tokio::task::spawn_blocking(move || {
+            let started = Instant::now();
+            let out = explorer::explore(factory, None, "sp:bench:".into(), &config, &mut |l| {
+                eprintln!("{l}")
+            });
+            (out, started.elapsed().as_secs_f64())
+        })
+    };
+    let (full, wall) = run(false, explorer::skews(), args.walks).await?;
+    let (absolute, _) = run(true, vec![0], 0).await?;
+    let transitions = full.stats["transitions"].as_f64().unwrap_or(0.0);
+    let trips = full.stats["round_trips"].as_f64().unwrap_or(0.0);
+    let tps = transitions / wall.max(1e-9);
+    let unique = |o: &explorer::ExplorerOutcome| o.stats["per_skew"][0]["unique_states"].clone();
+    println!(
+        "storeproof bench explorer (depth {}, {} walks, {} threads)",
+        args.depth, args.walks, args.threads
+    );
+    println!("  one connection, sequential: PING {ping:.0}/s, EVALSHA {evalsha_rate:.0}/s");
+    println!(
+        "  explorer: {transitions:.0} transitions in {wall:.1}s = {tps:.0} transitions/s, {:.2} round trips per transition",
+        trips / transitions.max(1.0)
+    );
+    println!(
+        "  ratio: transitions/s ÷ EVALSHA/s = {:.2}; round trips/s ÷ PING/s = {:.2}",
+        tps / evalsha_rate.max(1.0),
+        trips / wall.max(1e-9) / ping.max(1.0)
+    );
+    println!(
+        "  unique states at skew 0: {} with times relative to now, {} with absolute times",
+        unique(&full),
+        unique(&absolute)
+    );
+    println!("  whole explorer suite (7 skews + walks): {wall:.1}s");
+    Ok(ExitCode::SUCCESS)
+}
