@@ -73,6 +73,34 @@ pub fn render_html(report: &Report) -> String {
         ));
     }
     h.push_str("</table>");
+    if let Some(per_skew) = report
+        .stats
+        .get("explorer")
+        .and_then(|e| e["per_skew"].as_array())
+    {
+        let e = &report.stats["explorer"];
+        h.push_str(&format!(
+            "<h2>Explorer</h2><p>Every schedule of two instances {} steps deep per second-clock skew; {} seeded walks of three ({} steps, seed <code>{}</code>); {} s in all.</p>",
+            e["depth"], e["walks"], e["walk_steps"], e["seed"], e["wall_seconds"]
+        ));
+        h.push_str("<table><tr><th>second clock</th><th>states</th><th>unique</th><th>depth</th><th>seconds</th><th>transitions/s</th><th>round trips / transition</th><th>zombie renew reached</th><th>zombie release reached</th></tr>");
+        for r in per_skew {
+            let yes = |v: &Value| if v == true { "yes" } else { "<b>no</b>" };
+            h.push_str(&format!(
+                "<tr><td>{:+} ms</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                r["skew_ms"].as_i64().unwrap_or(0),
+                r["states"],
+                r["unique_states"],
+                r["max_depth"],
+                r["seconds"],
+                r["transitions_per_second"],
+                r["round_trips_per_transition"],
+                yes(&r["zombie_renew_reached"]),
+                yes(&r["zombie_release_reached"])
+            ));
+        }
+        h.push_str("</table>");
+    }
     if !report.stats.is_empty() {
         h.push_str("<h2>Figures</h2><table>");
         for (suite, figures) in &report.stats {
@@ -114,6 +142,13 @@ pub fn render_html(report: &Report) -> String {
                 escape(&c.reason)
             ));
             h.push_str(&timeline(&c.evidence));
+            if let Some(steps) = c
+                .counterexample
+                .as_ref()
+                .and_then(|cx| cx["steps"].as_array())
+            {
+                h.push_str(&schedule_table(steps));
+            }
             if let Some(cx) = &c.counterexample {
                 h.push_str(&format!(
                     "<p>Re-run it: <code>storeproof replay {}</code></p>",
@@ -186,6 +221,35 @@ fn timeline(evidence: &Value) -> String {
             }
         }
         h.push_str("</tr>");
+    }
+    h.push_str("</table>");
+    h
+}
+
+/// An explorer counterexample: one row per step, the last one breaking the
+/// property.
+fn schedule_table(steps: &[Value]) -> String {
+    let mut h = String::from(
+        "<table><tr><th>step</th><th>what</th><th>server ms</th><th>Redis commands</th><th>answer</th></tr>",
+    );
+    for (i, s) in steps.iter().enumerate() {
+        let class = if i + 1 == steps.len() {
+            " class=\"violation\""
+        } else {
+            ""
+        };
+        let commands: Vec<String> = s["commands"]
+            .as_array()
+            .map(|c| c.iter().map(|x| escape(x.as_str().unwrap_or(""))).collect())
+            .unwrap_or_default();
+        h.push_str(&format!(
+            "<tr{class}><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td></tr>",
+            s["step"],
+            escape(s["what"].as_str().unwrap_or("")),
+            s["server_ms"],
+            commands.join("<br>"),
+            if s["answer"].is_null() { String::new() } else { escape(&s["answer"].to_string()) }
+        ));
     }
     h.push_str("</table>");
     h
