@@ -34,8 +34,19 @@ pub enum Suite {
 impl Suite {
     /// Whether this version has the suite.
     fn built(self) -> bool {
-        matches!(self, Suite::Conformance | Suite::Explorer)
+        matches!(self, Suite::Conformance | Suite::Explorer | Suite::Crash)
     }
+}
+
+/// Where the crash suite's server runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CrashBackendArg {
+    /// Docker when the engine answers, else the process backend (the report says so).
+    Auto,
+    /// A container built here from the local redis-server, `docker kill -s KILL`.
+    Docker,
+    /// A managed redis-server, `kill -9`.
+    Process,
 }
 
 /// The opt-outs a store may be given.
@@ -86,6 +97,16 @@ pub struct CertifyArgs {
     /// Explorer: steps per walk.
     #[arg(long, default_value_t = 20, value_name = "STEPS")]
     walk_steps: usize,
+    /// Crash: SIGKILLs of the server with the required settings.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    kills: usize,
+    /// Crash: SIGKILLs with the append-only file off and the opt-out given
+    /// (the loss must show).
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    opt_out_kills: usize,
+    /// Crash: where the killed server runs.
+    #[arg(long, value_enum, default_value = "auto", value_name = "BACKEND")]
+    crash_backend: CrashBackendArg,
     /// Explorer: checker threads, each with a server of its own.
     #[arg(long, default_value_t = 2, value_name = "N")]
     threads: usize,
@@ -97,7 +118,7 @@ pub struct CertifyArgs {
 /// Runs `certify`; `Err` is a setup error (exit 2).
 pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
     let suites = if args.suite.is_empty() {
-        vec![Suite::Conformance, Suite::Explorer]
+        vec![Suite::Conformance, Suite::Explorer, Suite::Crash]
     } else {
         args.suite.clone()
     };
@@ -216,6 +237,7 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
         |id: &str| args.check.is_empty() || args.check.iter().any(|c| id.starts_with(c.as_str()));
     if !conformance::all_checks().iter().any(|d| selected(d.id))
         && !explorer::check_ids().iter().any(|id| selected(id))
+        && !crash::suite::check_ids().iter().any(|id| selected(id))
     {
         bail!(
             "no check id starts with {}; the ids are listed in report.json (e.g. conformance.lease.take-busy)",
@@ -268,6 +290,46 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
                 }),
             );
             checks.extend(results);
+        }
+        if *suite == Suite::Crash && crash::suite::check_ids().iter().any(|id| selected(id)) {
+            let config = crash::suite::CrashConfig {
+                kills: args.kills,
+                opt_out_kills: args.opt_out_kills,
+                instances: 4,
+                seed,
+                backend: match args.crash_backend {
+                    CrashBackendArg::Auto => crash::suite::BackendChoice::Auto,
+                    CrashBackendArg::Docker => crash::suite::BackendChoice::Docker,
+                    CrashBackendArg::Process => crash::suite::BackendChoice::Process,
+                },
+            };
+            let outcome = crash::suite::run(
+                shared_factory.clone(),
+                format!("{run_prefix}k:"),
+                &config,
+                &mut |line| {
+                    if !quiet {
+                        eprintln!("{line}");
+                    }
+                },
+            )
+            .await
+            .map_err(|e| anyhow::anyhow!("the crash suite could not run: {e}"))?;
+            for r in &outcome.checks {
+                if !quiet && matches!(r.verdict, Verdict::Fail | Verdict::Warn) {
+                    eprintln!(
+                        "{} {}",
+                        if r.verdict == Verdict::Fail {
+                            "FAIL"
+                        } else {
+                            "warn"
+                        },
+                        r.id
+                    );
+                }
+            }
+            stats.insert("crash".to_string(), outcome.stats);
+            checks.extend(outcome.checks);
         }
         if *suite == Suite::Explorer && explorer::check_ids().iter().any(|id| selected(id)) {
             if managed.is_none() {

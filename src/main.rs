@@ -57,6 +57,7 @@ fn main() -> ExitCode {
         if tokio::signal::ctrl_c().await.is_ok() {
             harness::server::cleanup_all();
             harness::store::external::kill_all();
+            crash::docker::cleanup_all_blocking();
             eprintln!("storeproof: interrupted; managed servers stopped, no report written");
             std::process::exit(130);
         }

@@ -1,3 +1,20 @@
-//! The crash suite (SPEC 3.4): will hold the locally built Redis image, the
-//! Docker and process backends that SIGKILL the server mid-workload, and the
-//! proof that every acknowledged epoch and child survives a restart. Not built yet.
+//! The crash suite (SPEC 3.4): the server is killed with SIGKILL in the
+//! middle of a workload and restarted on the same data; every acknowledged
+//! epoch, child and pause must survive it (with the required settings), and
+//! with the append-only file off (opted out) the loss must show.
+//!
+//! - [`backend`]: where the server runs — [`process`] (a managed
+//!   `redis-server`, `kill -9`) or `docker` (a locally built image,
+//!   `docker kill -s KILL`);
+//! - [`workload`]: instances writing, and the record of what was acknowledged;
+//! - [`suite`]: kills, restarts, verification, checks and figures.
+
+pub mod backend;
+pub mod docker;
+pub mod image;
+pub mod process;
+pub mod suite;
+pub mod workload;
+
+pub use backend::{CrashBackend, CrashError};
+pub use docker::DockerBackend;

@@ -101,6 +101,26 @@ pub fn render_html(report: &Report) -> String {
         }
         h.push_str("</table>");
     }
+    if let Some(c) = report.stats.get("crash") {
+        h.push_str(&format!(
+            "<h2>Crash log</h2><p>Backend: <b>{}</b>{}. With the required settings: {} SIGKILLs, {} acknowledged writes, {} lost (worst kill: {}). With the append-only file off and the opt-out: {} kills, {} acknowledged writes, {} lost, {} epochs granted twice; {} of the kills showed the loss.</p>",
+            escape(c["backend"].as_str().unwrap_or("")),
+            c["docker_unavailable"].as_str().map(|e| format!(" (Docker unavailable: {})", escape(e))).unwrap_or_default(),
+            c["kills"], c["acknowledged_writes"], c["lost"], c["worst_kill_lost"],
+            c["opt_out"]["kills"], c["opt_out"]["acknowledged_writes"], c["opt_out"]["lost"],
+            c["opt_out"]["epochs_granted_again"], c["opt_out"]["kills_showing_loss"]
+        ));
+        h.push_str("<table><tr><th>kill</th><th>acknowledged</th><th>lost</th></tr>");
+        for (i, k) in c["per_kill"].as_array().into_iter().flatten().enumerate() {
+            h.push_str(&format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                i + 1,
+                k["acknowledged"],
+                k["lost"]
+            ));
+        }
+        h.push_str("</table>");
+    }
     if !report.stats.is_empty() {
         h.push_str("<h2>Figures</h2><table>");
         for (suite, figures) in &report.stats {

@@ -1,0 +1,187 @@
+//! The workload the server is killed in: instances taking, renewing and
+//! releasing leases on many trees, saving, claiming and completing children,
+//! and pausing providers — and the record of every write the store
+//! acknowledged.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use harness::contract::{Reply, Request};
+use harness::store::{StoreClient, StoreFactory};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+/// Lease length of the workload: short, so verification can wait it out.
+pub const LEASE_MS: i64 = 100;
+/// Claims outlive every round: a claimed child stays with its claimer.
+pub const CLAIM_MS: i64 = 600_000;
+/// Trees and providers the instances fight over.
+pub const TREES: usize = 16;
+pub const PROVIDERS: usize = 4;
+
+/// Every acknowledged write, for verification after a crash.
+#[derive(Debug, Default, Clone)]
+pub struct Acked {
+    /// Tree → the highest epoch a take acknowledged.
+    pub epochs: BTreeMap<String, i64>,
+    /// Children whose save was acknowledged.
+    pub saved: BTreeSet<String>,
+    /// Child → how many completes were acknowledged (more than one is a bug).
+    pub completed: BTreeMap<String, u32>,
+    /// Provider → the longest pause acknowledged.
+    pub pauses: BTreeMap<String, i64>,
+    /// Acknowledged writes in all.
+    pub writes: u64,
+    /// What went wrong while the workload ran.
+    pub violations: Vec<String>,
+}
+
+impl Acked {
+    /// Records the answer to a write; reads and refusals change nothing.
+    pub fn record(&mut self, req: &Request, reply: &Reply) {
+        match (req, reply) {
+            (Request::LeaseTake { tree, .. }, Reply::Granted { epoch, .. }) => {
+                let e = self.epochs.entry(tree.clone()).or_insert(0);
+                *e = (*e).max(*epoch);
+            }
+            (Request::QueueSave { child, .. }, Reply::Saved {}) => {
+                self.saved.insert(child.clone());
+            }
+            (Request::QueueComplete { child, .. }, Reply::Completed {}) => {
+                let n = self.completed.entry(child.clone()).or_insert(0);
+                *n += 1;
+                if *n > 1 {
+                    self.violations
+                        .push(format!("child {child} was completed {n} times"));
+                }
+            }
+            (Request::RatePause { provider, .. }, Reply::Paused { until_ms }) => {
+                let p = self.pauses.entry(provider.clone()).or_insert(0);
+                *p = (*p).max(*until_ms);
+            }
+            (Request::LeaseRenew { .. }, Reply::Renewed { .. })
+            | (Request::LeaseRelease { .. }, Reply::Released {}) => {}
+            _ => return,
+        }
+        self.writes += 1;
+    }
+}
+
+/// The wall clock in ms (the crash suite runs on real time).
+pub fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// One instance writing until `stop` is set or the server goes away.
+pub async fn instance(
+    mut client: Box<dyn StoreClient>,
+    name: String,
+    seed: u64,
+    round: usize,
+    acked: Arc<Mutex<Acked>>,
+    stop: Arc<AtomicBool>,
+) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut held: Vec<(String, i64)> = Vec::new();
+    let mut claimed: Vec<(String, i64)> = Vec::new();
+    let mut n = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        n += 1;
+        let req = match rng.random_range(0..10) {
+            0..=2 => Request::LeaseTake {
+                tree: format!("tree-{}", rng.random_range(0..TREES)),
+                holder: name.clone(),
+                ttl_ms: LEASE_MS,
+            },
+            3 if !held.is_empty() => {
+                let (tree, epoch) = held[rng.random_range(0..held.len())].clone();
+                Request::LeaseRenew {
+                    tree,
+                    holder: name.clone(),
+                    epoch,
+                    ttl_ms: LEASE_MS,
+                }
+            }
+            4 if !held.is_empty() => {
+                let (tree, epoch) = held.swap_remove(rng.random_range(0..held.len()));
+                Request::LeaseRelease {
+                    tree,
+                    holder: name.clone(),
+                    epoch,
+                }
+            }
+            5 | 6 => Request::QueueSave {
+                child: format!("child-{name}-r{round}-{n}"),
+                depth: rng.random_range(0..4),
+                payload: format!("payload {n}"),
+            },
+            7 => Request::QueueClaim {
+                instance: name.clone(),
+                claim_ttl_ms: CLAIM_MS,
+            },
+            8 if !claimed.is_empty() => {
+                let (child, attempt) = claimed.swap_remove(0);
+                Request::QueueComplete {
+                    child,
+                    instance: name.clone(),
+                    attempt,
+                }
+            }
+            _ => Request::RatePause {
+                provider: format!("provider-{}", rng.random_range(0..PROVIDERS)),
+                until_ms: wall_ms() + 3_600_000 + n as i64,
+            },
+        };
+        let reply = match client.call(&req.to_call(), wall_ms()).await {
+            Ok(r) => r,
+            // The server is gone (killed) or refused: this instance stops;
+            // an unknown outcome is never counted as acknowledged.
+            Err(_) => break,
+        };
+        match (&req, &reply) {
+            (Request::LeaseTake { tree, .. }, Reply::Granted { epoch, .. }) => {
+                held.push((tree.clone(), *epoch))
+            }
+            (Request::QueueClaim { .. }, Reply::Claimed { child, attempt, .. }) => {
+                claimed.push((child.clone(), *attempt))
+            }
+            _ => {}
+        }
+        if let Ok(mut a) = acked.lock() {
+            a.record(&req, &reply);
+        }
+    }
+}
+
+/// Starts `instances` writers on `factory`; they stop when `stop` is set.
+pub async fn start(
+    factory: &Arc<dyn StoreFactory>,
+    hello: impl Fn(usize) -> harness::store::Hello,
+    instances: usize,
+    seed: u64,
+    round: usize,
+    acked: &Arc<Mutex<Acked>>,
+    stop: &Arc<AtomicBool>,
+) -> Result<Vec<tokio::task::JoinHandle<()>>, String> {
+    let mut tasks = Vec::new();
+    for i in 0..instances {
+        let h = hello(i);
+        let (_, client) = factory
+            .connect(&h, wall_ms())
+            .await
+            .map_err(|e| format!("instance {} could not connect: {e}", h.instance))?;
+        tasks.push(tokio::spawn(instance(
+            client,
+            h.instance.clone(),
+            seed.wrapping_add(i as u64 * 7919),
+            round,
+            acked.clone(),
+            stop.clone(),
+        )));
+    }
+    Ok(tasks)
+}
