@@ -419,3 +419,58 @@ fn the_explorer_benchmark_prints_its_figures() {
         assert!(stdout.contains(figure), "no {figure} in {stdout}");
     }
 }
+
+#[test]
+fn ctrl_c_mid_crash_suite_leaves_no_container_volume_server_or_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("r");
+    let seed = "424242";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_storeproof"))
+        .args([
+            "certify",
+            "--suite",
+            "crash",
+            "--crash-backend",
+            "docker",
+            "--seed",
+            seed,
+            "--out",
+            out_dir.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the first kill is done: the container certainly exists.
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        seen.push(line.clone());
+        if line.contains("kill 1/") {
+            break;
+        }
+    }
+    // SAFETY: sends SIGINT to our own child process.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    eprintln!("{}\n{}", seen.join("\n"), rest.join("\n"));
+    assert_eq!(status.code(), Some(130));
+    assert!(rest.iter().any(|l| l.contains("interrupted")));
+    assert!(!out_dir.exists(), "a report was written after Ctrl-C");
+    let label = format!("label=storeproof.run={:08x}-durable", 424242u32);
+    for args in [
+        vec!["container", "ls", "-a", "-q", "--filter", label.as_str()],
+        vec!["volume", "ls", "-q", "--filter", label.as_str()],
+    ] {
+        let out = Command::new("docker").args(&args).output().unwrap();
+        assert!(
+            String::from_utf8_lossy(&out.stdout).trim().is_empty(),
+            "docker {args:?} still lists something"
+        );
+    }
+}
