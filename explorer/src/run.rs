@@ -138,13 +138,7 @@ pub fn explore(
     progress: &mut dyn FnMut(&str),
 ) -> ExplorerOutcome {
     let run = RUNS.fetch_add(1, Ordering::Relaxed);
-    let shared = Arc::new(Shared {
-        factory,
-        prefix,
-        opt_out,
-        round_trips: AtomicU64::new(0),
-        transitions: AtomicU64::new(0),
-    });
+    let shared = Shared::new(factory, prefix, opt_out);
     let mut findings: Vec<Finding> = Vec::new();
     let mut per_skew = Vec::new();
     // (which race, skew) pairs the search never reached.
@@ -335,13 +329,7 @@ pub fn replay_schedule(
     schedule: &Schedule,
 ) -> (State, Value) {
     let run = RUNS.fetch_add(1, Ordering::Relaxed);
-    let shared = Arc::new(Shared {
-        factory,
-        prefix,
-        opt_out,
-        round_trips: AtomicU64::new(0),
-        transitions: AtomicU64::new(0),
-    });
+    let shared = Shared::new(factory, prefix, opt_out);
     let model = LeaseModel {
         run,
         shared,

@@ -59,6 +59,23 @@ pub struct Shared {
     pub transitions: AtomicU64,
 }
 
+impl Shared {
+    /// What every world of one exploration shares, with its counters at zero.
+    pub fn new(
+        factory: Arc<dyn StoreFactory>,
+        prefix: String,
+        opt_out: Option<String>,
+    ) -> Arc<Shared> {
+        Arc::new(Shared {
+            factory,
+            prefix,
+            opt_out,
+            round_trips: AtomicU64::new(0),
+            transitions: AtomicU64::new(0),
+        })
+    }
+}
+
 /// One server and its instances, and the runtime that drives them.
 pub struct World {
     // Field order is drop order: the clients, gates and server go before

@@ -17,6 +17,8 @@ use harness::store::redis::replies::parse_reply;
 use harness::store::redis::{script_sources, RedisStoreFactory};
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 use redis::aio::MultiplexedConnection;
+
+use crate::conn::{self, unavailable};
 use redis::Script;
 
 const SERVER_TIME: &str = "local t = redis.call('TIME')\nlocal now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n";
@@ -53,10 +55,6 @@ struct Client {
     inner: Box<dyn StoreClient>,
     conn: MultiplexedConnection,
     keys: Keys,
-}
-
-fn unavailable(e: redis::RedisError) -> StoreError {
-    StoreError::new(ErrorKind::Unavailable, e.to_string())
 }
 
 #[async_trait]
@@ -125,17 +123,8 @@ impl StoreFactory for ClientClockLease {
             ));
         };
         let (info, inner) = self.inner.connect(hello, clock_ms).await?;
-        let mut conn = redis::Client::open(hello.redis_url.as_str())
-            .map_err(unavailable)?
-            .get_multiplexed_async_connection()
-            .await
-            .map_err(unavailable)?;
-        for s in scripts.values() {
-            s.prepare_invoke()
-                .load_async(&mut conn)
-                .await
-                .map_err(unavailable)?;
-        }
+        let scripts: Vec<&Script> = scripts.values().collect();
+        let conn = conn::open(&hello.redis_url, &scripts).await?;
         Ok((
             info,
             Box::new(Client {

@@ -21,6 +21,7 @@
 //! the sabotage suite.
 
 mod client_clock;
+mod conn;
 mod corrupt;
 mod read_then_write;
 mod wrappers;

@@ -4,11 +4,13 @@
 //! `conformance.lease.take-races` must catch it.
 
 use async_trait::async_trait;
-use harness::contract::{Call, ErrorKind, Reply, Request, StoreError};
+use harness::contract::{Call, Reply, Request, StoreError};
 use harness::store::redis::keys::Keys;
 use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 use redis::aio::MultiplexedConnection;
+
+use crate::conn::{self, unavailable};
 use redis::Script;
 
 /// Reads server time and the record in one read-only script.
@@ -36,10 +38,6 @@ struct Client {
     conn: MultiplexedConnection,
     keys: Keys,
     read: Script,
-}
-
-fn unavailable(e: redis::RedisError) -> StoreError {
-    StoreError::new(ErrorKind::Unavailable, e.to_string())
 }
 
 impl Client {
@@ -116,17 +114,9 @@ impl StoreFactory for ReadThenWriteLease {
         clock_ms: i64,
     ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
         let (info, inner) = self.inner.connect(hello, clock_ms).await?;
-        let mut conn = redis::Client::open(hello.redis_url.as_str())
-            .map_err(unavailable)?
-            .get_multiplexed_async_connection()
-            .await
-            .map_err(unavailable)?;
         let read = Script::new(READ);
         // Loaded now, so a take sends exactly two scheduled commands.
-        read.prepare_invoke()
-            .load_async(&mut conn)
-            .await
-            .map_err(unavailable)?;
+        let conn = conn::open(&hello.redis_url, &[&read]).await?;
         Ok((
             info,
             Box::new(Client {

@@ -8,6 +8,8 @@ use harness::contract::{Call, ErrorKind, Reply, Request, StoreError};
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 use redis::aio::MultiplexedConnection;
 
+use crate::conn::{self, unavailable};
+
 use crate::corrupt;
 
 /// Answers the `at`-th call of the run (counted from 0 across all instances)
@@ -107,10 +109,6 @@ struct SideEffectClient {
     conn: MultiplexedConnection,
 }
 
-fn unavailable(e: redis::RedisError) -> StoreError {
-    StoreError::new(ErrorKind::Unavailable, e.to_string())
-}
-
 #[async_trait]
 impl StoreClient for SideEffectClient {
     async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
@@ -152,11 +150,7 @@ impl<F: StoreFactory> StoreFactory for SideEffect<F> {
         clock_ms: i64,
     ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
         let (info, inner) = self.inner.connect(hello, clock_ms).await?;
-        let conn = redis::Client::open(hello.redis_url.as_str())
-            .map_err(unavailable)?
-            .get_multiplexed_async_connection()
-            .await
-            .map_err(unavailable)?;
+        let conn = conn::open(&hello.redis_url, &[]).await?;
         Ok((
             info,
             Box::new(SideEffectClient {
