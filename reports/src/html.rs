@@ -124,10 +124,18 @@ pub fn render_html(report: &Report) -> String {
     if !report.stats.is_empty() {
         h.push_str("<h2>Figures</h2><table>");
         for (suite, figures) in &report.stats {
+            // Scalars only: the tables above show the per-skew and per-kill rows.
+            let flat: Vec<String> = figures
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(_, v)| !v.is_array() && !v.is_object() && !v.is_null())
+                .map(|(k, v)| format!("{} {}", escape(k), escape(&v.to_string())))
+                .collect();
             h.push_str(&format!(
-                "<tr><th>{}</th><td><code>{}</code></td></tr>",
+                "<tr><th>{}</th><td>{}</td></tr>",
                 escape(suite),
-                escape(&figures.to_string())
+                flat.join(" · ")
             ));
         }
         h.push_str("</table>");
@@ -171,7 +179,7 @@ pub fn render_html(report: &Report) -> String {
             }
             if let Some(cx) = &c.counterexample {
                 h.push_str(&format!(
-                    "<p>Re-run it: <code>storeproof replay {}</code></p>",
+                    "<p>Re-run it: <code>storeproof replay &lt;this report's folder&gt;/{}</code></p>",
                     escape(&crate::replay_file_name(&c.id))
                 ));
                 h.push_str(&format!(
