@@ -131,6 +131,8 @@ async fn a_server_with_short_settings_is_refused_naming_each_unless_opted_out() 
     let url = server.url();
     let args = [
         "certify",
+        "--suite",
+        "conformance",
         "--redis-url",
         &url,
         "--out",
@@ -249,8 +251,11 @@ async fn an_external_server_keeps_every_foreign_key_and_its_config() {
     let out_dir = dir.path().join("r");
     let url = server.url();
     let out = storeproof(
+        // The crash suite starts servers of its own; it has its own tests.
         &[
             "certify",
+            "--suite",
+            "conformance,explorer",
             "--redis-url",
             &url,
             "--seed",
@@ -473,4 +478,50 @@ fn ctrl_c_mid_crash_suite_leaves_no_container_volume_server_or_report() {
             "docker {args:?} still lists something"
         );
     }
+}
+
+#[test]
+fn a_lease_on_the_callers_clock_fails_the_explorer_and_its_replay_fails_the_same_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("r");
+    let out = storeproof(
+        &[
+            "certify",
+            "--store",
+            "sabotage:lease-on-caller-clock",
+            "--suite",
+            "explorer",
+            "--depth",
+            "4",
+            "--walks",
+            "0",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let report = read_report(&out_dir);
+    let check = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "explorer.one-live-holder")
+        .unwrap()
+        .clone();
+    assert_eq!(check["verdict"], "fail");
+    let steps = check["counterexample"]["schedule"]["actions"]
+        .as_array()
+        .unwrap();
+    assert!(steps.len() <= 6, "{} steps", steps.len());
+    let file = out_dir.join("replays/explorer.one-live-holder.json");
+    let again = storeproof(&["replay", file.to_str().unwrap()], &[]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("still fails"));
+    let fixed = storeproof(
+        &["replay", file.to_str().unwrap(), "--store", "builtin:redis"],
+        &[],
+    );
+    assert_eq!(fixed.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&fixed.stdout).contains("no longer fails"));
 }

@@ -64,3 +64,34 @@ fn the_python_example_adapter_passes_every_check_the_builtin_store_does() {
     assert_eq!(ids(&python), ids(&builtin));
     assert!(ids(&python).contains(&"conformance.lease.take-races".to_string()));
 }
+
+#[test]
+fn the_python_example_adapter_passes_the_explorer() {
+    let adapter = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/adapters/python/storeproof_adapter.py");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let output = Command::new(env!("CARGO_BIN_EXE_storeproof"))
+        .args([
+            "certify", "--suite", "explorer", "--depth", "5", "--walks", "10", "--store",
+        ])
+        .arg(format!("cmd:python3 {}", adapter.display()))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    eprintln!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.status.code(), Some(0));
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let per_skew = report["stats"]["explorer"]["per_skew"].as_array().unwrap();
+    assert_eq!(per_skew.len(), 7);
+    for s in per_skew {
+        assert_eq!(s["zombie_renew_reached"], true);
+        assert_eq!(s["zombie_release_reached"], true);
+    }
+}
