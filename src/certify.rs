@@ -136,6 +136,13 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
     if !(args.adapter_timeout > 0.0 && args.adapter_timeout <= 3600.0) {
         bail!("--adapter-timeout must be between 0 and 3600 seconds");
     }
+    // Asked-for Docker that is not there is a setup error, found before
+    // anything runs.
+    if suites.contains(&Suite::Crash) && args.crash_backend == CrashBackendArg::Docker {
+        crash::docker::docker_available()
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
     let seed = args.seed.unwrap_or_else(rand::random);
     let run_id = format!("{:08x}", (seed as u32) ^ std::process::id());
     let run_prefix = format!("sp:{run_id}:");

@@ -525,3 +525,45 @@ fn a_lease_on_the_callers_clock_fails_the_explorer_and_its_replay_fails_the_same
     assert_eq!(fixed.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&fixed.stdout).contains("no longer fails"));
 }
+
+#[test]
+fn an_absent_docker_engine_is_one_line_when_asked_for_and_a_warning_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("r");
+    let no_docker = [("DOCKER_HOST", "unix:///nonexistent/docker.sock")];
+    let base = [
+        "certify",
+        "--suite",
+        "crash",
+        "--kills",
+        "1",
+        "--opt-out-kills",
+        "1",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ];
+    let mut asked = base.to_vec();
+    asked.extend(["--crash-backend", "docker"]);
+    let out = storeproof(&asked, &no_docker);
+    assert_setup_error(
+        &out,
+        &out_dir,
+        &["Docker is not available", "--crash-backend process"],
+    );
+    let out = storeproof(&base, &no_docker);
+    assert_eq!(out.status.code(), Some(0));
+    let report = read_report(&out_dir);
+    assert_eq!(report["stats"]["crash"]["backend"], "process");
+    let docker = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "crash.docker-backend")
+        .unwrap()
+        .clone();
+    assert_eq!(docker["verdict"], "warn");
+    assert!(docker["reason"]
+        .as_str()
+        .unwrap()
+        .contains("Docker is not available"));
+}
