@@ -104,6 +104,11 @@ pub struct CertifyArgs {
     /// (the loss must show).
     #[arg(long, default_value_t = 5, value_name = "N")]
     opt_out_kills: usize,
+    /// Crash: simulated power cuts (SIGKILL, then the append-only file cut
+    /// back to its last fsync) with appendfsync always, and as many with
+    /// everysec opted out; on the process backend.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    power_losses: usize,
     /// Crash: where the killed server runs.
     #[arg(long, value_enum, default_value = "auto", value_name = "BACKEND")]
     crash_backend: CrashBackendArg,
@@ -302,6 +307,7 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
             let config = crash::suite::CrashConfig {
                 kills: args.kills,
                 opt_out_kills: args.opt_out_kills,
+                power_losses: args.power_losses,
                 instances: 4,
                 seed,
                 backend: match args.crash_backend {

@@ -15,6 +15,14 @@ pub trait CrashBackend: Send {
     fn url(&self) -> String;
     /// SIGKILL the server now (no shutdown, no save).
     async fn kill(&mut self) -> Result<(), CrashError>;
+    /// A simulated power cut: SIGKILL, then the append-only file cut back to
+    /// its last fsync. Only backends that can see the server's syncs have it.
+    async fn power_loss(&mut self) -> Result<(), CrashError> {
+        Err(CrashError(format!(
+            "the {} backend cannot simulate a power cut; the process backend can",
+            self.name()
+        )))
+    }
     /// Start the same server again on the same data and wait until it answers PING
     /// (it answers LOADING while the AOF replays).
     async fn restart(&mut self) -> Result<(), CrashError>;

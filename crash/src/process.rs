@@ -13,11 +13,13 @@ pub struct ProcessBackend {
 }
 
 impl ProcessBackend {
-    /// Starts a server with the durable preset plus `settings` (which win).
+    /// Starts a server with the durable preset plus `settings` (which win),
+    /// recording its fsyncs so that it can also lose power.
     pub async fn start(settings: &[(String, String)]) -> Result<ProcessBackend, CrashError> {
         let mut options = ServerOptions::default()
             .with_data_dir(DataDir::Disk)
-            .with_virtual_clock(false);
+            .with_virtual_clock(false)
+            .with_fsync_tracking(true);
         for (k, v) in settings {
             options = options.with_config(k.clone(), v.clone());
         }
@@ -41,6 +43,13 @@ impl CrashBackend for ProcessBackend {
     async fn kill(&mut self) -> Result<(), CrashError> {
         self.server.kill();
         Ok(())
+    }
+
+    async fn power_loss(&mut self) -> Result<(), CrashError> {
+        self.server
+            .power_loss()
+            .map(|_| ())
+            .map_err(|e| CrashError(e.to_string()))
     }
 
     async fn restart(&mut self) -> Result<(), CrashError> {

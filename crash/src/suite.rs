@@ -33,6 +33,9 @@ pub struct CrashConfig {
     pub kills: usize,
     /// Kills with the append-only file off and the opt-out given.
     pub opt_out_kills: usize,
+    /// Simulated power cuts per setting (appendfsync always, then everysec
+    /// opted out), on the process backend.
+    pub power_losses: usize,
     /// Writers running when the server is killed.
     pub instances: usize,
     /// Seeds every kill moment and every writer.
@@ -47,7 +50,7 @@ pub struct CrashOutcome {
 }
 
 /// The ids of the checks a crash run reports, in report order.
-pub fn check_ids() -> [&'static str; 7] {
+pub fn check_ids() -> [&'static str; 9] {
     [
         "crash.acknowledged-epochs-survive",
         "crash.next-take-continues",
@@ -55,6 +58,8 @@ pub fn check_ids() -> [&'static str; 7] {
         "crash.children-completed-once",
         "crash.acknowledged-pauses-survive",
         "crash.opt-out-loses",
+        "crash.power-loss-always-keeps",
+        "crash.power-loss-everysec-loses",
         "crash.docker-backend",
     ]
 }
@@ -295,9 +300,16 @@ async fn rounds(
     opt_out: Option<String>,
     kills: usize,
     label: &str,
+    power: bool,
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<(Vec<Round>, &'static str, Option<String>, u64), String> {
-    let (mut server, fallback) = backend(config.backend, settings, label)
+    // Only the process backend sees the server's fsyncs.
+    let choice = if power {
+        BackendChoice::Process
+    } else {
+        config.backend
+    };
+    let (mut server, fallback) = backend(choice, settings, label)
         .await
         .map_err(|e| e.to_string())?;
     let name = server.name();
@@ -334,7 +346,11 @@ async fn rounds(
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
             tokio::time::sleep(Duration::from_millis(rng.random_range(0..150))).await;
-            server.kill().await.map_err(|e| e.to_string())?;
+            if power {
+                server.power_loss().await.map_err(|e| e.to_string())?;
+            } else {
+                server.kill().await.map_err(|e| e.to_string())?;
+            }
             stop.store(true, Ordering::Relaxed);
             for t in tasks {
                 let _ = tokio::time::timeout(Duration::from_secs(10), t).await;
@@ -360,7 +376,8 @@ async fn rounds(
                 std::mem::take(&mut acked.lock().map_err(|e| e.to_string())?.violations);
             round.completed_again.extend(violations);
             progress(&format!(
-                "crash ({name}{}): kill {}/{kills}: {} writes acknowledged, {} lost",
+                "crash ({name}{}{}): kill {}/{kills}: {} writes acknowledged, {} lost",
+                if power { ", power cut" } else { "" },
                 if opt_out.is_some() { ", opted out" } else { "" },
                 k + 1,
                 round.acked,
@@ -395,6 +412,7 @@ pub async fn run(
         None,
         config.kills,
         &format!("{label}-durable"),
+        false,
         progress,
     )
     .await?;
@@ -406,6 +424,36 @@ pub async fn run(
         Some(OPT_OUT_WRITES_MAY_BE_LOST.to_string()),
         config.opt_out_kills,
         &format!("{label}-optout"),
+        false,
+        progress,
+    )
+    .await?;
+    // Power cuts: appendfsync always keeps everything; everysec (opted out)
+    // loses the last second of acknowledged writes.
+    let (power_always, _, _, power_always_writes) = rounds(
+        &factory,
+        &format!("{prefix}pa:"),
+        config,
+        &required_settings(),
+        None,
+        config.power_losses,
+        &format!("{label}-power-always"),
+        true,
+        progress,
+    )
+    .await?;
+    let mut everysec = required_settings();
+    everysec.retain(|(k, _)| k != "appendfsync");
+    everysec.push(("appendfsync".into(), "everysec".into()));
+    let (power_everysec, _, _, power_everysec_writes) = rounds(
+        &factory,
+        &format!("{prefix}pe:"),
+        config,
+        &everysec,
+        Some(OPT_OUT_WRITES_MAY_BE_LOST.to_string()),
+        config.power_losses,
+        &format!("{label}-power-everysec"),
+        true,
         progress,
     )
     .await?;
@@ -431,6 +479,20 @@ pub async fn run(
             "epochs_granted_again": sum(&opted, |r| r.granted_again.len()),
             "kills_showing_loss": opted.iter().filter(|r| !r.granted_again.is_empty()).count(),
             "per_kill": per_kill(&opted),
+        },
+        "power_loss": {
+            "backend": "process",
+            "always": {
+                "cuts": power_always.len(),
+                "acknowledged_writes": power_always_writes,
+                "lost": sum(&power_always, Round::lost),
+            },
+            "everysec_opted_out": {
+                "cuts": power_everysec.len(),
+                "acknowledged_writes": power_everysec_writes,
+                "lost": sum(&power_everysec, Round::lost),
+                "cuts_showing_loss": power_everysec.iter().filter(|r| r.lost() > 0).count(),
+            },
         },
         "seed": config.seed,
         "seconds": (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
@@ -525,6 +587,65 @@ pub async fn run(
             )
         },
         evidence: json!({"figures": stats, "example": opted.first().and_then(|r| r.granted_again.first())}),
+        counterexample: None,
+        seconds: 0.0,
+    });
+    let always_lost: Vec<String> = power_always
+        .iter()
+        .flat_map(|r| {
+            r.epochs_lost
+                .iter()
+                .chain(&r.granted_again)
+                .chain(&r.children_lost)
+                .chain(&r.completed_again)
+                .chain(&r.pauses_lost)
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    checks.push(CheckResult {
+        id: "crash.power-loss-always-keeps".into(),
+        suite: "crash".into(),
+        level: Level::Must,
+        verdict: if always_lost.is_empty() { Verdict::Pass } else { Verdict::Fail },
+        reason: if always_lost.is_empty() {
+            format!(
+                "with appendfsync always, {} simulated power cuts (SIGKILL, then the append-only file cut back to its last fsync) lost none of {power_always_writes} acknowledged writes",
+                power_always.len()
+            )
+        } else {
+            format!(
+                "{} acknowledged writes lost in a power cut with appendfsync always: {}",
+                always_lost.len(),
+                always_lost.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
+            )
+        },
+        evidence: json!({"figures": stats["power_loss"], "found": always_lost}),
+        counterexample: None,
+        seconds: 0.0,
+    });
+    let quiet_cuts: Vec<usize> = power_everysec
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.lost() == 0)
+        .map(|(i, _)| i + 1)
+        .collect();
+    let everysec_shown = quiet_cuts.is_empty() && !power_everysec.is_empty();
+    checks.push(CheckResult {
+        id: "crash.power-loss-everysec-loses".into(),
+        suite: "crash".into(),
+        level: Level::Should,
+        verdict: if everysec_shown { Verdict::Pass } else { Verdict::Warn },
+        reason: if everysec_shown {
+            format!(
+                "as expected with appendfsync everysec (opted out): every one of {} power cuts lost acknowledged writes ({} in all) — why the store requires appendfsync always",
+                power_everysec.len(),
+                sum(&power_everysec, Round::lost)
+            )
+        } else {
+            format!("power cut(s) {quiet_cuts:?} with appendfsync everysec happened to land right after an fsync and lost nothing")
+        },
+        evidence: json!({"figures": stats["power_loss"]}),
         counterexample: None,
         seconds: 0.0,
     });

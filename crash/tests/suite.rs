@@ -14,6 +14,7 @@ fn config(backend: BackendChoice, seed: u64) -> CrashConfig {
     CrashConfig {
         kills: 3,
         opt_out_kills: 5,
+        power_losses: 3,
         instances: 4,
         seed,
         backend,
@@ -46,6 +47,11 @@ fn assert_durable_and_loss_shown(outcome: &crash::suite::CrashOutcome) {
     assert_eq!(s["lost"], 0);
     assert!(s["acknowledged_writes"].as_u64().unwrap() >= 60);
     assert_eq!(s["opt_out"]["kills_showing_loss"], 5);
+    assert_eq!(s["power_loss"]["always"]["lost"], 0);
+    assert_eq!(
+        s["power_loss"]["everysec_opted_out"]["cuts_showing_loss"],
+        3
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -39,6 +39,10 @@ const LOG_TAIL_LINES: usize = 5;
 
 const LOG_FILE: &str = "redis.log";
 const CONF_FILE: &str = "redis.conf";
+/// Where the fsync shim records synced sizes (see [`ManagedServer::power_loss`]).
+const FSYNC_LOG: &str = "fsync.log";
+/// The variable that tells the shim where to record them.
+const FSYNC_LOG_ENV: &str = "STOREPROOF_FSYNC_LOG";
 const CLOCK_FILE: &str = "clock";
 
 /// A `redis-server` the harness started and owns.
@@ -102,17 +106,21 @@ impl ManagedServer {
         // process, once there is one) on every error path.
         let mut owned = Owned::new(dir.clone());
 
-        let (clock, shim_path) = if options.virtual_clock {
-            let shim = place_shim(&dir, &mut owned)?;
+        let shim_path = if options.virtual_clock || options.track_fsync {
+            Some(place_shim(&dir, &mut owned)?)
+        } else {
+            None
+        };
+        let clock = if options.virtual_clock {
             let clock_path = dir.join(CLOCK_FILE);
             let clock = VirtualClock::create(&clock_path).map_err(|source| ServerError::Io {
                 action: format!("create the clock file {}", clock_path.display()),
                 source,
                 hint: "check that the server directory is writable and not full",
             })?;
-            (Some(Arc::new(clock)), Some(shim))
+            Some(Arc::new(clock))
         } else {
-            (None, None)
+            None
         };
 
         let mut server = ManagedServer {
@@ -199,15 +207,15 @@ impl ManagedServer {
             // them in the log so that start-up errors can quote them.
             .stdout(Stdio::from(log.0))
             .stderr(Stdio::from(log.1));
-        match (&self.shim_path, &self.clock) {
-            (Some(shim), Some(clock)) => {
-                command
-                    .env("LD_PRELOAD", shim)
-                    .env(CLOCK_FILE_ENV, clock.path());
-            }
-            _ => {
-                command.env_remove(CLOCK_FILE_ENV);
-            }
+        command.env_remove(CLOCK_FILE_ENV).env_remove(FSYNC_LOG_ENV);
+        if let Some(shim) = &self.shim_path {
+            command.env("LD_PRELOAD", shim);
+        }
+        if let Some(clock) = &self.clock {
+            command.env(CLOCK_FILE_ENV, clock.path());
+        }
+        if self.options.track_fsync {
+            command.env(FSYNC_LOG_ENV, self.dir.join(FSYNC_LOG));
         }
         Ok(command)
     }
@@ -405,6 +413,68 @@ impl ManagedServer {
             source,
             hint: "remove it by hand",
         })
+    }
+
+    /// A simulated power cut: SIGKILL now, then every append-only file cut
+    /// back to the size it had at its last completed fsync (what the disk
+    /// holds; the kernel's unsynced pages die with the power). Needs
+    /// [`ServerOptions::track_fsync`]. Returns the bytes dropped.
+    pub fn power_loss(&mut self) -> Result<u64, ServerError> {
+        if !self.options.track_fsync {
+            return Err(ServerError::InvalidOption {
+                reason: "power_loss needs a server started with fsync tracking (ServerOptions::with_fsync_tracking)".into(),
+            });
+        }
+        self.kill();
+        let log = fs::read_to_string(self.dir.join(FSYNC_LOG)).unwrap_or_default();
+        let mut synced: std::collections::HashMap<PathBuf, u64> = std::collections::HashMap::new();
+        for line in log.lines() {
+            if let Some((size, path)) = line.split_once(' ') {
+                if let Ok(size) = size.parse::<u64>() {
+                    synced.insert(PathBuf::from(path), size);
+                }
+            }
+        }
+        let aof_dir = self.dir.join("appendonlydir");
+        let mut dropped = 0u64;
+        let entries = match fs::read_dir(&aof_dir) {
+            Ok(e) => e,
+            Err(_) => return Ok(0),
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let is_incr = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(".incr.aof"));
+            if !is_incr {
+                continue;
+            }
+            let canonical = fs::canonicalize(&path).unwrap_or(path.clone());
+            let keep = synced
+                .get(&canonical)
+                .or_else(|| synced.get(&path))
+                .copied()
+                .unwrap_or(0);
+            let len = entry.metadata().map(|m| m.len()).unwrap_or(0);
+            if len > keep {
+                let file = fs::OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .map_err(|source| ServerError::Io {
+                        action: format!("open {} to cut its unsynced tail", path.display()),
+                        source,
+                        hint: "check that the server directory is writable",
+                    })?;
+                file.set_len(keep).map_err(|source| ServerError::Io {
+                    action: format!("cut {} to {keep} bytes", path.display()),
+                    source,
+                    hint: "check that the server directory is writable",
+                })?;
+                dropped += len - keep;
+            }
+        }
+        Ok(dropped)
     }
 
     /// SIGKILLs the server now and reaps it (a crash: nothing is flushed

@@ -159,6 +159,10 @@ pub struct ServerOptions {
     /// Whether the server's wall clock is a [`VirtualClock`](super::VirtualClock)
     /// that only the harness moves.
     pub virtual_clock: bool,
+    /// Record the size of every file the server syncs (fsync/fdatasync), so
+    /// [`ManagedServer::power_loss`](super::ManagedServer::power_loss) can cut
+    /// its append-only files back to what a power cut would leave.
+    pub track_fsync: bool,
 }
 
 impl Default for ServerOptions {
@@ -169,6 +173,7 @@ impl Default for ServerOptions {
             replica_of: None,
             data_dir: DataDir::Tmpfs,
             virtual_clock: true,
+            track_fsync: false,
         }
     }
 }
@@ -201,6 +206,12 @@ impl ServerOptions {
     /// Makes the server a replica of the server on `127.0.0.1:port`.
     pub fn with_replica_of(mut self, port: u16) -> Self {
         self.replica_of = Some(port);
+        self
+    }
+
+    /// Turns fsync tracking (for simulated power loss) on or off.
+    pub fn with_fsync_tracking(mut self, on: bool) -> Self {
+        self.track_fsync = on;
         self
     }
 
