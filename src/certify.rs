@@ -2,7 +2,6 @@
 //! the report, print a short summary.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -153,11 +152,8 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
     let run_prefix = format!("sp:{run_id}:");
     let opt_out = args.opt_out.map(|_| OPT_OUT_WRITES_MAY_BE_LOST.to_string());
     let quiet = args.quiet;
-    let say = |line: String| {
-        if !quiet {
-            eprintln!("{line}");
-        }
-    };
+    let progress = crate::progress::Progress::new(quiet);
+    let say = |line: String| progress.line(&line);
 
     // The server: managed (the default) or the user's.
     let managed = match &args.redis_url {
@@ -266,22 +262,16 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
                 .into_iter()
                 .filter(|d| selected(d.id))
                 .collect();
-            let total = defs.len();
-            let tty = std::io::stderr().is_terminal();
-            let mut done = 0usize;
+            progress.part("conformance", defs.len() as u64);
             let mut on_result = |r: &CheckResult| {
-                done += 1;
-                if !quiet {
-                    let mark = match r.verdict {
-                        Verdict::Pass => "pass",
-                        Verdict::Fail => "FAIL",
-                        Verdict::Warn => "warn",
-                        Verdict::Skipped => "skip",
-                    };
-                    if tty || r.verdict != Verdict::Pass {
-                        eprintln!("[{done:>3}/{total}] {mark} {}", r.id);
-                    }
-                }
+                progress.step(&r.id);
+                let mark = match r.verdict {
+                    Verdict::Pass => return,
+                    Verdict::Fail => "FAIL",
+                    Verdict::Warn => "warn",
+                    Verdict::Skipped => "skip",
+                };
+                progress.line(&format!("{mark} {}: {}", r.id, r.reason));
             };
             let results = conformance::run_suite(&target, &defs, &mut on_result).await;
             let secs = started.elapsed().as_secs_f64();
@@ -316,14 +306,18 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
                     CrashBackendArg::Process => crash::suite::BackendChoice::Process,
                 },
             };
+            progress.part(
+                "crash",
+                (config.kills + config.opt_out_kills + 2 * config.power_losses) as u64,
+            );
+            let p = progress.clone();
             let outcome = crash::suite::run(
                 shared_factory.clone(),
                 format!("{run_prefix}k:"),
                 &config,
                 &mut |line| {
-                    if !quiet {
-                        eprintln!("{line}");
-                    }
+                    p.step("");
+                    p.line(line);
                 },
             )
             .await
@@ -376,11 +370,12 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
             let factory = shared_factory.clone();
             let opt = opt_out_for_explorer.clone();
             let prefix = format!("{run_prefix}x:");
+            progress.part("explorer", config.skews.len() as u64 + 1);
+            let p = progress.clone();
             let outcome = tokio::task::spawn_blocking(move || {
                 explorer::explore(factory, opt, prefix, &config, &mut |line| {
-                    if !quiet {
-                        eprintln!("{line}");
-                    }
+                    p.step("");
+                    p.line(line);
                 })
             })
             .await
@@ -440,6 +435,7 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
     if let Some(m) = managed {
         let _ = m.stop().await;
     }
+    progress.done();
     reports::write_all(&report, &args.out)?;
     print_summary(&report, &args.out);
     Ok(match report.verdict {

@@ -3,6 +3,7 @@
 
 mod bench;
 mod certify;
+mod progress;
 mod replay;
 
 use std::path::PathBuf;

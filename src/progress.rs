@@ -1,0 +1,67 @@
+//! Progress: an indicatif bar on a terminal, plain lines in CI (only what
+//! matters: failures, warnings, skips and a line per finished part).
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// Where progress goes. Cheap to clone; safe to use from any thread.
+#[derive(Clone)]
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    quiet: bool,
+}
+
+impl Progress {
+    /// A bar when stderr is a terminal and not `quiet`; else plain lines.
+    pub fn new(quiet: bool) -> Progress {
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::new(0);
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {prefix} [{bar:30}] {pos}/{len} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+            );
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar
+        });
+        Progress { bar, quiet }
+    }
+
+    /// Starts a part of `len` steps (0: unknown length).
+    pub fn part(&self, name: &str, len: u64) {
+        if let Some(b) = &self.bar {
+            b.reset();
+            b.set_prefix(name.to_string());
+            b.set_length(len);
+            b.set_message("");
+        }
+    }
+
+    /// One step done; `msg` shows beside the bar.
+    pub fn step(&self, msg: &str) {
+        if let Some(b) = &self.bar {
+            b.inc(1);
+            b.set_message(msg.to_string());
+        }
+    }
+
+    /// A line that stays: above the bar on a terminal, on stderr otherwise.
+    pub fn line(&self, text: &str) {
+        if self.quiet {
+            return;
+        }
+        match &self.bar {
+            Some(b) => b.println(text),
+            None => eprintln!("{text}"),
+        }
+    }
+
+    /// Removes the bar.
+    pub fn done(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
