@@ -26,6 +26,11 @@ use crate::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 /// How long an adapter may take to answer one request, unless told otherwise.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The least time an adapter gets for `hello`: starting a process, loading
+/// its libraries and checking its server take longer than one request, more
+/// so on a loaded CI machine.
+const HELLO_TIMEOUT_AT_LEAST: Duration = Duration::from_secs(30);
+
 /// How much of an adapter's stderr is kept to show with a failure.
 const STDERR_KEPT: usize = 4096;
 
@@ -242,12 +247,17 @@ impl Adapter {
             stdin.flush().await?;
             stdout.read_line(&mut answer).await
         };
-        let read = tokio::time::timeout(self.timeout, read).await;
+        let limit = if id == 0 {
+            self.timeout.max(HELLO_TIMEOUT_AT_LEAST)
+        } else {
+            self.timeout
+        };
+        let read = tokio::time::timeout(limit, read).await;
         let n = match read {
             Err(_) => {
                 return Err(adapter_failed(format!(
                     "the adapter of instance {instance} did not answer {what} within {}s; {}",
-                    self.timeout.as_secs_f64(),
+                    limit.as_secs_f64(),
                     self.stderr_tail()
                 )))
             }
