@@ -423,7 +423,17 @@ pub(crate) async fn run_scenario(target: &Target<'_>, prefix: &str, steps: &[Ste
         let clock_ms = now + skew_ms;
         let call = req.to_call();
         history.invoke(instance, &call, server_ms, clock_ms);
+        // On a server storeproof does not control, its clock is read around
+        // the call: the call happened somewhere in [before, after].
+        let before = match clock {
+            Some(_) => None,
+            None => server_time(&mut admin).await,
+        };
         let outcome = client.call(&call, clock_ms).await;
+        let after = match clock {
+            Some(_) => None,
+            None => server_time(&mut admin).await,
+        };
         history.complete(instance, &call.op, &outcome, server_ms, clock_ms);
         if let Err(e) = &outcome {
             if e.kind == ErrorKind::Unsupported {
@@ -434,7 +444,11 @@ pub(crate) async fn run_scenario(target: &Target<'_>, prefix: &str, steps: &[Ste
             }
         }
         let observed = outcome_json(&outcome);
-        match model.judge(&req, now, clock_ms, &outcome) {
+        let judgement = match (before, after) {
+            (Some(lo), Some(hi)) => judge_within(&mut model, &req, lo, hi, clock_ms, &outcome),
+            _ => model.judge(&req, now, clock_ms, &outcome),
+        };
+        match judgement {
             Judgement::Agrees => {}
             Judgement::Conservative(why) => warnings.push(format!("step {i}: {why}")),
             Judgement::Violates(why) => {
@@ -460,6 +474,50 @@ pub(crate) async fn run_scenario(target: &Target<'_>, prefix: &str, steps: &[Ste
             counterexample: None,
         }
     }
+}
+
+/// The server's `TIME` in ms.
+async fn server_time(admin: &mut MultiplexedConnection) -> Option<i64> {
+    let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(admin).await.ok()?;
+    Some(secs * 1000 + micros / 1000)
+}
+
+/// Judges a reply whose server instant is only known to lie in `[lo, hi]`:
+/// the instant a grant or renewal implies (its expiry minus the ttl) when it
+/// falls in the window, else either end. The model follows the first
+/// instant that explains the reply.
+fn judge_within(
+    model: &mut ContractModel,
+    req: &Request,
+    lo: i64,
+    hi: i64,
+    clock_ms: i64,
+    outcome: &Result<Reply, crate::contract::StoreError>,
+) -> Judgement {
+    let ttl = match req {
+        Request::LeaseTake { ttl_ms, .. } | Request::LeaseRenew { ttl_ms, .. } => Some(*ttl_ms),
+        _ => None,
+    };
+    let implied = match (outcome, ttl) {
+        (Ok(Reply::Granted { expires_at_ms, .. }), Some(t))
+        | (Ok(Reply::Renewed { expires_at_ms }), Some(t)) => Some(expires_at_ms - t),
+        _ => None,
+    };
+    let mut last = Judgement::Agrees;
+    for now in implied
+        .filter(|n| (lo..=hi).contains(n))
+        .into_iter()
+        .chain([lo, hi])
+    {
+        let mut candidate = model.clone();
+        let j = candidate.judge(req, now, clock_ms, outcome);
+        if !matches!(j, Judgement::Violates(_)) {
+            *model = candidate;
+            return j;
+        }
+        last = j;
+    }
+    last
 }
 
 /// A store's answer as wire JSON: the reply, or `{"error": …}`.
