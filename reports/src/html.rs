@@ -169,6 +169,7 @@ pub fn render_html(report: &Report) -> String {
                 escape(&c.id),
                 escape(&c.reason)
             ));
+            h.push_str(&grants_svg(&c.evidence, c.counterexample.as_ref()));
             h.push_str(&timeline(&c.evidence));
             if let Some(steps) = c
                 .counterexample
@@ -280,5 +281,115 @@ fn schedule_table(steps: &[Value]) -> String {
         ));
     }
     h.push_str("</table>");
+    h
+}
+
+/// One acknowledged grant: who, which epoch, from when to when (server ms).
+struct GrantBar {
+    lane: String,
+    epoch: i64,
+    from: i64,
+    until: i64,
+}
+
+/// The grants a failure's history or schedule shows, and the instant it broke.
+fn grants_of(evidence: &Value, counterexample: Option<&Value>) -> (Vec<GrantBar>, Option<i64>) {
+    let mut bars = Vec::new();
+    let mut last = None;
+    let mut push = |lane: &str, at: Option<i64>, answer: &Value| {
+        if let (Some(from), Some(g)) = (at, answer.get("granted")) {
+            if let (Some(epoch), Some(until)) = (g["epoch"].as_i64(), g["expires_at_ms"].as_i64()) {
+                bars.push(GrantBar {
+                    lane: lane.to_string(),
+                    epoch,
+                    from,
+                    until,
+                });
+            }
+        }
+    };
+    if let Some(steps) = counterexample.and_then(|cx| cx["steps"].as_array()) {
+        for s in steps {
+            let lane = s["what"]
+                .as_str()
+                .unwrap_or("")
+                .split(':')
+                .next()
+                .unwrap_or("");
+            push(lane, s["server_ms"].as_i64(), &s["answer"]);
+            last = s["server_ms"].as_i64().or(last);
+        }
+    } else if let Some(events) = evidence["history"]["events"].as_array() {
+        for e in events.iter().filter(|e| e["kind"] == "ok") {
+            push(
+                e["instance"].as_str().unwrap_or(""),
+                e["server_ms"].as_i64(),
+                &e["value"],
+            );
+            last = e["server_ms"].as_i64().or(last);
+        }
+    }
+    (bars, last)
+}
+
+/// The grants as intervals on the server clock, a lane per instance, the
+/// breaking instant as a red line. Nothing when there is no grant to draw.
+fn grants_svg(evidence: &Value, counterexample: Option<&Value>) -> String {
+    let (bars, broke) = grants_of(evidence, counterexample);
+    if bars.is_empty() {
+        return String::new();
+    }
+    let mut lanes: Vec<&str> = Vec::new();
+    for b in &bars {
+        if !lanes.contains(&b.lane.as_str()) {
+            lanes.push(&b.lane);
+        }
+    }
+    let t0 = bars.iter().map(|b| b.from).min().unwrap_or(0);
+    let t1 = bars
+        .iter()
+        .map(|b| b.until)
+        .chain(broke)
+        .max()
+        .unwrap_or(t0 + 1)
+        .max(t0 + 1);
+    let (w, left, row) = (760.0, 90.0, 26.0);
+    let x = |t: i64| left + (t - t0) as f64 / (t1 - t0) as f64 * (w - left - 10.0);
+    let height = row * lanes.len() as f64 + 30.0;
+    let mut h = format!(
+        "<p>Grants on the server clock (ms after {t0}), one lane per instance:</p><svg width=\"{w}\" height=\"{height}\" role=\"img\" style=\"font:12px sans-serif\">"
+    );
+    for (i, lane) in lanes.iter().enumerate() {
+        let y = 10.0 + row * i as f64;
+        h.push_str(&format!(
+            "<text x=\"0\" y=\"{}\">instance {}</text>",
+            y + 15.0,
+            escape(lane)
+        ));
+    }
+    for b in &bars {
+        let i = lanes.iter().position(|l| *l == b.lane).unwrap_or(0);
+        let y = 10.0 + row * i as f64;
+        let (x0, x1) = (x(b.from), x(b.until));
+        h.push_str(&format!(
+            "<rect x=\"{x0:.1}\" y=\"{y}\" width=\"{:.1}\" height=\"20\" fill=\"#9cc3e6\" stroke=\"#2b5d8a\"/><text x=\"{:.1}\" y=\"{}\">epoch {} ({}–{})</text>",
+            (x1 - x0).max(2.0),
+            x0 + 3.0,
+            y + 15.0,
+            b.epoch,
+            b.from - t0,
+            b.until - t0
+        ));
+    }
+    if let Some(t) = broke {
+        let xb = x(t);
+        h.push_str(&format!(
+            "<line x1=\"{xb:.1}\" x2=\"{xb:.1}\" y1=\"0\" y2=\"{height}\" stroke=\"#c00\" stroke-width=\"2\"/><text x=\"{:.1}\" y=\"{}\" fill=\"#c00\">broken at {}</text>",
+            (xb + 4.0).min(w - 90.0),
+            height - 4.0,
+            t - t0
+        ));
+    }
+    h.push_str("</svg>");
     h
 }
