@@ -13,7 +13,7 @@ use serde_json::json;
 
 use harness::check::{CheckResult, Report, ServerSection, StoreSection, Verdict};
 use harness::conformance::{self, ServerRef, Target};
-use harness::contract::ErrorKind;
+use harness::contract::{Contract, ErrorKind};
 use harness::server::{self, ManagedServer, ServerOptions};
 use harness::store::external::ExternalStoreFactory;
 use harness::store::redis::RedisStoreFactory;
@@ -294,6 +294,19 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
             checks.extend(results);
         }
         if *suite == Suite::Crash && crash::suite::check_ids().iter().any(|id| selected(id)) {
+            let missing: Vec<&str> = Contract::ALL
+                .iter()
+                .filter(|c| !info.contracts.contains(c))
+                .map(|c| c.name())
+                .collect();
+            if !missing.is_empty() {
+                let reason = format!(
+                    "the crash workload writes leases, children and pauses; the store does not offer {}",
+                    missing.join(", ")
+                );
+                checks.extend(skipped_all("crash", &crash::suite::check_ids(), &reason));
+                continue;
+            }
             let config = crash::suite::CrashConfig {
                 kills: args.kills,
                 opt_out_kills: args.opt_out_kills,
@@ -340,22 +353,16 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
         }
         if *suite == Suite::Explorer && explorer::check_ids().iter().any(|id| selected(id)) {
             if managed.is_none() {
-                for id in explorer::check_ids() {
-                    checks.push(CheckResult {
-                        id: id.to_string(),
-                        suite: "explorer".into(),
-                        level: harness::check::Level::Must,
-                        verdict: Verdict::Skipped,
-                        reason: "needs managed servers: the explorer restores, flushes and moves the clock of servers it starts itself (this run uses --redis-url)".into(),
-                        evidence: serde_json::Value::Null,
-                        counterexample: None,
-                        seconds: 0.0,
-                    });
-                }
+                checks.extend(skipped_all("explorer", &explorer::check_ids(), "needs managed servers: the explorer restores, flushes and moves the clock of servers it starts itself (this run uses --redis-url)"));
                 continue;
             }
-            if !info.contracts.contains(&harness::contract::Contract::Lease) {
-                bail!("the explorer needs the lease contract, which the store does not offer; run --suite conformance");
+            if !info.contracts.contains(&Contract::Lease) {
+                checks.extend(skipped_all(
+                    "explorer",
+                    &explorer::check_ids(),
+                    "the explorer model-checks the lease contract, which the store does not offer",
+                ));
+                continue;
             }
             let config = explorer::ExplorerConfig {
                 depth: args.depth,
@@ -442,6 +449,22 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
         harness::check::RunVerdict::Pass => ExitCode::SUCCESS,
         harness::check::RunVerdict::Fail => ExitCode::from(1),
     })
+}
+
+/// Every check of `ids` reported skipped with `reason` (never a silent skip).
+fn skipped_all(suite: &str, ids: &[&str], reason: &str) -> Vec<CheckResult> {
+    ids.iter()
+        .map(|id| CheckResult {
+            id: id.to_string(),
+            suite: suite.into(),
+            level: harness::check::Level::Must,
+            verdict: Verdict::Skipped,
+            reason: reason.into(),
+            evidence: serde_json::Value::Null,
+            counterexample: None,
+            seconds: 0.0,
+        })
+        .collect()
 }
 
 /// Refuses a `--store` this version cannot run, with what to use instead.

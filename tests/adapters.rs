@@ -192,3 +192,20 @@ fn a_failure_comes_with_a_replay_file_that_reproduces_it() {
     assert!(String::from_utf8_lossy(&fixed.stdout).contains("no longer fails"));
     assert_eq!(leftovers(&marker), Vec::<String>::new());
 }
+
+#[test]
+fn an_unsupported_answer_skips_the_check_with_that_reason() {
+    let marker = format!("sp-marker-unsupported-{}", std::process::id());
+    let (out, out_dir, _dir) = certify_with("unsupported", &marker);
+    assert_eq!(out.status.code(), Some(0));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("report.json")).unwrap())
+            .unwrap();
+    let check = &report["checks"][0];
+    assert_eq!(check["verdict"], "skipped");
+    let reason = check["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("unsupported") && reason.contains("lease.take is not offered here"),
+        "{reason}"
+    );
+}

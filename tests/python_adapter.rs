@@ -95,3 +95,40 @@ fn the_python_example_adapter_passes_the_explorer() {
         assert_eq!(s["zombie_release_reached"], true);
     }
 }
+
+#[test]
+fn a_store_offering_only_rate_limits_gets_the_rest_skipped_with_reasons() {
+    let adapter = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/adapters/python/storeproof_adapter.py");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let output = Command::new(env!("CARGO_BIN_EXE_storeproof"))
+        .env("STOREPROOF_ADAPTER_CONTRACTS", "rate")
+        .args(["certify", "--store"])
+        .arg(format!("cmd:python3 {}", adapter.display()))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["store"]["contracts"], serde_json::json!(["rate"]));
+    for c in report["checks"].as_array().unwrap() {
+        let id = c["id"].as_str().unwrap();
+        if id.starts_with("conformance.rate.") {
+            assert_eq!(c["verdict"], "pass", "{id}: {}", c["reason"]);
+        } else if id.starts_with("conformance.lease.")
+            || id.starts_with("conformance.queue.")
+            || id.starts_with("explorer.")
+            || id.starts_with("crash.")
+        {
+            assert_eq!(c["verdict"], "skipped", "{id}");
+            assert!(
+                c["reason"].as_str().unwrap().contains("does not offer"),
+                "{id}: {}",
+                c["reason"]
+            );
+        }
+    }
+}
