@@ -164,7 +164,27 @@ pub fn explore(
             .join();
         let model = checker.model();
         for property in ALWAYS.iter().copied().chain(["harness-ok"]) {
-            if let Some(path) = checker.discovery(property) {
+            // Rebuilding a path re-runs the store; one that behaves
+            // differently on a re-run makes stateright panic. Report that.
+            let discovery = match rebuilt(&checker, property) {
+                Ok(d) => d,
+                Err(_) => {
+                    findings.push(Finding {
+                        property: "harness-ok".into(),
+                        message: format!(
+                            "the store is not deterministic: re-running the schedule that broke {property} gave other answers"
+                        ),
+                        found_in: format!("exhaustive search, second clock {skew:+} ms"),
+                        schedule: Schedule {
+                            skews: model.skews.clone(),
+                            actions: vec![],
+                        },
+                        steps: Value::Array(vec![]),
+                    });
+                    continue;
+                }
+            };
+            if let Some(path) = discovery {
                 if findings.iter().any(|f| f.property == property) {
                     continue;
                 }
@@ -189,8 +209,9 @@ pub fn explore(
                 });
             }
         }
-        let renew = checker.discovery("zombie-renew-after-takeover").is_some();
-        let release = checker.discovery("zombie-release-after-takeover").is_some();
+        let reached = |p| matches!(rebuilt(&checker, p), Ok(Some(_)));
+        let renew = reached("zombie-renew-after-takeover");
+        let release = reached("zombie-release-after-takeover");
         if !renew {
             unreached.push(("renew", skew));
         }
@@ -305,6 +326,18 @@ pub fn explore(
         checks: checks(&findings, &unreached, &stats, config),
         stats,
     }
+}
+
+/// The path that made `property` a discovery, rebuilt by re-running the
+/// store from the start. A store that answers differently on a re-run makes
+/// stateright panic while rebuilding; that is `Err`, to be reported as
+/// non-determinism.
+fn rebuilt<C: Checker<LeaseModel>>(
+    checker: &C,
+    property: &'static str,
+) -> Result<Option<stateright::Path<State, Action>>, ()> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| checker.discovery(property)))
+        .map_err(|_| ())
 }
 
 /// Plays a schedule and renders its steps.

@@ -126,3 +126,24 @@ fn the_same_seed_gives_the_same_walks_and_verdicts() {
     let c = run(Arc::new(builtin(&dir)), &config);
     assert_ne!(a.stats["walk_digest"], c.stats["walk_digest"]);
 }
+
+#[test]
+fn a_store_that_sends_other_commands_on_a_rerun_is_reported_not_guessed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(ReadThenWriteLease::nondeterministic(builtin(&dir)));
+    let mut config = small(vec![0], 4);
+    config.depth = 3;
+    config.walks = 0;
+    let outcome = run(store, &config);
+    let check = outcome
+        .checks
+        .iter()
+        .find(|c| c.id == "explorer.exploration-complete")
+        .unwrap();
+    assert_eq!(check.verdict, Verdict::Fail, "{}", check.reason);
+    assert!(
+        check.reason.contains("not deterministic"),
+        "{}",
+        check.reason
+    );
+}

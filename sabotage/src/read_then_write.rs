@@ -24,16 +24,32 @@ return {now, rec[1] or false, rec[2] or false, rec[3] or false, rec[4] or false}
 /// The built-in Redis store with a non-atomic `lease.take`.
 pub struct ReadThenWriteLease {
     inner: RedisStoreFactory,
+    /// Tag every read with a random number: the store then sends different
+    /// commands when an operation is re-run, which the explorer must report
+    /// as non-determinism rather than guess.
+    random_tag: bool,
 }
 
 impl ReadThenWriteLease {
     /// Wraps the built-in store; only `lease.take` changes.
     pub fn new(inner: RedisStoreFactory) -> Self {
-        ReadThenWriteLease { inner }
+        ReadThenWriteLease {
+            inner,
+            random_tag: false,
+        }
+    }
+
+    /// The same store, also non-deterministic: each read carries a random tag.
+    pub fn nondeterministic(inner: RedisStoreFactory) -> Self {
+        ReadThenWriteLease {
+            inner,
+            random_tag: true,
+        }
     }
 }
 
 struct Client {
+    random_tag: bool,
     inner: Box<dyn StoreClient>,
     conn: MultiplexedConnection,
     keys: Keys,
@@ -53,6 +69,11 @@ impl Client {
         ) = self
             .read
             .key(&key)
+            .arg(if self.random_tag {
+                rand::random::<u32>()
+            } else {
+                0
+            })
             .invoke_async(&mut self.conn)
             .await
             .map_err(unavailable)?;
@@ -124,6 +145,7 @@ impl StoreFactory for ReadThenWriteLease {
                 conn,
                 keys: Keys::new(&hello.prefix),
                 read,
+                random_tag: self.random_tag,
             }),
         ))
     }
