@@ -204,6 +204,7 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
         .prefix("storeproof-run-")
         .tempdir()
         .context("cannot create a working directory")?;
+    let _ = crate::RUN_WORKDIR.set(workdir.path().to_path_buf());
     let factory = make_factory(&args.store, workdir.path(), args.adapter_timeout);
     let shared_factory = factory.clone();
     let opt_out_for_explorer = opt_out.clone();

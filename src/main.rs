@@ -59,6 +59,10 @@ fn main() -> ExitCode {
             harness::server::cleanup_all();
             harness::store::external::kill_all();
             crash::docker::cleanup_all_blocking();
+            // Last: until now the run's stores could still write into it.
+            if let Some(dir) = RUN_WORKDIR.get() {
+                let _ = std::fs::remove_dir_all(dir);
+            }
             eprintln!("storeproof: interrupted; managed servers stopped, no report written");
             std::process::exit(130);
         }
@@ -79,6 +83,10 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// The run's working directory (durable files of the store under test),
+/// removed by the Ctrl-C handler, which leaves without running destructors.
+pub(crate) static RUN_WORKDIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 
 /// Where the report goes when `--out` is not given.
 pub(crate) fn default_out() -> PathBuf {

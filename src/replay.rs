@@ -67,6 +67,7 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         .prefix("storeproof-replay-")
         .tempdir()
         .context("cannot create a working directory")?;
+    let _ = crate::RUN_WORKDIR.set(workdir.path().to_path_buf());
     let factory = make_factory(&store, workdir.path(), args.adapter_timeout);
     let run_prefix = format!("sp:replay{:08x}:", rand::random::<u32>());
     let info = probe(
@@ -132,6 +133,7 @@ async fn replay_explorer(
         .prefix("storeproof-replay-")
         .tempdir()
         .context("cannot create a working directory")?;
+    let _ = crate::RUN_WORKDIR.set(workdir.path().to_path_buf());
     let factory = make_factory(store, workdir.path(), args.adapter_timeout);
     println!(
         "replaying {} on {store}: {} steps, clocks {:?}",

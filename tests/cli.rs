@@ -432,7 +432,9 @@ fn ctrl_c_mid_crash_suite_leaves_no_container_volume_server_or_report() {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("r");
     let seed = "424242";
+    let tmp = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_storeproof"))
+        .env("TMPDIR", tmp.path())
         .args([
             "certify",
             "--suite",
@@ -469,6 +471,19 @@ fn ctrl_c_mid_crash_suite_leaves_no_container_volume_server_or_report() {
     assert_eq!(status.code(), Some(130));
     assert!(rest.iter().any(|l| l.contains("interrupted")));
     assert!(!out_dir.exists(), "a report was written after Ctrl-C");
+    let left: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| {
+            n.starts_with("storeproof-run-")
+                || n.starts_with("storeproof-redis-") && !n.ends_with(".lock")
+        })
+        .collect();
+    assert_eq!(
+        left,
+        Vec::<String>::new(),
+        "working or server directories left"
+    );
     let label = format!("label=storeproof.run={:08x}-durable", 424242u32);
     for args in [
         vec!["container", "ls", "-a", "-q", "--filter", label.as_str()],
