@@ -9,6 +9,8 @@
 //! - [`workload`]: instances writing, and the record of what was acknowledged;
 //! - [`suite`]: kills, restarts, verification, checks and figures.
 
+#![warn(missing_docs)]
+
 pub mod backend;
 pub mod docker;
 pub mod image;

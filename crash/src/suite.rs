@@ -22,7 +22,10 @@ use crate::workload::{self, wall_ms, Acked, CLAIM_MS, LEASE_MS};
 pub enum BackendChoice {
     /// Docker when the engine answers, else the process backend (said in the report).
     Auto,
+    /// Docker only: the server in a container storeproof builds, killed with
+    /// `docker kill -s KILL`; no engine is a setup error, not a fallback.
     Docker,
+    /// The process backend only: a local `redis-server` killed with `SIGKILL`, no Docker.
     Process,
 }
 
@@ -40,12 +43,16 @@ pub struct CrashConfig {
     pub instances: usize,
     /// Seeds every kill moment and every writer.
     pub seed: u64,
+    /// Which backend runs (and kills) the server.
     pub backend: BackendChoice,
 }
 
 /// What a crash run found.
 pub struct CrashOutcome {
+    /// One result per id of [`check_ids`], in report order.
     pub checks: Vec<CheckResult>,
+    /// The crash figures for the report's `stats`: backend, kills, acknowledged
+    /// vs lost writes, per kill and with the opt-out.
     pub stats: Value,
 }
 

@@ -18,6 +18,7 @@ pub const LEASE_MS: i64 = 100;
 pub const CLAIM_MS: i64 = 600_000;
 /// Trees and providers the instances fight over.
 pub const TREES: usize = 16;
+/// Providers the instances pause.
 pub const PROVIDERS: usize = 4;
 
 /// Every acknowledged write, for verification after a crash.

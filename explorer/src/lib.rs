@@ -13,6 +13,8 @@
 //! - [`walk`]: seeded walks of three instances and shrinking;
 //! - [`run`]: both, for every skew, turned into checks and figures.
 
+#![warn(missing_docs)]
+
 pub mod model;
 pub mod run;
 pub mod state;

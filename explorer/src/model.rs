@@ -54,10 +54,13 @@ pub const ALWAYS: [&str; 5] = [
 
 /// The lease store with its instances, as stateright sees it.
 pub struct LeaseModel {
+    /// Which exploration this is: each thread keeps one world per run id.
     pub run: u64,
+    /// The store, prefix and counters every world of the exploration shares.
     pub shared: Arc<Shared>,
     /// One clock skew per instance.
     pub skews: Vec<i64>,
+    /// Server time of the initial state (virtual, ms).
     pub start_ms: i64,
     /// No action after this many steps (the search depth).
     pub max_steps: usize,

@@ -59,13 +59,18 @@ impl Default for ExplorerConfig {
 /// A replayable schedule: the instances' skews and the actions in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Schedule {
+    /// One instance clock offset from server time per instance, in ms.
     pub skews: Vec<i64>,
+    /// The steps in order, from the initial state.
     pub actions: Vec<Action>,
 }
 
 /// What an exploration found.
 pub struct ExplorerOutcome {
+    /// One result per explorer check: the properties and the races reached.
     pub checks: Vec<CheckResult>,
+    /// The explorer's figures for the report's `stats`: schedules, states,
+    /// depth, seconds, walks and seed.
     pub stats: Value,
 }
 

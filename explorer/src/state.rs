@@ -11,9 +11,13 @@ use serde_json::Value;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Op {
+    /// `lease.take` of the explored tree.
     Take,
+    /// `lease.renew` of the epoch the instance believes it holds.
     Renew,
+    /// `lease.release` of the epoch the instance believes it holds.
     Release,
+    /// `lease.read` of the explored tree.
     Read,
 }
 
@@ -23,7 +27,9 @@ pub enum Op {
 pub enum Tick {
     /// To the nearest future expiry instant, plus −1, 0 or +1 ms.
     NearestExpiry(i8),
+    /// Forward by half a lease.
     HalfLease,
+    /// Forward by a whole lease.
     Lease,
     /// 100 leases: a GC pause, a frozen VM, a tree left idle.
     LongPause,
@@ -46,6 +52,7 @@ pub enum Action {
 /// One key under the prefix, as dumped.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct KeyDump {
+    /// The full key name, prefix included.
     pub name: Vec<u8>,
     /// `DUMP` bytes, for `RESTORE … ABSTTL`.
     pub dump: Vec<u8>,
@@ -58,7 +65,9 @@ pub struct KeyDump {
 /// An operation in progress: what was asked and the commands delivered so far.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Pending {
+    /// The operation being run.
     pub op: Op,
+    /// The Redis commands delivered so far, each with its reply.
     pub delivered: Vec<Exchange>,
 }
 
@@ -69,25 +78,32 @@ pub struct Inst {
     pub skew_ms: i64,
     /// The epoch it believes it holds.
     pub held: Option<i64>,
+    /// The operation it is in the middle of, if any.
     pub pending: Option<Pending>,
+    /// Stopped for good: it takes no further step.
     pub crashed: bool,
 }
 
 /// An acknowledged grant (the ghost record).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Grant {
+    /// The instance the lease was granted to.
     pub instance: usize,
+    /// The epoch granted.
     pub epoch: i64,
     /// Server time until which the holder was promised the lease: the server
     /// time of the acknowledged take or renew plus its ttl.
     pub valid_until: i64,
+    /// Acknowledged as released by its holder.
     pub released: bool,
 }
 
 /// What the last step did, for counterexamples (not part of the fingerprint).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Note {
+    /// The Redis commands the step delivered, as text.
     pub commands: Vec<String>,
+    /// The store's answer, when the step finished an operation.
     pub answer: Option<Value>,
 }
 
@@ -96,15 +112,24 @@ pub struct Note {
 pub struct State {
     /// Server time (virtual, ms).
     pub now: i64,
+    /// Every key under the prefix: the store's state on the server.
     pub keys: Vec<KeyDump>,
+    /// The instances, by index.
     pub insts: Vec<Inst>,
+    /// Every acknowledged grant so far, oldest first: what the properties are
+    /// judged against.
     pub ghost: Vec<Grant>,
     /// Broken properties (sticky): (property, what happened).
     pub violations: Vec<(String, String)>,
+    /// A renew by a holder whose epoch was superseded was reached (the first
+    /// takeover race).
     pub zombie_renew_reached: bool,
+    /// A release by a holder whose epoch was superseded was reached (the
+    /// second takeover race).
     pub zombie_release_reached: bool,
     /// Something went wrong in the harness, not in the store.
     pub harness_error: Option<String>,
+    /// What the last step did (not part of the fingerprint).
     pub note: Note,
     /// Fingerprint times as absolute instants instead of relative to now
     /// (only to measure what the relative reading saves).

@@ -10,8 +10,11 @@ use crate::state::{Action, State};
 
 /// One walk's schedule and where it ended.
 pub struct Walk {
+    /// One instance clock offset from server time per instance, in ms.
     pub skews: Vec<i64>,
+    /// The actions taken, in order.
     pub actions: Vec<Action>,
+    /// The state the walk ended in.
     pub last: State,
 }
 

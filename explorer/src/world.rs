@@ -50,8 +50,11 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What every world shares: the store, its opt-out, the key prefix.
 pub struct Shared {
+    /// Connects the instances to the store under test.
     pub factory: Arc<dyn StoreFactory>,
+    /// Every key of the exploration starts with it.
     pub prefix: String,
+    /// The opt-out passed to the store in its hello, if any.
     pub opt_out: Option<String>,
     /// Redis round trips made by all worlds (restore, steps, snapshots).
     pub round_trips: AtomicU64,

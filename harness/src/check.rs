@@ -20,9 +20,13 @@ pub enum Level {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
+    /// It holds: nothing broke the check.
     Pass,
+    /// A MUST check broke: the run fails.
     Fail,
+    /// A SHOULD check broke (a safe deviation): the run still passes.
     Warn,
+    /// Not run; `reason` says why (never a silent skip).
     Skipped,
 }
 
@@ -31,11 +35,15 @@ pub enum Verdict {
 pub struct CheckResult {
     /// Stable id named for what it checks, e.g. `conformance.lease.take-busy`.
     pub id: String,
+    /// The suite that ran it, e.g. `conformance`, `explorer` or `crash`.
     pub suite: String,
+    /// MUST or SHOULD: whether a failure fails the run.
     pub level: Level,
+    /// Pass, fail, warn or skipped.
     pub verdict: Verdict,
     /// Why it failed, warned or was skipped; what it proved when it passed.
     pub reason: String,
+    /// What the check saw: its figures and findings, as JSON.
     pub evidence: Value,
     /// For a failure: the minimal sequence of steps that shows it.
     pub counterexample: Option<Value>,
@@ -55,27 +63,38 @@ impl CheckResult {
 pub struct StoreSection {
     /// What `--store` named, e.g. `builtin:redis`.
     pub spec: String,
+    /// The store's own name, from its hello.
     pub name: String,
+    /// The store's own version, from its hello.
     pub version: String,
+    /// The contracts it offers (`lease`, `queue`, `rate`).
     pub contracts: Vec<String>,
 }
 
 /// The server section of the report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerSection {
+    /// The Redis server's version, e.g. `7.0.15`.
     pub version: String,
     /// Started and controlled by storeproof (virtual clock, restarts).
     pub managed: bool,
+    /// The settings SPEC 2.6 is about (durability, role, cluster), as the server
+    /// reported them.
     pub settings: BTreeMap<String, String>,
 }
 
 /// Everything one `storeproof certify` found, in the shape of SPEC §5.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
+    /// The storeproof version that made the report.
     pub storeproof: String,
+    /// Pass unless a MUST check failed.
     pub verdict: RunVerdict,
+    /// The store certified.
     pub store: StoreSection,
+    /// The server it ran against.
     pub server: ServerSection,
+    /// Every check run, in report order.
     pub checks: Vec<CheckResult>,
     /// Figures per suite: checks run, seconds, and suite-specific ones.
     pub stats: BTreeMap<String, Value>,
@@ -87,7 +106,9 @@ pub struct Report {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunVerdict {
+    /// No check failed (warnings and skips allowed): exit 0.
     Pass,
+    /// At least one MUST check failed: exit 1.
     Fail,
 }
 

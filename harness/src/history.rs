@@ -11,18 +11,26 @@ use crate::contract::{Call, Reply, StoreError};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
+    /// A request was sent; `value` holds its arguments.
     Invoke,
+    /// The store answered a reply; `value` holds it.
     Ok,
+    /// The store answered an error other than `unavailable`: a definite refusal.
     Fail,
+    /// The outcome is unknown (`unavailable`): it may or may not have happened.
     Info,
 }
 
 /// One event of a history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
+    /// Its position in the history, from 0.
     pub index: usize,
+    /// The instance that sent the request.
     pub instance: String,
+    /// Invoke, ok, fail or info.
     pub kind: EventKind,
+    /// The operation's wire name, e.g. `lease.take`.
     pub op: String,
     /// The arguments for an invoke; the reply or error otherwise.
     pub value: Value,
@@ -35,6 +43,7 @@ pub struct Event {
 /// An append-only history.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct History {
+    /// The events in the order they happened.
     pub events: Vec<Event>,
 }
 

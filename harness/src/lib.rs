@@ -5,6 +5,8 @@
 //! runner against store clients on a server, producing a history; checkers
 //! turn histories into verdicts; the binary hands the verdicts to `reports`.
 
+#![warn(missing_docs)]
+
 pub mod check;
 pub mod conformance;
 pub mod contract;

@@ -3,6 +3,8 @@
 //! `index.html` (no network, no build step). Rendering is pure; [`write_all`]
 //! is the only I/O and never leaves a half-written report behind.
 
+#![warn(missing_docs)]
+
 mod html;
 mod junit;
 
@@ -17,11 +19,15 @@ pub use junit::render_junit;
 /// Why a report could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
+    /// A file or directory of the report could not be written.
     #[error("cannot write the report to {path}: {source}; pick another --out directory")]
     Io {
+        /// The file or directory that could not be written.
         path: PathBuf,
+        /// Why the write failed.
         source: std::io::Error,
     },
+    /// The report could not be encoded as JSON.
     #[error("cannot encode the report: {0}")]
     Json(#[from] serde_json::Error),
 }

@@ -20,6 +20,8 @@
 //! The matrix of sabotages against the checks that caught them comes with
 //! the sabotage suite.
 
+#![warn(missing_docs)]
+
 mod client_clock;
 mod conn;
 mod corrupt;

@@ -4,7 +4,7 @@
 //! kept execution ids never in Redis, and bytes per tree.
 //!
 //! Most checks are [`scenario`]s judged reply by reply by the sequential
-//! model; the rest ([`special`], [`server_checks`]) look at the server itself.
+//! model; the rest (`special`, `server_checks`) look at the server itself.
 //! A new check goes into the list of its contract's module (`lease`, `queue`,
 //! `rate`, `server_checks`) with a stable id named for what it checks.
 
@@ -41,12 +41,15 @@ pub enum CheckKind {
 /// One conformance check: a stable id, its level and what it proves.
 #[derive(Clone)]
 pub struct CheckDef {
+    /// Stable id, e.g. `conformance.lease.take-busy`.
     pub id: &'static str,
+    /// MUST or SHOULD: whether a failure fails the run or only warns.
     pub level: Level,
     /// The contract the check needs the store to offer (none: server checks).
     pub contract: Option<Contract>,
     /// One sentence: what passing proves.
     pub about: &'static str,
+    /// How it runs.
     pub kind: CheckKind,
 }
 

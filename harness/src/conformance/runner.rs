@@ -23,7 +23,10 @@ pub enum ServerRef<'a> {
     /// A server storeproof started: clock control and whole-keyspace reads allowed.
     Managed(&'a ManagedServer),
     /// A server someone else runs: only keys under the run's prefix are touched.
-    External { url: String },
+    External {
+        /// The server's URL, e.g. `redis://127.0.0.1:6379/`.
+        url: String,
+    },
 }
 
 impl ServerRef<'_> {
@@ -46,10 +49,13 @@ impl ServerRef<'_> {
 
 /// Everything a check needs to run against one store.
 pub struct Target<'a> {
+    /// Connects the store's instances.
     pub factory: &'a dyn StoreFactory,
+    /// The server the store is pointed at.
     pub server: ServerRef<'a>,
     /// Every key of this run starts with it; each check adds its own part.
     pub run_prefix: String,
+    /// The opt-out passed to the store in its hello, if any.
     pub opt_out: Option<String>,
     /// The contracts the store offers (from its hello).
     pub contracts: Vec<Contract>,

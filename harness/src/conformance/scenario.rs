@@ -15,7 +15,9 @@ pub const YEAR_MS: i64 = 365 * 24 * 3_600_000;
 /// Stores choose their own epoch numbers, so scenarios never hard-code them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EpochRef {
+    /// Which grant of the tree, counting from 1.
     pub grant: usize,
+    /// Added to that grant's epoch (e.g. +1 for an epoch never granted).
     pub plus: i64,
 }
 
@@ -40,14 +42,22 @@ pub enum Step {
     At(i64),
     /// A valid request, judged by the model.
     Call {
+        /// The instance that sends it, e.g. `a`.
         instance: String,
+        /// The request; its expected reply comes from the model.
         request: Request,
         /// The instance clock's offset from server time.
         skew_ms: i64,
+        /// A value filled in from earlier answers before it is sent.
         patch: Option<Patch>,
     },
     /// Bad input: must answer `bad_request` and leave the keyspace unchanged.
-    Raw { instance: String, call: Call },
+    Raw {
+        /// The instance that sends it, e.g. `a`.
+        instance: String,
+        /// The bad call, sent as it is (wrong types, missing fields, empty ids).
+        call: Call,
+    },
 }
 
 impl Step {

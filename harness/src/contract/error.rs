@@ -53,7 +53,9 @@ impl std::fmt::Display for ErrorKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("{kind}: {message}")]
 pub struct StoreError {
+    /// What kind of refusal it is.
     pub kind: ErrorKind,
+    /// What went wrong, for people.
     pub message: String,
     /// The settings found short (durability and deployment errors).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -7,9 +7,13 @@ use super::{Judgement, LeaseView, Reply, Request};
 /// One tree's lease record as the contract sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseRecord {
+    /// Who the latest grant went to.
     pub holder: String,
+    /// The latest epoch granted; it only grows.
     pub epoch: i64,
+    /// When the lease ends, in server time ms.
     pub expires_at_ms: i64,
+    /// Released by its holder; the tree is free and the epoch kept.
     pub released: bool,
 }
 
@@ -25,7 +29,9 @@ impl LeaseRecord {
 /// contract allows and follows the store along it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LeaseModel {
+    /// Tree → its lease record; a record is never removed.
     pub trees: BTreeMap<String, LeaseRecord>,
+    /// Tree → its kept execution ids, in the order first kept.
     pub kept: BTreeMap<String, Vec<String>>,
 }
 

@@ -23,8 +23,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Contract {
+    /// The execution lease store (SPEC 2.1), on server time.
     Lease,
+    /// The child execution queue (SPEC 2.2), on server time.
     Queue,
+    /// Provider rate limits (SPEC 2.3), on the instance clock.
     Rate,
 }
 
@@ -73,8 +76,11 @@ pub enum Judgement {
 /// rate limits on the instance clock.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContractModel {
+    /// The execution leases, on server time.
     pub lease: LeaseModel,
+    /// The child execution queue, on server time.
     pub queue: QueueModel,
+    /// The provider rate limits, on the instance clock.
     pub rate: RateModel,
 }
 

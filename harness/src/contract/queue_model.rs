@@ -8,14 +8,21 @@ use super::{ChildState, ChildView, Judgement, Reply, Request};
 /// One child as the contract sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChildRecord {
+    /// Queued, claimed or done.
     pub state: ChildState,
+    /// Its depth as saved; deeper children are claimed first.
     pub depth: i64,
+    /// Its payload as saved, handed to every claimer.
     pub payload: String,
     /// The last claimer, kept after the child is done.
     pub claimer: Option<String>,
+    /// How many times it has been claimed (0 until the first claim).
     pub attempt: i64,
+    /// When the current claim ends, in server time ms (0 before the first claim).
     pub claim_expires_at_ms: i64,
+    /// Server time of the save: the longest waiting are claimed first.
     pub saved_at_ms: i64,
+    /// Save order, breaking ties between saves at the same server time.
     pub seq: u64,
 }
 
@@ -34,6 +41,7 @@ impl ChildRecord {
 /// determined, so `judge` demands equality.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct QueueModel {
+    /// Child id → its record; done children are kept.
     pub children: BTreeMap<String, ChildRecord>,
     next_seq: u64,
 }

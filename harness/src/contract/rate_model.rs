@@ -34,6 +34,7 @@ impl ProviderRecord {
 /// are the store's choice; everything else is determined.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RateModel {
+    /// Provider → its slots, hits and pause.
     pub providers: BTreeMap<String, ProviderRecord>,
 }
 

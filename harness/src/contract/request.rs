@@ -30,66 +30,148 @@ pub struct Call {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", content = "args", deny_unknown_fields)]
 pub enum Request {
+    /// `lease.take`: take the lease of `tree` for `holder` for `ttl_ms` ms, if
+    /// the tree is free, released or expired on server time.
     #[serde(rename = "lease.take")]
     LeaseTake {
+        /// The tree whose lease is asked for.
         tree: String,
+        /// Who would hold the lease.
         holder: String,
+        /// How long the lease lasts, in ms of server time from the grant.
         ttl_ms: i64,
     },
+    /// `lease.renew`: extend `holder`'s lease at `epoch` to `ttl_ms` ms from
+    /// server now, only while it is still live.
     #[serde(rename = "lease.renew")]
     LeaseRenew {
+        /// The tree whose lease is renewed.
         tree: String,
+        /// The holder the lease must still name.
         holder: String,
+        /// The epoch the holder was granted; it must still be the record's.
         epoch: i64,
+        /// The new lifetime, in ms of server time from now.
         ttl_ms: i64,
     },
+    /// `lease.release`: give up `holder`'s lease at `epoch`; the tree becomes
+    /// free and keeps its epoch.
     #[serde(rename = "lease.release")]
     LeaseRelease {
+        /// The tree whose lease is released.
         tree: String,
+        /// The holder the record must name.
         holder: String,
+        /// The epoch being released; a newer epoch is never touched.
         epoch: i64,
     },
+    /// `lease.read`: show the lease record of `tree`, live or not on server time.
     #[serde(rename = "lease.read")]
-    LeaseRead { tree: String },
+    LeaseRead {
+        /// The tree to read.
+        tree: String,
+    },
+    /// `lease.keep_execution`: keep `execution` for `tree`, in the durable
+    /// store (never in Redis).
     #[serde(rename = "lease.keep_execution")]
-    LeaseKeepExecution { tree: String, execution: String },
+    LeaseKeepExecution {
+        /// The tree the execution belongs to.
+        tree: String,
+        /// The execution id to keep.
+        execution: String,
+    },
+    /// `lease.kept_executions`: list the execution ids kept for `tree`.
     #[serde(rename = "lease.kept_executions")]
-    LeaseKeptExecutions { tree: String },
+    LeaseKeptExecutions {
+        /// The tree whose kept executions are listed.
+        tree: String,
+    },
+    /// `queue.save`: queue `child` at `depth` with its `payload`, unless the
+    /// id is already known.
     #[serde(rename = "queue.save")]
     QueueSave {
+        /// The child execution's id.
         child: String,
+        /// Its depth in the tree; deeper children are claimed first.
         depth: i64,
+        /// Opaque data handed back to whoever claims it.
         payload: String,
     },
+    /// `queue.claim`: claim the first claimable child in order for `instance`,
+    /// for `claim_ttl_ms` ms of server time.
     #[serde(rename = "queue.claim")]
-    QueueClaim { instance: String, claim_ttl_ms: i64 },
+    QueueClaim {
+        /// The instance that claims.
+        instance: String,
+        /// How long the claim lasts, in ms of server time; after that the
+        /// child can be claimed again.
+        claim_ttl_ms: i64,
+    },
+    /// `queue.complete`: mark `child` done, if `instance`'s claim at `attempt`
+    /// is its current, unexpired claim.
     #[serde(rename = "queue.complete")]
     QueueComplete {
+        /// The child being completed.
         child: String,
+        /// The instance that claimed it.
         instance: String,
+        /// The attempt number `claimed` answered for that claim.
         attempt: i64,
     },
+    /// `queue.read`: show the record of `child`.
     #[serde(rename = "queue.read")]
-    QueueRead { child: String },
+    QueueRead {
+        /// The child to read.
+        child: String,
+    },
+    /// `rate.acquire_slot`: take one of `provider`'s `limit` concurrent slots
+    /// for `holder`, for `ttl_ms` ms of the instance clock.
     #[serde(rename = "rate.acquire_slot")]
     RateAcquireSlot {
+        /// The rate-limited provider.
         provider: String,
+        /// Who holds the slot.
         holder: String,
+        /// The most slots that may be live at once.
         limit: i64,
+        /// How long the slot lasts, in ms of the instance clock, so that a
+        /// crashed holder's slot comes back.
         ttl_ms: i64,
     },
+    /// `rate.release_slot`: hand back `slot` of `provider`.
     #[serde(rename = "rate.release_slot")]
-    RateReleaseSlot { provider: String, slot: String },
+    RateReleaseSlot {
+        /// The provider the slot belongs to.
+        provider: String,
+        /// The slot id `acquired` answered.
+        slot: String,
+    },
+    /// `rate.hit`: count one call to `provider` if fewer than `limit` were
+    /// allowed in the last `window_ms` ms of the instance clock.
     #[serde(rename = "rate.hit")]
     RateHit {
+        /// The rate-limited provider.
         provider: String,
+        /// The most hits allowed in any window.
         limit: i64,
+        /// The sliding window's length, in ms of the instance clock.
         window_ms: i64,
     },
+    /// `rate.pause`: pause `provider` until `until_ms`; a pause only
+    /// lengthens, never shortens.
     #[serde(rename = "rate.pause")]
-    RatePause { provider: String, until_ms: i64 },
+    RatePause {
+        /// The provider to pause.
+        provider: String,
+        /// When the pause ends, on the instance clock (ms).
+        until_ms: i64,
+    },
+    /// `rate.read`: show `provider`'s live slots and the pause in force.
     #[serde(rename = "rate.read")]
-    RateRead { provider: String },
+    RateRead {
+        /// The provider to read.
+        provider: String,
+    },
 }
 
 impl Request {

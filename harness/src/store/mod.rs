@@ -30,8 +30,11 @@ pub struct Hello {
 /// What a store says of itself once connected.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoreInfo {
+    /// The store's name, e.g. `my-store`.
     pub name: String,
+    /// The store's version.
     pub version: String,
+    /// The contracts it offers; checks of the others are skipped as unsupported.
     pub contracts: Vec<Contract>,
 }
 
