@@ -314,6 +314,7 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
                 power_losses: args.power_losses,
                 instances: 4,
                 seed,
+                sabotage_settings: None,
                 backend: match args.crash_backend {
                     CrashBackendArg::Auto => crash::suite::BackendChoice::Auto,
                     CrashBackendArg::Docker => crash::suite::BackendChoice::Docker,

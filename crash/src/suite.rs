@@ -45,6 +45,10 @@ pub struct CrashConfig {
     pub seed: u64,
     /// Which backend runs (and kills) the server.
     pub backend: BackendChoice,
+    /// Replaces the required settings of the runs that must lose nothing
+    /// (given with the opt-out). Only to prove that their checks can fail:
+    /// `None` in every real run.
+    pub sabotage_settings: Option<Vec<(String, String)>>,
 }
 
 /// What a crash run found.
@@ -411,12 +415,16 @@ pub async fn run(
 ) -> Result<CrashOutcome, String> {
     let started = Instant::now();
     let label = format!("{:08x}", config.seed as u32);
+    let (required, required_opt_out) = match &config.sabotage_settings {
+        Some(s) => (s.clone(), Some(OPT_OUT_WRITES_MAY_BE_LOST.to_string())),
+        None => (required_settings(), None),
+    };
     let (durable, backend, fallback, durable_writes) = rounds(
         &factory,
         &prefix,
         config,
-        &required_settings(),
-        None,
+        &required,
+        required_opt_out.clone(),
         config.kills,
         &format!("{label}-durable"),
         false,
@@ -441,8 +449,8 @@ pub async fn run(
         &factory,
         &format!("{prefix}pa:"),
         config,
-        &required_settings(),
-        None,
+        &required,
+        required_opt_out,
         config.power_losses,
         &format!("{label}-power-always"),
         true,

@@ -18,6 +18,7 @@ fn config(backend: BackendChoice, seed: u64) -> CrashConfig {
         instances: 4,
         seed,
         backend,
+        sabotage_settings: None,
     }
 }
 
@@ -123,4 +124,68 @@ async fn the_docker_backend_keeps_every_acknowledged_write_and_leaves_nothing() 
             "volumes left"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_must_keep_check_fails_when_the_server_loses_writes() {
+    // The runs that must lose nothing, on a server without an append-only
+    // file: each of their checks must fail.
+    let dir = tempfile::tempdir().unwrap();
+    let factory: Arc<dyn StoreFactory> =
+        Arc::new(RedisStoreFactory::new(dir.path().join("kept.sqlite")));
+    let mut config = config(BackendChoice::Process, 13);
+    config.kills = 2;
+    config.opt_out_kills = 1;
+    config.power_losses = 1;
+    config.sabotage_settings = Some(vec![("appendonly".into(), "no".into())]);
+    let outcome = run(factory, "sp:crash-bites:".into(), &config, &mut |l| {
+        eprintln!("{l}")
+    })
+    .await
+    .expect("the crash suite runs");
+    for id in [
+        "crash.acknowledged-epochs-survive",
+        "crash.next-take-continues",
+        "crash.acknowledged-children-survive",
+        "crash.children-completed-once",
+        "crash.acknowledged-pauses-survive",
+        "crash.power-loss-always-keeps",
+    ] {
+        let c = outcome.checks.iter().find(|c| c.id == id).unwrap();
+        assert_eq!(
+            c.verdict,
+            Verdict::Fail,
+            "{id} passed a server that lost writes: {}",
+            c.reason
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_loss_demonstrations_fail_when_nothing_is_lost() {
+    // A store blind to the server it is given writes to a durable server
+    // nobody kills: the opted-out kills and the everysec power cuts then lose
+    // nothing, and the demonstrations must say they did not demonstrate.
+    let elsewhere = harness::server::ManagedServer::start(
+        harness::server::ServerOptions::default().with_virtual_clock(false),
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let blind: Arc<dyn StoreFactory> = Arc::new(sabotage::ServerBlind::new(
+        RedisStoreFactory::new(dir.path().join("kept.sqlite")),
+        elsewhere.url(),
+    ));
+    let mut config = config(BackendChoice::Process, 14);
+    config.kills = 1;
+    config.opt_out_kills = 2;
+    config.power_losses = 2;
+    let outcome = run(blind, "sp:crash-blind:".into(), &config, &mut |l| {
+        eprintln!("{l}")
+    })
+    .await
+    .expect("the crash suite runs");
+    let verdict = |id: &str| outcome.checks.iter().find(|c| c.id == id).unwrap().verdict;
+    assert_eq!(verdict("crash.opt-out-loses"), Verdict::Fail);
+    assert_eq!(verdict("crash.power-loss-everysec-loses"), Verdict::Warn);
 }

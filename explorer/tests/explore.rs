@@ -147,3 +147,47 @@ fn a_store_that_sends_other_commands_on_a_rerun_is_reported_not_guessed() {
         check.reason
     );
 }
+
+#[test]
+fn every_property_can_fail() {
+    // zombie-refused: a release that always answers released, even a zombie's.
+    // answered: a read that never answers. no-tree-stuck: a lease on the
+    // caller's clock. The race checks: a search too shallow to reach them.
+    use sabotage::{Lie, Lying};
+    let dir = tempfile::tempdir().unwrap();
+    let cases: Vec<(Arc<dyn StoreFactory>, usize, &str)> = vec![
+        (
+            Arc::new(Lying::new(builtin(&dir), Lie::ReleaseAlwaysSucceeds)),
+            4,
+            "explorer.zombie-refused",
+        ),
+        (
+            Arc::new(Lying::new(builtin(&dir), Lie::ReadFails)),
+            2,
+            "explorer.answered",
+        ),
+        (
+            Arc::new(ClientClockLease::new(builtin(&dir))),
+            4,
+            "explorer.no-tree-stuck",
+        ),
+        (
+            Arc::new(builtin(&dir)),
+            3,
+            "explorer.zombie-renew-race-reached",
+        ),
+        (
+            Arc::new(builtin(&dir)),
+            3,
+            "explorer.zombie-release-race-reached",
+        ),
+    ];
+    for (store, depth, id) in cases {
+        let mut config = small(vec![LEASE_MS / 2], 5);
+        config.depth = depth;
+        config.walks = 0;
+        let outcome = run(store, &config);
+        let check = outcome.checks.iter().find(|c| c.id == id).unwrap();
+        assert_eq!(check.verdict, Verdict::Fail, "{id}: {}", check.reason);
+    }
+}

@@ -31,7 +31,7 @@ mod wrappers;
 pub use client_clock::ClientClockLease;
 pub use corrupt::corrupt;
 pub use read_then_write::ReadThenWriteLease;
-pub use wrappers::{Extra, RefusesAll, ServerBlind, SideEffect, Tampered};
+pub use wrappers::{Extra, Lie, Lying, RefusesAll, ServerBlind, SideEffect, Tampered};
 
 use std::path::Path;
 use std::sync::Arc;

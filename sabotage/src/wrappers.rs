@@ -214,3 +214,68 @@ impl StoreFactory for RefusesAll {
         )
     }
 }
+
+/// A lie a [`Lying`] store tells about one operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lie {
+    /// Every `lease.release` answers `released`, even a zombie's: nothing
+    /// is released on the server. `explorer.zombie-refused` must catch it.
+    ReleaseAlwaysSucceeds,
+    /// Every `lease.read` answers `unavailable`. `explorer.answered` must
+    /// catch it.
+    ReadFails,
+}
+
+/// A store that tells one [`Lie`] and forwards everything else.
+pub struct Lying<F> {
+    inner: F,
+    lie: Lie,
+}
+
+impl<F: StoreFactory> Lying<F> {
+    /// `inner`, telling `lie`.
+    pub fn new(inner: F, lie: Lie) -> Self {
+        Lying { inner, lie }
+    }
+}
+
+struct LyingClient {
+    inner: Box<dyn StoreClient>,
+    lie: Lie,
+}
+
+#[async_trait]
+impl StoreClient for LyingClient {
+    async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
+        match (self.lie, call.op.as_str()) {
+            (Lie::ReleaseAlwaysSucceeds, "lease.release") => Ok(Reply::Released {}),
+            (Lie::ReadFails, "lease.read") => Err(StoreError::new(
+                ErrorKind::Unavailable,
+                "this store never answers a read",
+            )),
+            _ => self.inner.call(call, clock_ms).await,
+        }
+    }
+}
+
+#[async_trait]
+impl<F: StoreFactory> StoreFactory for Lying<F> {
+    fn spec(&self) -> String {
+        format!("sabotage:lying:{:?}", self.lie)
+    }
+
+    async fn connect(
+        &self,
+        hello: &Hello,
+        clock_ms: i64,
+    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
+        let (info, inner) = self.inner.connect(hello, clock_ms).await?;
+        Ok((
+            info,
+            Box::new(LyingClient {
+                inner,
+                lie: self.lie,
+            }),
+        ))
+    }
+}
