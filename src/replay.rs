@@ -51,6 +51,9 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     if file.check.starts_with("explorer.") {
         return replay_explorer(&args, &file, &store).await;
     }
+    if file.check.starts_with("crash.") {
+        return replay_crash(&args, &file, &store).await;
+    }
     let Some(def) = conformance::all_checks()
         .into_iter()
         .find(|d| d.id == file.check)
@@ -175,5 +178,70 @@ async fn replay_explorer(
         println!("  now: {property} holds");
         println!("no longer fails");
         ExitCode::SUCCESS
+    })
+}
+
+/// Re-runs a crash run with the recorded seed, sizes and backend, and looks
+/// at the recorded check.
+async fn replay_crash(
+    args: &ReplayArgs,
+    file: &ReplayFile,
+    store: &str,
+) -> anyhow::Result<ExitCode> {
+    let cx = file.counterexample.clone().unwrap_or_default();
+    let size = |k: &str| cx[k].as_u64().map(|v| v as usize);
+    let (Some(kills), Some(opt_out_kills), Some(power_losses), Some(seed)) = (
+        size("kills"),
+        size("opt_out_kills"),
+        size("power_losses"),
+        cx["seed"].as_u64(),
+    ) else {
+        anyhow::bail!(
+            "{} has no crash run to repeat (counterexample.seed, kills, opt_out_kills, power_losses)",
+            args.file.display()
+        );
+    };
+    let config = crash::suite::CrashConfig {
+        kills,
+        opt_out_kills,
+        power_losses,
+        instances: size("instances").unwrap_or(4),
+        seed,
+        backend: match cx["backend"].as_str() {
+            Some("process") => crash::suite::BackendChoice::Process,
+            Some("docker") => crash::suite::BackendChoice::Docker,
+            _ => crash::suite::BackendChoice::Auto,
+        },
+        sabotage_settings: None,
+    };
+    let workdir = tempfile::Builder::new()
+        .prefix("storeproof-replay-")
+        .tempdir()
+        .context("cannot create a working directory")?;
+    let _ = crate::RUN_WORKDIR.set(workdir.path().to_path_buf());
+    let factory = make_factory(store, workdir.path(), args.adapter_timeout);
+    println!(
+        "replaying {} on {store}: seed {seed}, {kills} kills, {opt_out_kills} opted-out kills, {power_losses} power cuts per setting",
+        file.check
+    );
+    println!("  recorded: {}", file.reason);
+    let prefix = format!("sp:replay{:08x}:", rand::random::<u32>());
+    let outcome = crash::suite::run(factory, prefix, &config, &mut |line| println!("  {line}"))
+        .await
+        .map_err(|e| anyhow::anyhow!("the crash suite could not run: {e}"))?;
+    let Some(result) = outcome.checks.iter().find(|c| c.id == file.check) else {
+        anyhow::bail!("this version has no check {:?}", file.check);
+    };
+    Ok(match result.verdict {
+        Verdict::Fail => {
+            println!("  now: FAIL — {}", result.reason);
+            println!("still fails");
+            ExitCode::from(1)
+        }
+        _ => {
+            println!("  now: {:?} — {}", result.verdict, result.reason);
+            println!("no longer fails");
+            ExitCode::SUCCESS
+        }
     })
 }

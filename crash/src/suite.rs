@@ -513,6 +513,21 @@ pub async fn run(
         "seconds": (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     });
     let evidence = json!({"figures": stats});
+    // What re-runs a failed crash check: the same seed (kill moments and
+    // writers), sizes and backend. Thread timing is not replayed, so a
+    // re-run repeats the schedule, not every interleaving of it.
+    let rerun = |found: &[&String]| {
+        json!({
+            "kind": "crash-run",
+            "seed": config.seed,
+            "kills": config.kills,
+            "opt_out_kills": config.opt_out_kills,
+            "power_losses": config.power_losses,
+            "instances": config.instances,
+            "backend": backend,
+            "found": found.iter().take(5).collect::<Vec<_>>(),
+        })
+    };
     let check = |id: &str, what: &str, found: Vec<&String>| {
         let verdict = if found.is_empty() {
             Verdict::Pass
@@ -542,8 +557,8 @@ pub async fn run(
                         .join("; ")
                 )
             },
+            counterexample: (!found.is_empty()).then(|| rerun(&found)),
             evidence: json!({"figures": stats, "found": found}),
-            counterexample: None,
             seconds: 0.0,
         }
     };
@@ -602,7 +617,7 @@ pub async fn run(
             )
         },
         evidence: json!({"figures": stats, "example": opted.first().and_then(|r| r.granted_again.first())}),
-        counterexample: None,
+        counterexample: (!quiet_kills.is_empty() || opted.is_empty()).then(|| rerun(&[])),
         seconds: 0.0,
     });
     let always_lost: Vec<String> = power_always
@@ -635,8 +650,9 @@ pub async fn run(
                 always_lost.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
             )
         },
+        counterexample: (!always_lost.is_empty())
+            .then(|| rerun(&always_lost.iter().collect::<Vec<_>>())),
         evidence: json!({"figures": stats["power_loss"], "found": always_lost}),
-        counterexample: None,
         seconds: 0.0,
     });
     let quiet_cuts: Vec<usize> = power_everysec

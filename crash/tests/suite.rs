@@ -158,6 +158,12 @@ async fn every_must_keep_check_fails_when_the_server_loses_writes() {
             "{id} passed a server that lost writes: {}",
             c.reason
         );
+        let cx = c
+            .counterexample
+            .as_ref()
+            .expect("a failure comes with a re-run");
+        assert_eq!(cx["kind"], "crash-run");
+        assert_eq!(cx["seed"], 13);
     }
 }
 
