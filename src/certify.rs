@@ -200,12 +200,8 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
 
     // The store, and its hello on the target server: a refusal here is the
     // server's fault or the store's, and nothing can be checked.
-    let workdir = tempfile::Builder::new()
-        .prefix("storeproof-run-")
-        .tempdir()
-        .context("cannot create a working directory")?;
-    let _ = crate::RUN_WORKDIR.set(workdir.path().to_path_buf());
-    let factory = make_factory(&args.store, workdir.path(), args.adapter_timeout);
+    let (_workdir, factory) =
+        store_in_workdir("storeproof-run-", &args.store, args.adapter_timeout)?;
     let shared_factory = factory.clone();
     let opt_out_for_explorer = opt_out.clone();
     let info = probe(
@@ -244,7 +240,11 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
 
     let selected =
         |id: &str| args.check.is_empty() || args.check.iter().any(|c| id.starts_with(c.as_str()));
-    if !conformance::all_checks().iter().any(|d| selected(d.id))
+    let conformance_defs: Vec<_> = conformance::all_checks()
+        .into_iter()
+        .filter(|d| selected(d.id))
+        .collect();
+    if conformance_defs.is_empty()
         && !explorer::check_ids().iter().any(|id| selected(id))
         && !crash::suite::check_ids().iter().any(|id| selected(id))
     {
@@ -256,13 +256,9 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
     let mut checks: Vec<CheckResult> = Vec::new();
     let mut stats = BTreeMap::new();
     for suite in &suites {
-        if *suite == Suite::Conformance && conformance::all_checks().iter().any(|d| selected(d.id))
-        {
+        if *suite == Suite::Conformance && !conformance_defs.is_empty() {
             let started = Instant::now();
-            let defs: Vec<_> = conformance::all_checks()
-                .into_iter()
-                .filter(|d| selected(d.id))
-                .collect();
+            let defs = &conformance_defs;
             progress.part("conformance", defs.len() as u64);
             let mut on_result = |r: &CheckResult| {
                 progress.step(&r.id);
@@ -274,7 +270,7 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
                 };
                 progress.line(&format!("{mark} {}: {}", r.id, r.reason));
             };
-            let results = conformance::run_suite(&target, &defs, &mut on_result).await;
+            let results = conformance::run_suite(&target, defs, &mut on_result).await;
             let secs = started.elapsed().as_secs_f64();
             let count = |v: Verdict| results.iter().filter(|r| r.verdict == v).count();
             stats.insert(
@@ -494,8 +490,25 @@ pub fn check_store_spec(store: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A fresh working directory for the run (removed when the returned guard
+/// drops, or by the Ctrl-C handler) and the store `store` keeping its
+/// durable files in it.
+pub fn store_in_workdir(
+    prefix: &str,
+    store: &str,
+    adapter_timeout_s: f64,
+) -> anyhow::Result<(tempfile::TempDir, Arc<dyn StoreFactory>)> {
+    let workdir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .context("cannot create a working directory")?;
+    let _ = crate::RUN_WORKDIR.set(workdir.path().to_path_buf());
+    let factory = make_factory(store, workdir.path(), adapter_timeout_s);
+    Ok((workdir, factory))
+}
+
 /// The factory of a checked `--store`; durable files go into `workdir`.
-pub fn make_factory(store: &str, workdir: &Path, adapter_timeout_s: f64) -> Arc<dyn StoreFactory> {
+fn make_factory(store: &str, workdir: &Path, adapter_timeout_s: f64) -> Arc<dyn StoreFactory> {
     if let Some(f) = store
         .strip_prefix("sabotage:")
         .and_then(|name| sabotage::by_name(name, workdir))

@@ -12,7 +12,7 @@ use harness::check::Verdict;
 use harness::conformance::{self, ServerRef, Target};
 use harness::server::{ManagedServer, ServerOptions};
 
-use crate::certify::{check_store_spec, make_factory, probe};
+use crate::certify::{check_store_spec, probe, store_in_workdir};
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
@@ -66,12 +66,7 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let server = ManagedServer::start(ServerOptions::default())
         .await
         .context("cannot start the managed Redis server")?;
-    let workdir = tempfile::Builder::new()
-        .prefix("storeproof-replay-")
-        .tempdir()
-        .context("cannot create a working directory")?;
-    let _ = crate::RUN_WORKDIR.set(workdir.path().to_path_buf());
-    let factory = make_factory(&store, workdir.path(), args.adapter_timeout);
+    let (_workdir, factory) = store_in_workdir("storeproof-replay-", &store, args.adapter_timeout)?;
     let run_prefix = format!("sp:replay{:08x}:", rand::random::<u32>());
     let info = probe(
         factory.as_ref(),
@@ -132,12 +127,7 @@ async fn replay_explorer(
                 args.file.display()
             )
         })?;
-    let workdir = tempfile::Builder::new()
-        .prefix("storeproof-replay-")
-        .tempdir()
-        .context("cannot create a working directory")?;
-    let _ = crate::RUN_WORKDIR.set(workdir.path().to_path_buf());
-    let factory = make_factory(store, workdir.path(), args.adapter_timeout);
+    let (_workdir, factory) = store_in_workdir("storeproof-replay-", store, args.adapter_timeout)?;
     println!(
         "replaying {} on {store}: {} steps, clocks {:?}",
         file.check,
@@ -214,12 +204,7 @@ async fn replay_crash(
         },
         sabotage_settings: None,
     };
-    let workdir = tempfile::Builder::new()
-        .prefix("storeproof-replay-")
-        .tempdir()
-        .context("cannot create a working directory")?;
-    let _ = crate::RUN_WORKDIR.set(workdir.path().to_path_buf());
-    let factory = make_factory(store, workdir.path(), args.adapter_timeout);
+    let (_workdir, factory) = store_in_workdir("storeproof-replay-", store, args.adapter_timeout)?;
     println!(
         "replaying {} on {store}: seed {seed}, {kills} kills, {opt_out_kills} opted-out kills, {power_losses} power cuts per setting",
         file.check

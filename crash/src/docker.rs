@@ -440,10 +440,12 @@ pub fn cleanup_all_blocking() {
     report_leftovers(remove_blocking(containers, volumes));
 }
 
-/// Removes every container (force) and then every volume labelled
-/// `storeproof.run=<label>`, whichever process created them.
-pub async fn remove_labelled(label: &str) -> Result<(), CrashError> {
-    let docker = docker_available().await?;
+/// Everything labelled `storeproof.run=<label>`: the containers (id and
+/// names, as Docker lists them with a leading `/`) and the volume names.
+pub async fn list_labelled(
+    docker: &Docker,
+    label: &str,
+) -> Result<(Vec<(String, Vec<String>)>, Vec<String>), CrashError> {
     let filters = HashMap::from([("label".to_string(), vec![format!("{RUN_LABEL}={label}")])]);
     let containers = docker
         .list_containers(Some(
@@ -453,16 +455,10 @@ pub async fn remove_labelled(label: &str) -> Result<(), CrashError> {
                 .build(),
         ))
         .await
-        .map_err(|e| CrashError(format!("cannot list the containers labelled {label}: {e}")))?;
-    for container in containers {
-        if let Some(id) = container.id {
-            remove_container(&docker, &id).await?;
-            let mut registry = lock(&REGISTRY);
-            for name in container.names.unwrap_or_default() {
-                registry.containers.remove(name.trim_start_matches('/'));
-            }
-        }
-    }
+        .map_err(|e| CrashError(format!("cannot list the containers labelled {label}: {e}")))?
+        .into_iter()
+        .filter_map(|c| c.id.map(|id| (id, c.names.unwrap_or_default())))
+        .collect();
     let volumes = docker
         .list_volumes(Some(
             ListVolumesOptionsBuilder::default()
@@ -470,10 +466,30 @@ pub async fn remove_labelled(label: &str) -> Result<(), CrashError> {
                 .build(),
         ))
         .await
-        .map_err(|e| CrashError(format!("cannot list the volumes labelled {label}: {e}")))?;
-    for volume in volumes.volumes.unwrap_or_default() {
-        remove_volume(&docker, &volume.name).await?;
-        lock(&REGISTRY).volumes.remove(&volume.name);
+        .map_err(|e| CrashError(format!("cannot list the volumes labelled {label}: {e}")))?
+        .volumes
+        .unwrap_or_default()
+        .into_iter()
+        .map(|v| v.name)
+        .collect();
+    Ok((containers, volumes))
+}
+
+/// Removes every container (force) and then every volume labelled
+/// `storeproof.run=<label>`, whichever process created them.
+pub async fn remove_labelled(label: &str) -> Result<(), CrashError> {
+    let docker = docker_available().await?;
+    let (containers, volumes) = list_labelled(&docker, label).await?;
+    for (id, names) in containers {
+        remove_container(&docker, &id).await?;
+        let mut registry = lock(&REGISTRY);
+        for name in names {
+            registry.containers.remove(name.trim_start_matches('/'));
+        }
+    }
+    for volume in volumes {
+        remove_volume(&docker, &volume).await?;
+        lock(&REGISTRY).volumes.remove(&volume);
     }
     Ok(())
 }

@@ -5,11 +5,9 @@
 //! Each test uses its own label, so they can run in parallel (under nextest
 //! or `cargo test`).
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use bollard::query_parameters::{ListContainersOptionsBuilder, ListVolumesOptionsBuilder};
-use crash::docker::{cleanup_all_blocking, docker_available, remove_labelled, RUN_LABEL};
+use crash::docker::{cleanup_all_blocking, docker_available, list_labelled, remove_labelled};
 use crash::image::ensure_image;
 use crash::{CrashBackend, DockerBackend};
 
@@ -70,33 +68,14 @@ async fn get(url: &str, key: &str) -> Option<String> {
 /// (container names, volume names) labelled `storeproof.run=<label>`.
 async fn labelled(label: &str) -> (Vec<String>, Vec<String>) {
     let docker = docker_available().await.unwrap();
-    let filters = HashMap::from([("label".to_string(), vec![format!("{RUN_LABEL}={label}")])]);
-    let containers = docker
-        .list_containers(Some(
-            ListContainersOptionsBuilder::default()
-                .all(true)
-                .filters(&filters)
-                .build(),
-        ))
-        .await
-        .unwrap()
-        .into_iter()
-        .flat_map(|c| c.names.unwrap_or_default())
-        .collect();
-    let volumes = docker
-        .list_volumes(Some(
-            ListVolumesOptionsBuilder::default()
-                .filters(&filters)
-                .build(),
-        ))
-        .await
-        .unwrap()
-        .volumes
-        .unwrap_or_default()
-        .into_iter()
-        .map(|v| v.name)
-        .collect();
-    (containers, volumes)
+    let (containers, volumes) = list_labelled(&docker, label).await.unwrap();
+    (
+        containers
+            .into_iter()
+            .flat_map(|(_, names)| names)
+            .collect(),
+        volumes,
+    )
 }
 
 /// (running, exit code) of a container.
