@@ -267,6 +267,7 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
                     Verdict::Fail => "FAIL",
                     Verdict::Warn => "warn",
                     Verdict::Skipped => "skip",
+                    Verdict::Unknown => "unknown",
                 };
                 progress.line(&format!("{mark} {}: {}", r.id, r.reason));
             };
@@ -355,7 +356,7 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
                 continue;
             }
             if !info.contracts.contains(&Contract::Lease) {
-                checks.extend(skipped_all(
+                checks.extend(outside_claim_all(
                     "explorer",
                     &explorer::check_ids(),
                     "the explorer model-checks the lease contract, which the store does not offer",
@@ -443,25 +444,22 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
     progress.done();
     reports::write_all(&report, &args.out)?;
     print_summary(&report, &args.out);
-    Ok(match report.verdict {
-        harness::check::RunVerdict::Pass => ExitCode::SUCCESS,
-        harness::check::RunVerdict::Fail => ExitCode::from(1),
-    })
+    Ok(ExitCode::from(report.verdict.exit_code()))
 }
 
 /// Every check of `ids` reported skipped with `reason` (never a silent skip).
+/// These count toward INCOMPLETE: the store claims what they check.
 fn skipped_all(suite: &str, ids: &[&str], reason: &str) -> Vec<CheckResult> {
     ids.iter()
-        .map(|id| CheckResult {
-            id: id.to_string(),
-            suite: suite.into(),
-            level: harness::check::Level::Must,
-            verdict: Verdict::Skipped,
-            reason: reason.into(),
-            evidence: serde_json::Value::Null,
-            counterexample: None,
-            seconds: 0.0,
-        })
+        .map(|id| CheckResult::undecided(id, suite, Verdict::Skipped, reason))
+        .collect()
+}
+
+/// Every check of `ids` skipped because the store does not claim the
+/// contract they are about (`reason` says which): not INCOMPLETE.
+fn outside_claim_all(suite: &str, ids: &[&str], reason: &str) -> Vec<CheckResult> {
+    ids.iter()
+        .map(|id| CheckResult::outside_claim(id, suite, reason))
         .collect()
 }
 
@@ -579,11 +577,11 @@ fn print_summary(report: &Report, out: &std::path::Path) {
             .join(", ")
     );
     for c in &report.checks {
-        if matches!(c.verdict, Verdict::Fail | Verdict::Warn) {
-            let word = if c.verdict == Verdict::Fail {
-                "FAIL"
-            } else {
-                "warn"
+        if matches!(c.verdict, Verdict::Fail | Verdict::Warn | Verdict::Unknown) {
+            let word = match c.verdict {
+                Verdict::Fail => "FAIL",
+                Verdict::Unknown => "unknown",
+                _ => "warn",
             };
             println!("  {word} {}: {}", c.id, c.reason);
             if c.counterexample.is_some() {
@@ -594,13 +592,27 @@ fn print_summary(report: &Report, out: &std::path::Path) {
             }
         }
     }
-    println!(
-        "verdict: {}",
-        match report.verdict {
-            harness::check::RunVerdict::Pass => "PASS",
-            harness::check::RunVerdict::Fail => "FAIL",
+    let undecided = report.undecided();
+    if report.verdict == harness::check::RunVerdict::Incomplete {
+        // Say how many and why, grouped by reason, so a reader sees at once
+        // what would have to change for the run to decide them.
+        let mut why: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+        for c in &undecided {
+            *why.entry((c.verdict.word(), c.reason.as_str()))
+                .or_default() += 1;
         }
-    );
+        println!(
+            "verdict: INCOMPLETE — nothing failed, but {} MUST check{} of the claimed contracts {} not decided:",
+            undecided.len(),
+            if undecided.len() == 1 { "" } else { "s" },
+            if undecided.len() == 1 { "was" } else { "were" }
+        );
+        for ((word, reason), n) in why {
+            println!("  {n} {word}: {reason}");
+        }
+    } else {
+        println!("verdict: {}", report.verdict.word());
+    }
     println!("report: {}", out.join("index.html").display());
 }
 

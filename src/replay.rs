@@ -104,6 +104,11 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             println!("could not be replayed here");
             ExitCode::from(2)
         }
+        Verdict::Unknown => {
+            println!("  now: unknown — {}", result.reason);
+            println!("could not be decided (the harness's trouble, not the store's)");
+            ExitCode::from(3)
+        }
         Verdict::Pass => {
             println!("  now: pass");
             println!("no longer fails");
@@ -223,8 +228,13 @@ async fn replay_crash(
             println!("still fails");
             ExitCode::from(1)
         }
+        Verdict::Unknown | Verdict::Skipped => {
+            println!("  now: {} — {}", result.verdict.word(), result.reason);
+            println!("could not be decided here");
+            ExitCode::from(3)
+        }
         _ => {
-            println!("  now: {:?} — {}", result.verdict, result.reason);
+            println!("  now: {} — {}", result.verdict.word(), result.reason);
             println!("no longer fails");
             ExitCode::SUCCESS
         }

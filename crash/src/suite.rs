@@ -535,6 +535,7 @@ pub async fn run(
             Verdict::Fail
         };
         CheckResult {
+            outside_claim: false,
             id: id.into(),
             suite: "crash".into(),
             level: Level::Must,
@@ -597,6 +598,7 @@ pub async fn run(
         .map(|(i, _)| i + 1)
         .collect();
     checks.push(CheckResult {
+        outside_claim: false,
         id: "crash.opt-out-loses".into(),
         suite: "crash".into(),
         level: Level::Must,
@@ -634,6 +636,7 @@ pub async fn run(
         })
         .collect();
     checks.push(CheckResult {
+        outside_claim: false,
         id: "crash.power-loss-always-keeps".into(),
         suite: "crash".into(),
         level: Level::Must,
@@ -663,6 +666,7 @@ pub async fn run(
         .collect();
     let everysec_shown = quiet_cuts.is_empty() && !power_everysec.is_empty();
     checks.push(CheckResult {
+        outside_claim: false,
         id: "crash.power-loss-everysec-loses".into(),
         suite: "crash".into(),
         level: Level::Should,
@@ -681,6 +685,7 @@ pub async fn run(
         seconds: 0.0,
     });
     checks.push(CheckResult {
+        outside_claim: false,
         id: "crash.docker-backend".into(),
         suite: "crash".into(),
         level: Level::Should,

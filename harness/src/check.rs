@@ -28,6 +28,24 @@ pub enum Verdict {
     Warn,
     /// Not run; `reason` says why (never a silent skip).
     Skipped,
+    /// Run, but the harness could not decide it (its own trouble: a failed
+    /// connect, snapshot or clock move; never the store's doing): `reason`
+    /// says why. A MUST check left unknown makes the run INCOMPLETE, never FAIL.
+    Unknown,
+}
+
+impl Verdict {
+    /// The word the report and the summary use: `pass`, `fail`, `warn`,
+    /// `skipped` or `unknown`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Warn => "warn",
+            Verdict::Skipped => "skipped",
+            Verdict::Unknown => "unknown",
+        }
+    }
 }
 
 /// One check's result as the report carries it (SPEC §5).
@@ -39,8 +57,12 @@ pub struct CheckResult {
     pub suite: String,
     /// MUST or SHOULD: whether a failure fails the run.
     pub level: Level,
-    /// Pass, fail, warn or skipped.
+    /// Pass, fail, warn, skipped or unknown.
     pub verdict: Verdict,
+    /// Skipped because the check is about a contract the store does not
+    /// claim: such a skip does not make the run INCOMPLETE.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outside_claim: bool,
     /// Why it failed, warned or was skipped; what it proved when it passed.
     pub reason: String,
     /// What the check saw: its figures and findings, as JSON.
@@ -55,6 +77,42 @@ impl CheckResult {
     /// Whether this result fails the run: a MUST check that failed.
     pub fn fails_run(&self) -> bool {
         self.verdict == Verdict::Fail
+    }
+
+    /// Whether this result leaves the run INCOMPLETE: a MUST check of a
+    /// claimed contract that was not decided (unknown) or not run (skipped).
+    pub fn leaves_incomplete(&self) -> bool {
+        self.level == Level::Must
+            && match self.verdict {
+                Verdict::Unknown => true,
+                Verdict::Skipped => !self.outside_claim,
+                _ => false,
+            }
+    }
+
+    /// A MUST check of `suite` that was not run because the store does not
+    /// claim the contract it is about (`reason` says which): not INCOMPLETE.
+    pub fn outside_claim(id: &str, suite: &str, reason: impl Into<String>) -> Self {
+        CheckResult {
+            outside_claim: true,
+            ..CheckResult::undecided(id, suite, Verdict::Skipped, reason)
+        }
+    }
+
+    /// A MUST check of `suite` that was skipped or left unknown
+    /// (`verdict`), with `reason`; it makes the run INCOMPLETE.
+    pub fn undecided(id: &str, suite: &str, verdict: Verdict, reason: impl Into<String>) -> Self {
+        CheckResult {
+            id: id.to_string(),
+            suite: suite.to_string(),
+            level: Level::Must,
+            verdict,
+            outside_claim: false,
+            reason: reason.into(),
+            evidence: Value::Null,
+            counterexample: None,
+            seconds: 0.0,
+        }
     }
 }
 
@@ -88,7 +146,8 @@ pub struct ServerSection {
 pub struct Report {
     /// The storeproof version that made the report.
     pub storeproof: String,
-    /// Pass unless a MUST check failed.
+    /// Fail if a MUST check failed, else incomplete if one was not decided,
+    /// else pass.
     pub verdict: RunVerdict,
     /// The store certified.
     pub store: StoreSection,
@@ -106,33 +165,64 @@ pub struct Report {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunVerdict {
-    /// No check failed (warnings and skips allowed): exit 0.
+    /// Every MUST check of every claimed contract was decided and held
+    /// (warnings allowed): exit 0.
     Pass,
     /// At least one MUST check failed: exit 1.
     Fail,
+    /// No MUST check failed, but some MUST check of a claimed contract was
+    /// unknown or skipped: exit 3.
+    Incomplete,
+}
+
+impl RunVerdict {
+    /// The process exit code of this verdict: 0 pass, 1 fail, 3 incomplete
+    /// (2 is for usage and setup errors, which have no verdict).
+    pub fn exit_code(self) -> u8 {
+        match self {
+            RunVerdict::Pass => 0,
+            RunVerdict::Fail => 1,
+            RunVerdict::Incomplete => 3,
+        }
+    }
+
+    /// The word the summary prints: `PASS`, `FAIL` or `INCOMPLETE`.
+    pub fn word(self) -> &'static str {
+        match self {
+            RunVerdict::Pass => "PASS",
+            RunVerdict::Fail => "FAIL",
+            RunVerdict::Incomplete => "INCOMPLETE",
+        }
+    }
 }
 
 impl Report {
-    /// The run verdict a list of checks gives: fail if any check failed.
+    /// The run verdict a list of checks gives: fail if any check failed,
+    /// else incomplete if any MUST check of a claimed contract was not
+    /// decided, else pass.
     pub fn verdict_of(checks: &[CheckResult]) -> RunVerdict {
         if checks.iter().any(CheckResult::fails_run) {
             RunVerdict::Fail
+        } else if checks.iter().any(CheckResult::leaves_incomplete) {
+            RunVerdict::Incomplete
         } else {
             RunVerdict::Pass
         }
+    }
+
+    /// The MUST checks that leave the run INCOMPLETE, in report order.
+    pub fn undecided(&self) -> Vec<&CheckResult> {
+        self.checks
+            .iter()
+            .filter(|c| c.leaves_incomplete())
+            .collect()
     }
 
     /// Counts of each verdict, for summaries.
     pub fn counts(&self) -> BTreeMap<&'static str, usize> {
         let mut counts = BTreeMap::new();
         for c in &self.checks {
-            let k = match c.verdict {
-                Verdict::Pass => "pass",
-                Verdict::Fail => "fail",
-                Verdict::Warn => "warn",
-                Verdict::Skipped => "skipped",
-            };
-            *counts.entry(k).or_insert(0) += 1;
+            *counts.entry(c.verdict.word()).or_insert(0) += 1;
         }
         counts
     }

@@ -11,7 +11,7 @@ use crate::escape;
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:72em;color:#222}\
 h1{margin:.2em 0}.verdict{font-size:1.6em;font-weight:700;padding:.4em .8em;border-radius:6px;display:inline-block}\
 .pass{background:#d9f2dd;color:#145a22}.fail{background:#f8d7d7;color:#8a1111}.warn{background:#fff1c9;color:#6b5200}\
-.skipped{background:#eee;color:#555}table{border-collapse:collapse;width:100%;margin:1em 0}\
+.skipped{background:#eee;color:#555}.unknown{background:#e4e0f5;color:#3b2a7a}.incomplete{background:#e4e0f5;color:#3b2a7a}table{border-collapse:collapse;width:100%;margin:1em 0}\
 td,th{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-align:top}\
 th{background:#f6f6f6}code,pre{font:12px/1.4 ui-monospace,monospace}pre{background:#f7f7f7;padding:.6em;overflow:auto}\
 .badge{padding:.1em .5em;border-radius:4px;font-weight:600;font-size:.85em}.lane{white-space:nowrap}\
@@ -23,6 +23,7 @@ fn badge(v: Verdict) -> String {
         Verdict::Fail => ("fail", "FAIL"),
         Verdict::Warn => ("warn", "warn"),
         Verdict::Skipped => ("skipped", "skipped"),
+        Verdict::Unknown => ("unknown", "unknown"),
     };
     format!("<span class=\"badge {class}\">{text}</span>")
 }
@@ -33,6 +34,7 @@ pub fn render_html(report: &Report) -> String {
     let (class, word) = match report.verdict {
         RunVerdict::Pass => ("pass", "PASS"),
         RunVerdict::Fail => ("fail", "FAIL"),
+        RunVerdict::Incomplete => ("incomplete", "INCOMPLETE"),
     };
     let counts = report.counts();
     h.push_str(&format!(
@@ -157,7 +159,7 @@ pub fn render_html(report: &Report) -> String {
     let failures: Vec<&CheckResult> = report
         .checks
         .iter()
-        .filter(|c| matches!(c.verdict, Verdict::Fail | Verdict::Warn))
+        .filter(|c| matches!(c.verdict, Verdict::Fail | Verdict::Warn | Verdict::Unknown))
         .collect();
     if !failures.is_empty() {
         h.push_str("<h2>Failures and warnings</h2>");

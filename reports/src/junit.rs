@@ -20,8 +20,13 @@ pub fn render_junit(report: &Report) -> String {
         .iter()
         .filter(|c| c.verdict == Verdict::Fail)
         .count();
+    let errors = report
+        .checks
+        .iter()
+        .filter(|c| c.verdict == Verdict::Unknown)
+        .count();
     out.push_str(&format!(
-        "<testsuites name=\"storeproof\" tests=\"{}\" failures=\"{failures}\">\n",
+        "<testsuites name=\"storeproof\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\">\n",
         report.checks.len()
     ));
     for (suite, checks) in suites {
@@ -30,9 +35,13 @@ pub fn render_junit(report: &Report) -> String {
             .iter()
             .filter(|c| c.verdict == Verdict::Skipped)
             .count();
+        let errors = checks
+            .iter()
+            .filter(|c| c.verdict == Verdict::Unknown)
+            .count();
         let time: f64 = checks.iter().map(|c| c.seconds).sum();
         out.push_str(&format!(
-            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{fails}\" skipped=\"{skipped}\" time=\"{time:.3}\">\n",
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{fails}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{time:.3}\">\n",
             escape(suite),
             checks.len()
         ));
@@ -52,6 +61,12 @@ pub fn render_junit(report: &Report) -> String {
                 )),
                 Verdict::Skipped => out.push_str(&format!(
                     ">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
+                    escape(&c.reason)
+                )),
+                // The harness could not decide it: a JUnit error (trouble
+                // in the test itself), not a failure of the store.
+                Verdict::Unknown => out.push_str(&format!(
+                    ">\n      <error message=\"{}\" type=\"unknown\"/>\n    </testcase>\n",
                     escape(&c.reason)
                 )),
                 Verdict::Warn => out.push_str(&format!(

@@ -11,6 +11,7 @@ use serde_json::json;
 
 fn check(id: &str, level: Level, verdict: Verdict, reason: &str) -> CheckResult {
     CheckResult {
+        outside_claim: false,
         id: id.into(),
         suite: id.split('.').next().unwrap_or("").into(),
         level,

@@ -144,6 +144,17 @@ impl Outcome {
             counterexample: None,
         }
     }
+    /// The harness could not decide the check (its own trouble, not the
+    /// store's): `reason` says what went wrong.
+    #[allow(dead_code)]
+    pub fn unknown(reason: impl Into<String>, evidence: Value) -> Self {
+        Outcome {
+            verdict: Verdict::Unknown,
+            reason: reason.into(),
+            evidence,
+            counterexample: None,
+        }
+    }
 }
 
 /// Runs every check `select` keeps, in order, calling `on_result` after each.
@@ -164,6 +175,7 @@ pub async fn run_suite(
 /// Runs one check as check number `n` of the run (which picks its prefix).
 pub async fn run_check(target: &Target<'_>, n: usize, def: &CheckDef) -> CheckResult {
     let started = Instant::now();
+    let outside_claim = matches!(def.contract, Some(c) if !target.contracts.contains(&c));
     let outcome = match def.contract {
         Some(c) if !target.contracts.contains(&c) => Outcome::skipped(format!(
             "the store does not offer the {c} contract (its hello listed {})",
@@ -192,6 +204,7 @@ pub async fn run_check(target: &Target<'_>, n: usize, def: &CheckDef) -> CheckRe
         suite: "conformance".into(),
         level: def.level,
         verdict,
+        outside_claim,
         reason: if outcome.reason.is_empty() {
             def.about.to_string()
         } else {
