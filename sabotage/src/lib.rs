@@ -11,8 +11,8 @@
 //!   and [`RefusesAll`] refuses every server: the server-assumption checks
 //!   must catch both.
 //!
-//! - [`ReadThenWriteLease`] makes its take of a read and then a write, which
-//!   only `conformance.lease.take-races` can catch.
+//! - [`ReadThenWriteLease`] makes its take (or its renew) of a read and then
+//!   a write, which only `conformance.lease.take-races` can catch.
 //!
 //! - [`ClientClockLease`] decides lease expiry on the caller's clock, which
 //!   `explorer.one-live-holder` must catch under a skewed second clock.
@@ -41,8 +41,9 @@ use harness::store::StoreFactory;
 
 /// The sabotaged stores selectable by name (`--store sabotage:<name>`), each
 /// with the check that must catch it.
-pub const NAMED: [(&str, &str); 2] = [
+pub const NAMED: [(&str, &str); 3] = [
     ("read-then-write-take", "conformance.lease.take-races"),
+    ("read-then-write-renew", "conformance.lease.take-races"),
     ("lease-on-caller-clock", "explorer.one-live-holder"),
 ];
 
@@ -51,6 +52,7 @@ pub fn by_name(name: &str, workdir: &Path) -> Option<Arc<dyn StoreFactory>> {
     let builtin = RedisStoreFactory::new(workdir.join("kept-executions.sqlite"));
     match name {
         "read-then-write-take" => Some(Arc::new(ReadThenWriteLease::new(builtin))),
+        "read-then-write-renew" => Some(Arc::new(ReadThenWriteLease::renew(builtin))),
         "lease-on-caller-clock" => Some(Arc::new(ClientClockLease::new(builtin))),
         _ => None,
     }

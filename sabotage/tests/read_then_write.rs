@@ -73,3 +73,114 @@ async fn the_take_races_catch_a_read_then_write_take_and_nothing_else_does() {
     assert!(reads_before_writes, "{kinds:?}");
     assert!(cx["a"]["answer"]["granted"].is_object() && cx["b"]["answer"]["granted"].is_object());
 }
+
+/// Runs `conformance.lease.take-races` alone against `store`.
+async fn take_races(
+    store: &dyn harness::store::StoreFactory,
+    tag: &str,
+) -> harness::check::CheckResult {
+    let server = ManagedServer::start(ServerOptions::default())
+        .await
+        .unwrap();
+    let target = Target {
+        factory: store,
+        server: ServerRef::Managed(&server),
+        run_prefix: format!("sp:{tag}:"),
+        opt_out: None,
+        contracts: Contract::ALL.to_vec(),
+        may_start_servers: true,
+    };
+    let def = all_checks()
+        .into_iter()
+        .find(|d| d.id == "conformance.lease.take-races")
+        .expect("the take-races check exists");
+    run_check(&target, 0, &def).await
+}
+
+/// Each race's verdict and schedule count, as the evidence reports them.
+fn per_race(result: &harness::check::CheckResult) -> Vec<(String, String, u64)> {
+    result.evidence["races"]
+        .as_array()
+        .expect("one entry per race")
+        .iter()
+        .map(|r| {
+            (
+                r["race"].as_str().unwrap().to_string(),
+                r["verdict"].as_str().unwrap().to_string(),
+                r["schedules"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_builtin_store_wins_every_race_in_every_interleaving() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = RedisStoreFactory::new(dir.path().join("kept.sqlite"));
+    let result = take_races(&store, "builtin").await;
+    let races = per_race(&result);
+    eprintln!("{}\n{races:?}", result.reason);
+    assert_eq!(result.verdict, Verdict::Pass, "{}", result.reason);
+    assert_eq!(races.len(), 3);
+    for (race, verdict, _) in &races {
+        assert_eq!(verdict, "pass", "{race}");
+    }
+    // One script per operation: two orders, and in the third race the clock
+    // move before, between or after them (six in all).
+    let counts: Vec<u64> = races.iter().map(|r| r.2).collect();
+    assert_eq!(counts, [2, 2, 6], "{races:?}");
+    assert!(
+        result.reason.contains("all 6 interleavings"),
+        "{}",
+        result.reason
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_take_races_catch_a_read_then_write_renew_across_the_expiry_instant() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = ReadThenWriteLease::renew(RedisStoreFactory::new(dir.path().join("kept.sqlite")));
+    let result = take_races(&store, "rtwr").await;
+    let races = per_race(&result);
+    eprintln!("{}\n{races:?}", result.reason);
+    assert_eq!(result.verdict, Verdict::Fail, "{}", result.reason);
+    // Only the third race can see it; the two others are still judged.
+    let verdicts: Vec<&str> = races.iter().map(|r| r.1.as_str()).collect();
+    assert_eq!(verdicts, ["pass", "pass", "fail"], "{races:?}");
+    let cx = result.counterexample.expect("a counterexample");
+    eprintln!("{}", serde_json::to_string_pretty(&cx).unwrap());
+    assert!(cx["race"].as_str().unwrap().contains("renew"), "{cx}");
+    // The interleaving: the renew reads while the lease is live, the clock
+    // reaches the expiry instant, the take grants b, then the renew writes.
+    let steps: Vec<(String, String)> = cx["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let cmd = c["command"].as_str().unwrap();
+            (
+                c["instance"].as_str().unwrap().to_string(),
+                cmd.split(' ').next().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let order: Vec<&str> = steps.iter().map(|(i, _)| i.as_str()).collect();
+    assert_eq!(order, ["a", "clock", "b", "a"], "{steps:?}");
+    assert_eq!(steps[3].1, "HSET", "{steps:?}");
+    assert!(cx["a"]["answer"]["renewed"].is_object(), "{cx}");
+    assert!(cx["b"]["answer"]["granted"].is_object(), "{cx}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_race_of_a_read_then_write_take_is_judged_on_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = ReadThenWriteLease::new(RedisStoreFactory::new(dir.path().join("kept.sqlite")));
+    let result = take_races(&store, "rtwt").await;
+    let races = per_race(&result);
+    eprintln!("{}\n{races:?}", result.reason);
+    assert_eq!(result.verdict, Verdict::Fail, "{}", result.reason);
+    // The first race failing does not stop the others from being run.
+    assert_eq!(races.len(), 3, "{races:?}");
+    assert_eq!(races[0].1, "fail", "{races:?}");
+    assert_eq!(races[1].1, "fail", "{races:?}");
+}

@@ -37,7 +37,7 @@ pub(super) fn checks() -> Vec<CheckDef> {
             id: "conformance.lease.take-races",
             level: Must,
             contract: Some(Lease),
-            about: "two takes of a free tree, two takes of an expired lease, and a take against a renew at the expiry instant, in every interleaving of their Redis commands, grant at most one holder",
+            about: "two takes of a free tree, two takes of an expired lease, and a take against a renew while the clock reaches the expiry instant, each race in every interleaving of their Redis commands, grant at most one holder",
             kind: CheckKind::Special(Special::TakeRaces),
         },
         scenario_check(

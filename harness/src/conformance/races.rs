@@ -1,70 +1,83 @@
 //! `conformance.lease.take-races`: the three take races of the lease contract
 //! (two takes of a free tree, two takes of an expired lease, a take against a
-//! renew at the expiry instant), forced through the gate for any store.
+//! renew across the expiry instant), forced through the gate for any store.
 //!
 //! Each instance talks to the server through a gate of its own that holds
 //! every scheduled command. The race driver releases one held command at a
 //! time and explores every interleaving of the two operations' commands
-//! (depth-first over the choice of which instance goes next). After each
-//! schedule, the two replies must be explained by one of the two sequential
-//! orders of the operations (the model judges both); when neither explains
-//! them, the released commands in order are the counterexample.
+//! (depth-first over the choice of which instance goes next). In the third
+//! race the server clock also moves, from one millisecond before the lease's
+//! expiry to the expiry instant, at a point the schedule chooses like any
+//! command: a renew that reads the lease while it is live and writes after a
+//! take saw it expired is caught only that way (with the clock sitting at
+//! one instant every renew would answer lost).
+//!
+//! After each schedule, the two replies must be explained by one of the two
+//! sequential orders of the operations, each taking effect at a server
+//! instant its commands allow (the model judges both); when neither explains
+//! them, the released commands in order are the counterexample. Every race is
+//! judged on its own: one failing race does not hide the others.
 
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use super::runner::{outcome_json, Outcome, Target};
-use crate::contract::{ContractModel, Judgement, Reply, Request, StoreError};
+use crate::check::Verdict;
+use crate::contract::{ContractModel, ErrorKind, Judgement, Reply, Request, StoreError};
 use crate::gate::{Gate, Mode};
 use crate::store::StoreClient;
 
 /// How long an operation may take to send its next command or answer.
 const STEP_TIMEOUT: Duration = Duration::from_secs(5);
-/// The most schedules explored per race (two operations of up to four
-/// commands each have at most 70 interleavings).
-const MAX_SCHEDULES: usize = 70;
-/// The two racing instances.
-const NAMES: [&str; 2] = ["a", "b"];
+/// The most schedules explored per race. Far above what a store of a few
+/// commands per operation needs (two operations of four commands each and a
+/// clock move have 630 interleavings); a store that sends more is explored
+/// this far and the reason says how many of how many ran.
+const MAX_SCHEDULES: usize = 1000;
+/// The two racing instances, and the name of the clock move in a schedule.
+const NAMES: [&str; 3] = ["a", "b", "clock"];
+/// The schedule's pseudo-instance that moves the server clock.
+const TICK: usize = 2;
 /// The lease length the races use.
 const TTL: i64 = 1000;
 
 /// One race: what happens before it, then the two racing operations.
 struct Race {
     name: &'static str,
-    /// Set-up calls from instance `a`, judged, before the race; the second
-    /// field moves the clock this far afterwards.
+    /// Set-up calls from instance `a`, judged, before the race; the clock
+    /// moves `advance_after_setup` afterwards.
     setup: Vec<Request>,
     advance_after_setup: i64,
+    /// A clock move of this many ms during the race, scheduled like a command.
+    tick_ms: Option<i64>,
     a: fn(&[i64]) -> Request,
     b: fn(&[i64]) -> Request,
 }
 
 fn races() -> Vec<Race> {
-    let take = |holder: &str| Request::LeaseTake {
-        tree: "t".into(),
-        holder: holder.into(),
-        ttl_ms: TTL,
-    };
     vec![
         Race {
             name: "two takes of a free tree",
             setup: vec![],
             advance_after_setup: 0,
+            tick_ms: None,
             a: |_| take_by("a"),
             b: |_| take_by("b"),
         },
         Race {
             name: "two takes of an expired lease",
-            setup: vec![take("c")],
+            setup: vec![take_by("c")],
             advance_after_setup: TTL + 1,
+            tick_ms: None,
             a: |_| take_by("a"),
             b: |_| take_by("b"),
         },
         Race {
-            name: "a take against a renew at the expiry instant",
-            setup: vec![take("a")],
-            advance_after_setup: TTL,
+            name: "a take against a renew across the expiry instant",
+            setup: vec![take_by("a")],
+            advance_after_setup: TTL - 1,
+            tick_ms: Some(1),
             a: |epochs| Request::LeaseRenew {
                 tree: "t".into(),
                 holder: "a".into(),
@@ -84,39 +97,57 @@ fn take_by(holder: &str) -> Request {
     }
 }
 
+/// Why a schedule could not be judged: the store's doing, or the harness's.
+enum ScheduleError {
+    /// The store broke the contract outside the race (its set-up), hung, or
+    /// could not be connected: the check fails.
+    Store(String),
+    /// The harness could not run the schedule (a gate, a re-run that went
+    /// another way, an adapter that failed): the race is undecided.
+    Harness(String),
+}
+
 /// What one schedule did.
 struct Schedule {
-    /// Which instance (0 = a, 1 = b) was released at each step.
+    /// Which actor (0 = a, 1 = b, 2 = the clock move) went at each step.
     choices: Vec<usize>,
-    /// At each step, the instances that could have gone.
+    /// At each step, the actors that could have gone.
     ready: Vec<Vec<usize>>,
-    /// The released commands in order: (instance, command text).
+    /// The released commands in order: (actor, command text).
     commands: Vec<(usize, String)>,
     outcomes: [Result<Reply, StoreError>; 2],
     requests: [Request; 2],
-    /// The model after the set-up, and the server time of the race.
+    /// The server instants each operation may have taken effect at: the race
+    /// instant, and the instant after the clock move when the operation was
+    /// still running then.
+    instants: [Vec<i64>; 2],
+    /// The model after the set-up.
     model: ContractModel,
-    now: i64,
 }
 
-/// Whether some sequential order of the two operations explains both replies.
-fn linearizable(s: &Schedule) -> Result<&'static str, String> {
+/// Whether some sequential order of the two operations, each at an instant
+/// it may have taken effect, explains both replies.
+fn linearizable(s: &Schedule) -> Result<String, String> {
     let mut why = Vec::new();
     for (order, name) in [([0usize, 1], "a then b"), ([1, 0], "b then a")] {
-        let mut model = s.model.clone();
-        let mut ok = true;
-        for i in order {
-            match model.judge(&s.requests[i], s.now, s.now, &s.outcomes[i]) {
-                Judgement::Agrees | Judgement::Conservative(_) => {}
-                Judgement::Violates(w) => {
-                    why.push(format!("{name}: {} {w}", NAMES[i]));
-                    ok = false;
-                    break;
+        let [first, second] = order;
+        for &t1 in &s.instants[first] {
+            for &t2 in s.instants[second].iter().filter(|t| **t >= t1) {
+                let mut model = s.model.clone();
+                let mut failed = None;
+                for (i, now) in [(first, t1), (second, t2)] {
+                    if let Judgement::Violates(w) =
+                        model.judge(&s.requests[i], now, now, &s.outcomes[i])
+                    {
+                        failed = Some(format!("{name} (at {t1}, {t2}): {} {w}", NAMES[i]));
+                        break;
+                    }
+                }
+                match failed {
+                    None => return Ok(name.to_string()),
+                    Some(w) => why.push(w),
                 }
             }
-        }
-        if ok {
-            return Ok(name);
         }
     }
     Err(why.join("; "))
@@ -140,6 +171,17 @@ fn command_text(args: &[Vec<u8>]) -> String {
     text.join(" ")
 }
 
+/// One race's finding.
+struct RaceResult {
+    verdict: Verdict,
+    evidence: Value,
+    /// For a failure: the reason and the counterexample; for an undecided
+    /// race: the reason.
+    reason: Option<String>,
+    counterexample: Option<Value>,
+    summary: String,
+}
+
 pub(crate) async fn take_races(target: &Target<'_>, prefix: &str) -> Outcome {
     let Some(clock) = target.server.managed().and_then(|s| s.clock()) else {
         return Outcome::skipped(
@@ -147,107 +189,181 @@ pub(crate) async fn take_races(target: &Target<'_>, prefix: &str) -> Outcome {
              (the expiry instant) on a clock storeproof controls",
         );
     };
-    let mut evidence = Vec::new();
+    let mut results = Vec::new();
     let mut run = 0usize;
     for race in races() {
-        let mut stack: Vec<Vec<usize>> = vec![vec![]];
-        let mut explored = Vec::new();
-        while let Some(prefix_choices) = stack.pop() {
-            if explored.len() >= MAX_SCHEDULES {
-                break;
+        results.push(explore(target, &race, prefix, clock, &mut run).await);
+    }
+    let evidence = json!({"races": results.iter().map(|r| &r.evidence).collect::<Vec<_>>()});
+    let summary = results
+        .iter()
+        .map(|r| r.summary.as_str())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let worst = |v: Verdict| results.iter().filter(move |r| r.verdict == v);
+    if let Some(first) = worst(Verdict::Fail).next() {
+        let reasons: Vec<&str> = worst(Verdict::Fail)
+            .chain(worst(Verdict::Unknown))
+            .filter_map(|r| r.reason.as_deref())
+            .collect();
+        return Outcome::fail(
+            format!("{} (every race: {summary})", reasons.join("; ")),
+            evidence,
+            first.counterexample.clone(),
+        );
+    }
+    if worst(Verdict::Unknown).next().is_some() {
+        let reasons: Vec<&str> = worst(Verdict::Unknown)
+            .filter_map(|r| r.reason.as_deref())
+            .collect();
+        return Outcome::unknown(
+            format!("{} (every race: {summary})", reasons.join("; ")),
+            evidence,
+        );
+    }
+    Outcome::pass(
+        format!("every interleaving was linearizable: {summary}"),
+        evidence,
+    )
+}
+
+/// Explores every interleaving of one race (up to [`MAX_SCHEDULES`]) and
+/// judges each; stops at the first one no sequential order explains.
+async fn explore(
+    target: &Target<'_>,
+    race: &Race,
+    prefix: &str,
+    clock: &crate::server::VirtualClock,
+    run: &mut usize,
+) -> RaceResult {
+    let mut stack: Vec<Vec<usize>> = vec![vec![]];
+    let mut explored = Vec::new();
+    while let Some(prefix_choices) = stack.pop() {
+        if explored.len() >= MAX_SCHEDULES {
+            // Put it back: it counts among the interleavings not run.
+            stack.push(prefix_choices);
+            break;
+        }
+        *run += 1;
+        let schedule_prefix = format!("{prefix}r{run}:");
+        let start = clock.now_ms() + 86_400_000;
+        clock.set_ms(start);
+        let s = match run_schedule(
+            target,
+            race,
+            &schedule_prefix,
+            &prefix_choices,
+            clock,
+            start,
+        )
+        .await
+        {
+            Ok(s) => s,
+            Err(e) => {
+                let (verdict, e) = match e {
+                    ScheduleError::Store(e) => (Verdict::Fail, e),
+                    ScheduleError::Harness(e) => (Verdict::Unknown, e),
+                };
+                let n = explored.len() + 1;
+                return RaceResult {
+                    verdict,
+                    evidence: json!({
+                        "race": race.name,
+                        "verdict": verdict.word(),
+                        "schedules": n,
+                        "error": e,
+                        "interleavings": explored,
+                    }),
+                    reason: Some(format!("{}: schedule {n}: {e}", race.name)),
+                    counterexample: None,
+                    summary: format!("{} {} after {n} schedules", race.name, verdict.word()),
+                };
             }
-            run += 1;
-            let schedule_prefix = format!("{prefix}r{run}:");
-            let start = clock.now_ms() + 86_400_000;
-            clock.set_ms(start);
-            let s = match run_schedule(
-                target,
-                &race,
-                &schedule_prefix,
-                &prefix_choices,
-                clock,
-                start,
-            )
-            .await
-            {
-                Ok(s) => s,
-                Err(e) => {
-                    return Outcome::fail(
-                        format!("{}: {e}", race.name),
-                        json!({"races": evidence}),
-                        None,
-                    )
-                }
-            };
-            for i in prefix_choices.len()..s.choices.len() {
-                for alt in &s.ready[i] {
-                    if *alt != s.choices[i] {
-                        let mut p = s.choices[..i].to_vec();
-                        p.push(*alt);
-                        stack.push(p);
-                    }
-                }
-            }
-            let commands: Vec<Value> = s
-                .commands
-                .iter()
-                .map(|(i, c)| json!({"instance": NAMES[*i], "command": c}))
-                .collect();
-            let record = json!({
-                "commands": commands,
-                "a": {"call": s.requests[0].to_call(), "answer": outcome_json(&s.outcomes[0])},
-                "b": {"call": s.requests[1].to_call(), "answer": outcome_json(&s.outcomes[1])},
-            });
-            match linearizable(&s) {
-                Ok(_) => explored.push(record),
-                Err(why) => {
-                    let reason = format!(
-                        "{}: no sequential order explains the replies after the interleaving {}: {why}",
-                        race.name,
-                        s.commands
-                            .iter()
-                            .map(|(i, c)| format!("{}:{}", NAMES[*i], c.split(' ').next().unwrap_or("")))
-                            .collect::<Vec<_>>()
-                            .join(" → ")
-                    );
-                    evidence.push(json!({"race": race.name, "schedules": explored.len() + 1}));
-                    return Outcome::fail(
-                        reason,
-                        json!({"races": evidence, "failing": record}),
-                        Some(json!({
-                            "kind": "take-race",
-                            "race": race.name,
-                            "commands": record["commands"],
-                            "a": record["a"],
-                            "b": record["b"],
-                        })),
-                    );
+        };
+        for i in prefix_choices.len()..s.choices.len() {
+            for alt in &s.ready[i] {
+                if *alt != s.choices[i] {
+                    let mut p = s.choices[..i].to_vec();
+                    p.push(*alt);
+                    stack.push(p);
                 }
             }
         }
-        evidence.push(json!({
-            "race": race.name,
-            "schedules": explored.len(),
-            "interleavings": explored,
-        }));
+        let commands: Vec<Value> = s
+            .commands
+            .iter()
+            .map(|(i, c)| json!({"instance": NAMES[*i], "command": c}))
+            .collect();
+        let record = json!({
+            "commands": commands,
+            "a": {"call": s.requests[0].to_call(), "answer": outcome_json(&s.outcomes[0])},
+            "b": {"call": s.requests[1].to_call(), "answer": outcome_json(&s.outcomes[1])},
+        });
+        match linearizable(&s) {
+            Ok(_) => explored.push(record),
+            Err(why) => {
+                let n = explored.len() + 1;
+                let reason = format!(
+                    "{}: no sequential order explains the replies after the interleaving {}: {why}",
+                    race.name,
+                    s.commands
+                        .iter()
+                        .map(|(i, c)| format!(
+                            "{}:{}",
+                            NAMES[*i],
+                            c.split(' ').next().unwrap_or("")
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(" → ")
+                );
+                return RaceResult {
+                    verdict: Verdict::Fail,
+                    evidence: json!({
+                        "race": race.name,
+                        "verdict": "fail",
+                        "schedules": n,
+                        "failing": record,
+                    }),
+                    reason: Some(reason),
+                    counterexample: Some(json!({
+                        "kind": "take-race",
+                        "race": race.name,
+                        "commands": record["commands"],
+                        "a": record["a"],
+                        "b": record["b"],
+                    })),
+                    summary: format!("{} failed at schedule {n}", race.name),
+                };
+            }
+        }
     }
-    let summary: Vec<String> = evidence
-        .iter()
-        .map(|e| {
+    let n = explored.len();
+    let (complete, summary) = if stack.is_empty() {
+        (true, format!("{} (all {n} interleavings)", race.name))
+    } else {
+        // Each pending prefix is at least one more interleaving.
+        (
+            false,
             format!(
-                "{} ({} schedules)",
-                e["race"].as_str().unwrap_or(""),
-                e["schedules"]
-            )
-        })
-        .collect();
-    Outcome::pass(
-        format!(
-            "every interleaving was linearizable: {}",
-            summary.join(", ")
-        ),
-        json!({"races": evidence}),
-    )
+                "{} ({n} of at least {} interleavings: stopped at {MAX_SCHEDULES})",
+                race.name,
+                n + stack.len()
+            ),
+        )
+    };
+    RaceResult {
+        verdict: Verdict::Pass,
+        evidence: json!({
+            "race": race.name,
+            "verdict": "pass",
+            "schedules": n,
+            "complete": complete,
+            "interleavings": explored,
+        }),
+        reason: None,
+        counterexample: None,
+        summary,
+    }
 }
 
 async fn run_schedule(
@@ -257,27 +373,40 @@ async fn run_schedule(
     forced: &[usize],
     clock: &crate::server::VirtualClock,
     start: i64,
-) -> Result<Schedule, String> {
+) -> Result<Schedule, ScheduleError> {
+    use ScheduleError::{Harness, Store};
     let url = target.server.url();
-    let gates = [
-        Gate::start(&url).await.map_err(|e| e.to_string())?,
-        Gate::start(&url).await.map_err(|e| e.to_string())?,
-    ];
+    let mut gates = Vec::new();
+    for _ in 0..2 {
+        gates.push(
+            Gate::start(&url)
+                .await
+                .map_err(|e| Harness(format!("could not start a gate: {e}")))?,
+        );
+    }
     let mut clients: Vec<Box<dyn StoreClient>> = Vec::new();
     for (i, name) in ["a", "b"].iter().enumerate() {
-        clients.push(
-            target
-                .connect_via(name, prefix, &gates[i].url(), start)
-                .await?,
-        );
+        match target
+            .connect_store(name, prefix, &gates[i].url(), start)
+            .await
+        {
+            Ok(c) => clients.push(c),
+            Err(e) if e.kind == ErrorKind::AdapterFailed => return Err(Harness(e.message)),
+            Err(e) => return Err(Store(format!("instance {name} could not connect: {e}"))),
+        }
     }
     // Set-up, judged, through a's gate in pass-through.
     let mut model = ContractModel::default();
     let mut epochs = Vec::new();
     for req in &race.setup {
         let out = clients[0].call(&req.to_call(), start).await;
+        if let Err(e) = &out {
+            if e.kind == ErrorKind::AdapterFailed {
+                return Err(Harness(e.message.clone()));
+            }
+        }
         if let Judgement::Violates(w) = model.judge(req, start, start, &out) {
-            return Err(format!("the set-up {} failed: {w}", req.op()));
+            return Err(Store(format!("the set-up {} failed: {w}", req.op())));
         }
         if let Ok(Reply::Granted { epoch, .. }) = out {
             epochs.push(epoch);
@@ -301,17 +430,24 @@ async fn run_schedule(
     let mut ready_sets = Vec::new();
     let mut commands = Vec::new();
     let mut finished: [Option<Result<Reply, StoreError>>; 2] = [None, None];
+    // The step at which each operation was seen finished, and the step of the
+    // clock move (if it happened).
+    let mut finished_at = [usize::MAX; 2];
+    let mut ticked_at: Option<usize> = None;
     loop {
         // Wait until every running operation is either held at its gate or done.
         let deadline = Instant::now() + STEP_TIMEOUT;
-        let ready: Vec<usize> = loop {
+        let mut ready: Vec<usize> = loop {
             for i in 0..2 {
                 if finished[i].is_none() && tasks[i].is_finished() {
                     let joined = (&mut tasks[i]).await;
                     finished[i] = Some(match joined {
                         Ok((_client, out)) => out,
-                        Err(e) => return Err(format!("instance {} panicked: {e}", NAMES[i])),
+                        Err(e) => {
+                            return Err(Harness(format!("instance {} panicked: {e}", NAMES[i])))
+                        }
                     });
+                    finished_at[i] = choices.len();
                 }
             }
             let held: Vec<bool> = gates.iter().map(|g| !g.held().is_empty()).collect();
@@ -329,28 +465,41 @@ async fn run_schedule(
                 for g in &gates {
                     g.release_all();
                 }
-                return Err(format!(
+                return Err(Store(format!(
                     "instance {} neither answered nor sent a command within {}s",
                     stuck.join(", "),
                     STEP_TIMEOUT.as_secs()
-                ));
+                )));
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
         };
         if ready.is_empty() {
             break;
         }
+        // The clock move may go at any point while an operation still runs.
+        if race.tick_ms.is_some() && ticked_at.is_none() {
+            ready.push(TICK);
+        }
         let step = choices.len();
         let pick = match forced.get(step) {
             Some(f) if ready.contains(f) => *f,
             Some(f) => {
-                return Err(format!(
-                    "the store sent different commands on a re-run: instance {} has no command at step {step}",
+                return Err(Harness(format!(
+                    "the store sent different commands on a re-run: instance {} has no command at step {step}, so the interleavings cannot be explored",
                     NAMES[*f]
-                ))
+                )))
             }
             None => ready[0],
         };
+        if pick == TICK {
+            let to = now + race.tick_ms.unwrap_or(0);
+            clock.set_ms(to);
+            commands.push((TICK, format!("the server clock moves to {to}")));
+            ticked_at = Some(step);
+            choices.push(pick);
+            ready_sets.push(ready);
+            continue;
+        }
         let held = gates[pick].held();
         let Some(first) = held.first() else {
             continue;
@@ -358,7 +507,9 @@ async fn run_schedule(
         commands.push((pick, command_text(&first.command.args)));
         choices.push(pick);
         ready_sets.push(ready);
-        gates[pick].release(first.id).map_err(|e| e.to_string())?;
+        gates[pick]
+            .release(first.id)
+            .map_err(|e| Harness(format!("the gate could not release a command: {e}")))?;
         // Let the released command's reply arrive before looking again.
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
@@ -366,15 +517,28 @@ async fn run_schedule(
         g.shutdown().await;
     }
     let [Some(a), Some(b)] = finished else {
-        return Err("an operation did not finish".into());
+        return Err(Harness("an operation did not finish".into()));
     };
+    for out in [&a, &b] {
+        if let Err(e) = out {
+            if e.kind == ErrorKind::AdapterFailed {
+                return Err(Harness(e.message.clone()));
+            }
+        }
+    }
+    // An operation still running when the clock moved may have taken effect
+    // on either side of the move; one that finished before, only before.
+    let instants = [0, 1].map(|i| match (ticked_at, race.tick_ms) {
+        (Some(k), Some(d)) if finished_at[i] > k => vec![now, now + d],
+        _ => vec![now],
+    });
     Ok(Schedule {
         choices,
         ready: ready_sets,
         commands,
         outcomes: [a, b],
         requests,
+        instants,
         model,
-        now,
     })
 }

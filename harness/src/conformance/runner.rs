@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::scenario::{needs_server_clock, Patch, Step};
 use super::{CheckDef, CheckKind};
 use crate::check::{CheckResult, Level, Verdict};
-use crate::contract::{Contract, ContractModel, ErrorKind, Judgement, Reply, Request};
+use crate::contract::{Contract, ContractModel, ErrorKind, Judgement, Reply, Request, StoreError};
 use crate::history::History;
 use crate::keyspace;
 use crate::server::{ManagedServer, VIRTUAL_EPOCH_MS};
@@ -78,25 +78,27 @@ impl Target<'_> {
             .map_err(|e| format!("cannot connect to {}: {e}", self.server.url()))
     }
 
-    /// Connects instance `name` of the store under `prefix`.
+    /// Connects instance `name` of the store under `prefix`. The error
+    /// names the instance; an `adapter_failed` one is the harness's trouble
+    /// (see [`Outcome::connect_failed`]).
     pub async fn connect(
         &self,
         name: &str,
         prefix: &str,
         clock_ms: i64,
-    ) -> Result<Box<dyn StoreClient>, String> {
-        self.connect_via(name, prefix, &self.server.url(), clock_ms)
+    ) -> Result<Box<dyn StoreClient>, StoreError> {
+        self.connect_store(name, prefix, &self.server.url(), clock_ms)
             .await
     }
 
     /// Connects instance `name` to `url` (a gate in front of the server).
-    pub async fn connect_via(
+    pub async fn connect_store(
         &self,
         name: &str,
         prefix: &str,
         url: &str,
         clock_ms: i64,
-    ) -> Result<Box<dyn StoreClient>, String> {
+    ) -> Result<Box<dyn StoreClient>, StoreError> {
         let hello = Hello {
             instance: name.into(),
             redis_url: url.into(),
@@ -107,7 +109,10 @@ impl Target<'_> {
             .connect(&hello, clock_ms)
             .await
             .map(|(_, client)| client)
-            .map_err(|e| format!("instance {name} could not connect: {e}"))
+            .map_err(|e| StoreError {
+                message: format!("instance {name} could not connect: {}", e.message),
+                ..e
+            })
     }
 }
 
@@ -146,7 +151,6 @@ impl Outcome {
     }
     /// The harness could not decide the check (its own trouble, not the
     /// store's): `reason` says what went wrong.
-    #[allow(dead_code)]
     pub fn unknown(reason: impl Into<String>, evidence: Value) -> Self {
         Outcome {
             verdict: Verdict::Unknown,
@@ -154,6 +158,35 @@ impl Outcome {
             evidence,
             counterexample: None,
         }
+    }
+}
+
+impl Outcome {
+    /// A store that could not be connected: the store's failure (it refused
+    /// a server it must accept, or could not reach it), unless its adapter
+    /// failed, which is bad input rather than a contract violation.
+    pub fn connect_failed(e: StoreError, evidence: Value) -> Self {
+        if e.kind == ErrorKind::AdapterFailed {
+            Outcome::unknown(e.message, evidence)
+        } else {
+            Outcome::fail(e.to_string(), evidence, None)
+        }
+    }
+
+    /// A store's error answer to a valid request: a failure (`what: e`),
+    /// unless its adapter failed (bad input, not a contract violation).
+    pub fn store_error(what: &str, e: StoreError, evidence: Value) -> Self {
+        if e.kind == ErrorKind::AdapterFailed {
+            Outcome::unknown(format!("{what}: {}", e.message), evidence)
+        } else {
+            Outcome::fail(format!("{what}: {e}"), evidence, None)
+        }
+    }
+
+    /// The harness's own trouble reading the server (a connect, scan or
+    /// snapshot that failed): the check is undecided, never failed.
+    pub fn harness_trouble(what: &str, e: impl std::fmt::Display, evidence: Value) -> Self {
+        Outcome::unknown(format!("storeproof could not {what}: {e}"), evidence)
     }
 }
 
@@ -334,7 +367,7 @@ pub(crate) async fn run_scenario(target: &Target<'_>, prefix: &str, steps: &[Ste
     };
     let mut admin = match target.admin().await {
         Ok(a) => a,
-        Err(e) => return Outcome::fail(e, Value::Null, None),
+        Err(e) => return Outcome::harness_trouble("connect to the server", e, Value::Null),
     };
     let mut instances: HashMap<String, Box<dyn StoreClient>> = HashMap::new();
     let mut model = ContractModel::default();
@@ -369,7 +402,7 @@ pub(crate) async fn run_scenario(target: &Target<'_>, prefix: &str, steps: &[Ste
                 Ok(c) => {
                     instances.insert(instance.clone(), c);
                 }
-                Err(e) => return Outcome::fail(e, json!({"history": history}), None),
+                Err(e) => return Outcome::connect_failed(e, json!({"history": history})),
             }
         }
         let Some(client) = instances.get_mut(instance) else {
@@ -386,6 +419,9 @@ pub(crate) async fn run_scenario(target: &Target<'_>, prefix: &str, steps: &[Ste
             let outcome = client.call(call, now).await;
             history.complete(instance, &call.op, &outcome, server_ms, now);
             let after = keyspace::snapshot(&mut admin, prefix).await;
+            if let Some(unknown) = adapter_failed(&outcome, instance, call, &history) {
+                return unknown;
+            }
             let observed = serde_json::to_value(outcome_json(&outcome)).unwrap_or(Value::Null);
             let refused = matches!(&outcome, Err(e) if e.kind == ErrorKind::BadRequest);
             if !refused {
@@ -411,10 +447,10 @@ pub(crate) async fn run_scenario(target: &Target<'_>, prefix: &str, steps: &[Ste
                     )
                 }
                 (Err(e), _) | (_, Err(e)) => {
-                    return Outcome::fail(
-                        format!("could not read the keyspace: {e}"),
+                    return Outcome::harness_trouble(
+                        "read the keyspace to see whether the refused request changed it",
+                        e,
                         json!({"history": history}),
-                        None,
                     )
                 }
             }
@@ -454,6 +490,17 @@ pub(crate) async fn run_scenario(target: &Target<'_>, prefix: &str, steps: &[Ste
             None => server_time(&mut admin).await,
         };
         history.complete(instance, &call.op, &outcome, server_ms, clock_ms);
+        if let Some(unknown) = adapter_failed(&outcome, instance, &call, &history) {
+            return unknown;
+        }
+        if clock.is_none() && (before.is_none() || after.is_none()) {
+            return Outcome::harness_trouble(
+                format!("read the server's TIME around step {i}, so the reply cannot be judged")
+                    .as_str(),
+                "TIME failed",
+                json!({"history": history}),
+            );
+        }
         if let Err(e) = &outcome {
             if e.kind == ErrorKind::Unsupported {
                 return Outcome::skipped(format!(
@@ -492,6 +539,26 @@ pub(crate) async fn run_scenario(target: &Target<'_>, prefix: &str, steps: &[Ste
             evidence,
             counterexample: None,
         }
+    }
+}
+
+/// An adapter that failed during a call is bad input, not a contract
+/// violation: the check is undecided, naming the instance and the request.
+fn adapter_failed(
+    outcome: &Result<Reply, StoreError>,
+    instance: &str,
+    call: &crate::contract::Call,
+    history: &History,
+) -> Option<Outcome> {
+    match outcome {
+        Err(e) if e.kind == ErrorKind::AdapterFailed => Some(Outcome::unknown(
+            format!(
+                "the adapter of instance {instance} failed during {} {}: {}",
+                call.op, call.args, e.message
+            ),
+            json!({"history": history}),
+        )),
+        _ => None,
     }
 }
 

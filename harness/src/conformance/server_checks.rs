@@ -219,7 +219,7 @@ impl ServerCase {
         }
         let started = match self.start().await {
             Ok(s) => s,
-            Err(e) => return Outcome::fail(e, Value::Null, None),
+            Err(e) => return Outcome::unknown(e, Value::Null),
         };
         let hello = Hello {
             instance: "a".into(),
@@ -235,6 +235,13 @@ impl ServerCase {
             .factory
             .connect(&hello, crate::server::VIRTUAL_EPOCH_MS)
             .await;
+        // An adapter that failed is bad input, not the store's verdict on
+        // the server: nothing can be judged.
+        if let Err(e) = &connected {
+            if e.kind == ErrorKind::AdapterFailed {
+                return Outcome::unknown(e.message.clone(), json!({"server": setup, "error": e}));
+            }
+        }
         let outcome = match (&self.refusal, connected) {
             (None, Ok((_, mut client))) => {
                 let take = Request::LeaseTake {
@@ -248,10 +255,10 @@ impl ServerCase {
                     None
                 };
                 match answer {
-                    Some(Err(e)) => Outcome::fail(
-                        format!("accepted the server but then refused a take: {e}"),
+                    Some(Err(e)) => Outcome::store_error(
+                        "accepted the server but then refused a take",
+                        e,
                         setup,
-                        None,
                     ),
                     _ => Outcome::pass(
                         String::new(),

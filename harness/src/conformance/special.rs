@@ -63,11 +63,11 @@ async fn kept_not_in_redis(target: &Target<'_>, prefix: &str) -> Outcome {
     let clock_ms = now(target);
     let mut client = match target.connect("a", prefix, clock_ms).await {
         Ok(c) => c,
-        Err(e) => return Outcome::fail(e, Value::Null, None),
+        Err(e) => return Outcome::connect_failed(e, Value::Null),
     };
     let mut admin = match target.admin().await {
         Ok(a) => a,
-        Err(e) => return Outcome::fail(e, Value::Null, None),
+        Err(e) => return Outcome::harness_trouble("connect to the server", e, Value::Null),
     };
     // A marker no store would write by chance.
     let marker = format!("kept-exec-{:016x}", rand::random::<u64>());
@@ -85,11 +85,7 @@ async fn kept_not_in_redis(target: &Target<'_>, prefix: &str) -> Outcome {
     ];
     for req in steps {
         if let Err(e) = call(&mut client, req, clock_ms, &mut log).await {
-            return Outcome::fail(
-                format!("the store refused: {e}"),
-                json!({"calls": log}),
-                None,
-            );
+            return Outcome::store_error("the store refused", e, json!({"calls": log}));
         }
     }
     let listed = call(
@@ -118,13 +114,7 @@ async fn kept_not_in_redis(target: &Target<'_>, prefix: &str) -> Outcome {
     };
     let keys = match keys {
         Ok(k) => k,
-        Err(e) => {
-            return Outcome::fail(
-                format!("could not scan the keyspace: {e}"),
-                Value::Null,
-                None,
-            )
-        }
+        Err(e) => return Outcome::harness_trouble("scan the keyspace", e, json!({"calls": log})),
     };
     match keyspace::keys_mentioning(&mut admin, &keys, &marker).await {
         Ok(found) if found.is_empty() => Outcome::pass(
@@ -139,11 +129,7 @@ async fn kept_not_in_redis(target: &Target<'_>, prefix: &str) -> Outcome {
             json!({"marker": marker, "keys": found, "calls": log}),
             Some(json!({"kind": "kept-in-redis", "calls": log})),
         ),
-        Err(e) => Outcome::fail(
-            format!("could not read the keyspace: {e}"),
-            Value::Null,
-            None,
-        ),
+        Err(e) => Outcome::harness_trouble("read the keyspace", e, json!({"calls": log})),
     }
 }
 
@@ -156,16 +142,16 @@ async fn odd_ids_inside_prefix(target: &Target<'_>, prefix: &str) -> Outcome {
     }
     let mut admin = match target.admin().await {
         Ok(a) => a,
-        Err(e) => return Outcome::fail(e, Value::Null, None),
+        Err(e) => return Outcome::harness_trouble("connect to the server", e, Value::Null),
     };
     let before: BTreeSet<Vec<u8>> = match keyspace::all_keys(&mut admin).await {
         Ok(k) => k.into_iter().collect(),
-        Err(e) => return Outcome::fail(format!("could not scan: {e}"), Value::Null, None),
+        Err(e) => return Outcome::harness_trouble("scan the keyspace", e, Value::Null),
     };
     let clock_ms = now(target);
     let mut client = match target.connect("*", prefix, clock_ms).await {
         Ok(c) => c,
-        Err(e) => return Outcome::fail(e, Value::Null, None),
+        Err(e) => return Outcome::connect_failed(e, Value::Null),
     };
     let long = "k".repeat(1024);
     let mut log = Vec::new();
@@ -216,17 +202,17 @@ async fn odd_ids_inside_prefix(target: &Target<'_>, prefix: &str) -> Outcome {
         }
         for req in reqs {
             if let Err(e) = call(&mut client, req, clock_ms, &mut log).await {
-                return Outcome::fail(
-                    format!("the store refused an odd id: {e}"),
+                return Outcome::store_error(
+                    "the store refused an odd id",
+                    e,
                     json!({"calls": log}),
-                    None,
                 );
             }
         }
     }
     let after = match keyspace::all_keys(&mut admin).await {
         Ok(k) => k,
-        Err(e) => return Outcome::fail(format!("could not scan: {e}"), Value::Null, None),
+        Err(e) => return Outcome::harness_trouble("scan the keyspace", e, Value::Null),
     };
     let new: Vec<&Vec<u8>> = after.iter().filter(|k| !before.contains(*k)).collect();
     let outside: Vec<String> = new
@@ -255,11 +241,11 @@ async fn bytes_per_tree(target: &Target<'_>, prefix: &str) -> Outcome {
     let clock_ms = now(target);
     let mut client = match target.connect("a", prefix, clock_ms).await {
         Ok(c) => c,
-        Err(e) => return Outcome::fail(e, Value::Null, None),
+        Err(e) => return Outcome::connect_failed(e, Value::Null),
     };
     let mut admin = match target.admin().await {
         Ok(a) => a,
-        Err(e) => return Outcome::fail(e, Value::Null, None),
+        Err(e) => return Outcome::harness_trouble("connect to the server", e, Value::Null),
     };
     let mut log = Vec::new();
     for i in 0..TREES_MEASURED {
@@ -273,20 +259,16 @@ async fn bytes_per_tree(target: &Target<'_>, prefix: &str) -> Outcome {
             log.push(json!({"call": req.to_call(), "answer": outcome_json(&outcome)}));
         }
         if let Err(e) = outcome {
-            return Outcome::fail(
-                format!("the store refused a take: {e}"),
-                json!({"calls": log}),
-                None,
-            );
+            return Outcome::store_error("the store refused a take", e, json!({"calls": log}));
         }
     }
     let keys = match keyspace::keys_under(&mut admin, prefix).await {
         Ok(k) => k,
-        Err(e) => return Outcome::fail(format!("could not scan: {e}"), Value::Null, None),
+        Err(e) => return Outcome::harness_trouble("scan the keyspace", e, Value::Null),
     };
     let bytes = match keyspace::memory_usage(&mut admin, &keys).await {
         Ok(b) => b,
-        Err(e) => return Outcome::fail(format!("MEMORY USAGE failed: {e}"), Value::Null, None),
+        Err(e) => return Outcome::harness_trouble("read MEMORY USAGE", e, Value::Null),
     };
     let per_tree = bytes / TREES_MEASURED as u64;
     let evidence = json!({
