@@ -20,16 +20,143 @@ pub use junit::render_junit;
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     /// A file or directory of the report could not be written.
-    #[error("cannot write the report to {path}: {source}; pick another --out directory")]
+    #[error("cannot write the report to {path}: {cause}; pick another --out directory")]
     Io {
         /// The file or directory that could not be written.
         path: PathBuf,
-        /// Why the write failed.
-        source: std::io::Error,
+        /// Why the write failed (not a `source`: the message already says
+        /// it, and a chain would print it twice).
+        cause: std::io::Error,
+    },
+    /// `--out` names something storeproof must not replace: a file, a
+    /// directory of someone else's files, the current or home directory.
+    #[error("--out {path}: {why}; storeproof replaces the whole --out directory, so give a new or empty directory, or one holding a previous storeproof report")]
+    Refused {
+        /// The `--out` path as given.
+        path: PathBuf,
+        /// What is there, one line.
+        why: String,
     },
     /// The report could not be encoded as JSON.
     #[error("cannot encode the report: {0}")]
     Json(#[from] serde_json::Error),
+}
+
+/// The file written into every report directory. A directory holding it
+/// (and nothing storeproof does not write) is a previous report, which the
+/// next run may replace; storeproof replaces no other non-empty directory.
+pub const MARKER: &str = ".storeproof-report";
+
+/// The names storeproof writes at the top of a report directory.
+const REPORT_ENTRIES: [&str; 5] = [MARKER, "report.json", "junit.xml", "index.html", "replays"];
+
+/// Checks that a report may be written to `dir` without deleting anything
+/// storeproof did not write: `dir` does not exist yet (under a directory),
+/// is an empty directory, or holds a previous storeproof report and nothing
+/// else. Refused: a file, a symbolic link, `/`, the home directory, the
+/// current directory or one holding it, and any other non-empty directory.
+/// Cheap; `storeproof certify` calls it before the run starts, and
+/// [`write_all`] again before it replaces anything.
+pub fn check_out_dir(dir: &Path) -> Result<(), ReportError> {
+    let refuse = |why: String| ReportError::Refused {
+        path: dir.to_path_buf(),
+        why,
+    };
+    if dir.as_os_str().is_empty() {
+        return Err(refuse("the path is empty".into()));
+    }
+    let meta = match fs::symlink_metadata(dir) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // The report will create it: the nearest existing ancestor must
+            // be a directory.
+            let absolute = std::path::absolute(dir).map_err(|cause| ReportError::Io {
+                path: dir.to_path_buf(),
+                cause,
+            })?;
+            let mut ancestor = absolute.parent();
+            while let Some(a) = ancestor {
+                match fs::metadata(a) {
+                    Ok(m) if m.is_dir() => return Ok(()),
+                    Ok(_) => {
+                        return Err(refuse(format!(
+                            "{} is a file, so no directory can be made under it",
+                            a.display()
+                        )))
+                    }
+                    Err(_) => ancestor = a.parent(),
+                }
+            }
+            return Ok(());
+        }
+        Err(cause) => {
+            return Err(ReportError::Io {
+                path: dir.to_path_buf(),
+                cause,
+            })
+        }
+    };
+    if meta.file_type().is_symlink() {
+        return Err(refuse("it is a symbolic link".into()));
+    }
+    if !meta.is_dir() {
+        return Err(refuse("it is a file, not a directory".into()));
+    }
+    let io = |cause| ReportError::Io {
+        path: dir.to_path_buf(),
+        cause,
+    };
+    let canonical = fs::canonicalize(dir).map_err(io)?;
+    let home = std::env::var_os("HOME").and_then(|h| fs::canonicalize(h).ok());
+    let cwd = std::env::current_dir().ok();
+    if canonical.parent().is_none() {
+        return Err(refuse("it is the root directory".into()));
+    }
+    if home.as_deref() == Some(canonical.as_path()) {
+        return Err(refuse("it is your home directory".into()));
+    }
+    if let Some(cwd) = cwd.filter(|c| c.starts_with(&canonical)) {
+        return Err(refuse(if cwd == canonical {
+            "it is the current directory".into()
+        } else {
+            "it holds the current directory".into()
+        }));
+    }
+    let mut entries = Vec::new();
+    for entry in fs::read_dir(dir).map_err(io)? {
+        entries.push(entry.map_err(io)?);
+    }
+    if entries.is_empty() {
+        return Ok(());
+    }
+    if !entries.iter().any(|e| e.file_name() == MARKER) {
+        return Err(refuse(format!(
+            "the directory is not empty and holds no storeproof report (no {MARKER} file), and storeproof never deletes what it did not write"
+        )));
+    }
+    // A previous report: still, everything in it must be storeproof's.
+    let foreign = |name: String| {
+        refuse(format!(
+            "it holds a previous report but also {name}, which storeproof did not write"
+        ))
+    };
+    for entry in &entries {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !REPORT_ENTRIES.contains(&name.as_str()) {
+            return Err(foreign(name));
+        }
+        if name == "replays" {
+            for replay in fs::read_dir(entry.path()).map_err(io)? {
+                let replay = replay.map_err(io)?;
+                let file = replay.file_name().to_string_lossy().into_owned();
+                let is_file = replay.file_type().map(|t| t.is_file()).unwrap_or(false);
+                if !is_file || !file.ends_with(".json") {
+                    return Err(foreign(format!("replays/{file}")));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The replay file of every failed or warned check that has a
@@ -69,13 +196,18 @@ pub fn render_json(report: &Report) -> Result<String, ReportError> {
     Ok(serde_json::to_string_pretty(report)?)
 }
 
-/// Writes `index.html`, `report.json` and `junit.xml` into `dir`. All three
-/// are first written into a sibling staging directory that then replaces
-/// `dir`, so a failure leaves either the old report or none, never half.
+/// Writes `index.html`, `report.json`, `junit.xml`, the replay files and
+/// the [`MARKER`] into `dir`. Refuses (before writing anything) what
+/// [`check_out_dir`] refuses. Every secret in the report (a password in a
+/// URL, anywhere) is redacted first. All files are written into a sibling
+/// staging directory that then replaces `dir`, so a failure leaves either
+/// the old report or none, never half.
 pub fn write_all(report: &Report, dir: &Path) -> Result<(), ReportError> {
+    check_out_dir(dir)?;
+    let report = &redacted(report)?;
     let io = |path: &Path| {
         let path = path.to_path_buf();
-        move |source| ReportError::Io { path, source }
+        move |cause| ReportError::Io { path, cause }
     };
     let json = render_json(report)?;
     let junit = render_junit(report);
@@ -90,10 +222,18 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<(), ReportError> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "storeproof-report".into());
     let staging = parent.join(format!(".{name}.staging-{}", std::process::id()));
+    let old = parent.join(format!(".{name}.old-{}", std::process::id()));
     let _ = fs::remove_dir_all(&staging);
     let result = (|| {
         fs::create_dir_all(&staging).map_err(io(&staging))?;
         let mut files = vec![
+            (
+                MARKER.to_string(),
+                format!(
+                    "This directory is a report of storeproof {}. The next run with --out here replaces it whole;\nstoreproof replaces no directory without this file.\n",
+                    report.storeproof
+                ),
+            ),
             ("report.json".to_string(), json),
             ("junit.xml".to_string(), junit),
             ("index.html".to_string(), html),
@@ -106,10 +246,26 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<(), ReportError> {
             }
             fs::write(&path, body).map_err(io(&path))?;
         }
-        if dir.exists() {
-            fs::remove_dir_all(dir).map_err(io(dir))?;
+        // Checked again right before: only a report or an empty directory
+        // is ever moved aside, and it is put back if the swap fails.
+        check_out_dir(dir)?;
+        let had_old = dir.exists();
+        if had_old {
+            fs::rename(dir, &old).map_err(io(dir))?;
         }
-        fs::rename(&staging, dir).map_err(io(dir))
+        if let Err(cause) = fs::rename(&staging, dir) {
+            if had_old {
+                let _ = fs::rename(&old, dir);
+            }
+            return Err(ReportError::Io {
+                path: dir.to_path_buf(),
+                cause,
+            });
+        }
+        if had_old {
+            fs::remove_dir_all(&old).map_err(io(&old))?;
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = fs::remove_dir_all(&staging);
@@ -117,7 +273,31 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<(), ReportError> {
     result
 }
 
-/// Escapes text for HTML and XML.
+/// `report` with every string in it passed through
+/// [`harness::server::redact_secrets`]: the command line, reasons,
+/// evidence, adapter messages — whatever may quote a URL with a password.
+fn redacted(report: &Report) -> Result<Report, ReportError> {
+    fn walk(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::String(s) => {
+                if s.contains("://") {
+                    *s = harness::server::redact_secrets(s);
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(walk),
+            serde_json::Value::Object(map) => map.values_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    let mut value = serde_json::to_value(report)?;
+    walk(&mut value);
+    Ok(serde_json::from_value(value)?)
+}
+
+/// Escapes text for HTML and XML. Control characters other than tab, line
+/// feed and carriage return (which XML 1.0 forbids even as references, and
+/// which would reach a terminal raw) become a visible `\u{..}`, as do the
+/// non-characters U+FFFE and U+FFFF.
 pub(crate) fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -127,6 +307,10 @@ pub(crate) fn escape(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if c.is_control() || c == '\u{fffe}' || c == '\u{ffff}' => {
+                out.push_str(&format!("\\u{{{:x}}}", c as u32))
+            }
             c => out.push(c),
         }
     }

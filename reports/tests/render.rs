@@ -3,6 +3,7 @@
 //! and shows each failure's steps; writing never leaves a half report.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use harness::check::{
     CheckResult, Level, Report, RunVerdict, ServerSection, StoreSection, Verdict,
@@ -157,13 +158,15 @@ fn replay_files_come_with_every_counterexample() {
 fn writing_replaces_the_old_report_whole_and_fails_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("report");
-    std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(out.join("stale.txt"), "old").unwrap();
+    reports::write_all(&report(), &out).unwrap();
+    assert!(out.join(reports::MARKER).exists());
+    // A replay of the previous run that this run does not have.
+    std::fs::write(out.join("replays/crash.old.json"), "{}").unwrap();
     reports::write_all(&report(), &out).unwrap();
     assert!(out.join("index.html").exists() && out.join("junit.xml").exists());
     assert!(out.join("replays/explorer.one-live-holder.json").exists());
     assert!(
-        !out.join("stale.txt").exists(),
+        !out.join("replays/crash.old.json").exists(),
         "the old report was not replaced whole"
     );
     // A parent that is a file: an error, and nothing half-written beside it.
@@ -175,4 +178,115 @@ fn writing_replaces_the_old_report_whole_and_fails_cleanly() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(left.len(), 2, "{left:?}");
+}
+
+/// The one-line refusal of `--out`, as text.
+fn refusal(dir: &Path) -> String {
+    let err = reports::check_out_dir(dir).expect_err("refused");
+    let text = err.to_string();
+    assert!(!text.contains('\n'), "{text}");
+    assert!(
+        reports::write_all(&report(), dir).is_err(),
+        "write_all wrote where check_out_dir refused"
+    );
+    text
+}
+
+#[test]
+fn a_directory_of_someone_elses_files_is_never_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    // A folder of the user's files.
+    let mine = dir.path().join("thesis");
+    std::fs::create_dir_all(mine.join("chapters")).unwrap();
+    std::fs::write(mine.join("draft.txt"), "years of work").unwrap();
+    assert!(refusal(&mine).contains("holds no storeproof report"));
+    assert_eq!(
+        std::fs::read_to_string(mine.join("draft.txt")).unwrap(),
+        "years of work"
+    );
+    assert!(mine.join("chapters").is_dir());
+    // A file.
+    let file = dir.path().join("notes.txt");
+    std::fs::write(&file, "x").unwrap();
+    assert!(refusal(&file).contains("is a file"));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
+    // A previous report the user added a file to.
+    let old = dir.path().join("report");
+    reports::write_all(&report(), &old).unwrap();
+    std::fs::write(old.join("my-notes.md"), "keep").unwrap();
+    assert!(refusal(&old).contains("my-notes.md"));
+    assert!(old.join("my-notes.md").exists() && old.join("report.json").exists());
+    // The current directory, and /.
+    assert!(refusal(Path::new(".")).contains("current directory"));
+    let cwd = std::env::current_dir().unwrap();
+    assert!(refusal(&cwd).contains("current directory"));
+    assert!(refusal(Path::new("/")).contains("root directory"));
+    // A new directory and an empty one are fine.
+    reports::check_out_dir(&dir.path().join("new/deeper")).unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    reports::write_all(&report(), &empty).unwrap();
+    assert!(empty.join("report.json").exists());
+}
+
+#[test]
+fn no_password_in_any_file_of_the_report() {
+    let secret = "hunter2-s3cret";
+    let mut r = report();
+    r.run.insert(
+        "command".into(),
+        json!([
+            "storeproof",
+            "certify",
+            format!("--redis-url=redis://:{secret}@10.0.0.1:6379/0"),
+            "--store",
+            format!("cmd:./adapter --url rediss://app:{secret}@cache:6380"),
+        ]),
+    );
+    r.store.spec = format!("cmd:./adapter --url rediss://app:{secret}@cache:6380");
+    r.checks[3].reason = format!("the adapter said: cannot reach redis://u:{secret}@h:1/");
+    r.checks[3].evidence = json!({"hello": {"redis_url": format!("redis://:{secret}@h:1/")}});
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    reports::write_all(&r, &out).unwrap();
+    let mut files = vec![out.clone()];
+    let mut seen = 0;
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !text.contains(secret),
+            "{} holds the password",
+            path.display()
+        );
+        seen += 1;
+    }
+    assert_eq!(
+        seen, 5,
+        "marker, report.json, junit.xml, index.html, a replay"
+    );
+    let json = std::fs::read_to_string(out.join("report.json")).unwrap();
+    assert!(json.contains("redis://:***@10.0.0.1:6379/0"), "{json}");
+}
+
+#[test]
+fn control_characters_never_reach_the_xml_or_html() {
+    let mut r = report();
+    r.checks[2].verdict = Verdict::Unknown;
+    r.checks[2].reason = "the adapter wrote \u{1b}[31mred\u{7}\u{0} and \u{8}".into();
+    r.checks[3].reason = "bell \u{7} in a failure".into();
+    for text in [reports::render_junit(&r), reports::render_html(&r)] {
+        let bad: Vec<char> = text
+            .chars()
+            .filter(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+            .collect();
+        assert!(bad.is_empty(), "raw control characters {bad:?}");
+        assert!(
+            text.contains("\\u{1b}[31mred\\u{7}\\u{0}"),
+            "shown, not dropped"
+        );
+    }
 }

@@ -114,7 +114,152 @@ where
     settings
 }
 
+/// `text` with the password of every `scheme://user:password@host` in it
+/// replaced by `***`, wherever it appears (a URL alone, a command line, an
+/// error message quoting a request). The one redaction every report, log
+/// line and message goes through.
+///
+/// The authority is taken to run to the next `/`, `?`, `#` or white space,
+/// and to end at its last `@`: a password with quotes or backslashes (which
+/// JSON escapes) is still hidden, at worst with some text around it.
+pub fn redact_secrets(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(sep) = rest.find("://") {
+        let scheme_ok = rest[..sep]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+        let authority_start = sep + 3;
+        out.push_str(&rest[..authority_start]);
+        rest = &rest[authority_start..];
+        if !scheme_ok {
+            continue;
+        }
+        let end = rest
+            .find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace())
+            .unwrap_or(rest.len());
+        let Some(at) = rest[..end].rfind('@') else {
+            continue;
+        };
+        match rest[..at].split_once(':') {
+            Some((user, _)) => {
+                out.push_str(user);
+                out.push_str(":***");
+            }
+            // A user name alone is no secret.
+            None => out.push_str(&rest[..at]),
+        }
+        rest = &rest[at..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `prefix` as a `SCAN MATCH` pattern that matches only itself: glob
+/// characters in it are escaped.
+fn glob_literal(prefix: &str) -> String {
+    let mut out = String::with_capacity(prefix.len() + 1);
+    for c in prefix.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Removes every key of the server at `url` whose name starts with
+/// `prefix` (`SCAN MATCH <prefix>*`, then `UNLINK`), and nothing else: how a
+/// `--redis-url` run leaves a user's server as it found it. Returns how
+/// many keys it removed. An empty prefix is refused (it would match all).
+pub async fn remove_keys_under(url: &str, prefix: &str) -> Result<u64, ServerError> {
+    let shown = redact_url(url);
+    let failed = |e: redis::RedisError| ServerError::Unreachable {
+        url: shown.clone(),
+        cause: one_line(&e.to_string()),
+    };
+    if prefix.is_empty() {
+        return Err(ServerError::InvalidOption {
+            reason: "refusing to remove the keys under an empty prefix (that is every key)".into(),
+        });
+    }
+    let mut conn = connect(url, PROBE_TIMEOUT, PROBE_TIMEOUT)
+        .await
+        .map_err(failed)?;
+    let pattern = format!("{}*", glob_literal(prefix));
+    let mut cursor: u64 = 0;
+    let mut removed = 0u64;
+    loop {
+        let (next, batch): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(&pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(&mut conn)
+            .await
+            .map_err(failed)?;
+        // The pattern is exact, but a key is only ever removed when its
+        // name starts with the prefix byte for byte.
+        let mine: Vec<Vec<u8>> = batch
+            .into_iter()
+            .filter(|k| k.starts_with(prefix.as_bytes()))
+            .collect();
+        if !mine.is_empty() {
+            let n: u64 = redis::cmd("UNLINK")
+                .arg(&mine)
+                .query_async(&mut conn)
+                .await
+                .map_err(failed)?;
+            removed += n;
+        }
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    Ok(removed)
+}
+
 /// Error texts can span lines; messages must not.
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redact_secrets_hides_every_password_in_any_text() {
+        for (text, shown) in [
+            ("redis://:pw@h:1/", "redis://:***@h:1/"),
+            (
+                "--redis-url=redis://u:pw@h/0",
+                "--redis-url=redis://u:***@h/0",
+            ),
+            ("rediss://u:p%40w@h:6380", "rediss://u:***@h:6380"),
+            (
+                "a redis://:x@h/ and http://u:y@z?q",
+                "a redis://:***@h/ and http://u:***@z?q",
+            ),
+            (
+                r#"{"redis_url":"redis://:p\"w@h:1/"}"#,
+                r#"{"redis_url":"redis://:***@h:1/"}"#,
+            ),
+            ("redis://user@h/", "redis://user@h/"),
+            ("redis://h:1/ no secret@all", "redis://h:1/ no secret@all"),
+            ("://:pw@h", "://:pw@h"),
+            ("plain", "plain"),
+        ] {
+            assert_eq!(redact_secrets(text), shown, "{text}");
+        }
+    }
+
+    #[test]
+    fn glob_literal_escapes_glob_characters() {
+        assert_eq!(glob_literal("sp:0a:"), "sp:0a:");
+        assert_eq!(glob_literal(r"a*b?c[d]e\f"), r"a\*b\?c\[d\]e\\f");
+    }
 }
