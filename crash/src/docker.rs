@@ -7,7 +7,15 @@
 //! its own synchronously, [`cleanup_all_blocking`] removes everything left
 //! (for the Ctrl-C handler), and everything carries the label
 //! `storeproof.run=<label>` so that [`remove_labelled`] can find it even
-//! from another process.
+//! from another process. A process killed with SIGKILL cleans nothing up:
+//! every object also names its owner (pid, process start, boot and host),
+//! and [`reap_dead_runs`] removes, at the start of a crash run, what was
+//! left by owners that are gone — the way testcontainers' reaper does.
+//!
+//! The server in the container is never open to the network without a
+//! password: its port is published on 127.0.0.1 only, and it requires a
+//! random password (in the URL given to the store), so that another
+//! container on the Docker network cannot use it either.
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::TcpListener;
@@ -29,6 +37,21 @@ use crate::backend::{CrashBackend, CrashError};
 
 /// The label put on every container and volume, valued with the run's label.
 pub const RUN_LABEL: &str = "storeproof.run";
+
+/// The owning process's pid, on every container and volume.
+pub const OWNER_PID_LABEL: &str = "storeproof.owner.pid";
+
+/// The owning process's start time (clock ticks since boot, as
+/// `/proc/<pid>/stat` says): a pid reused by another process does not match.
+pub const OWNER_START_LABEL: &str = "storeproof.owner.start";
+
+/// The boot the owner ran in (`/proc/sys/kernel/random/boot_id`): after a
+/// reboot every owner of an earlier boot is gone.
+pub const OWNER_BOOT_LABEL: &str = "storeproof.owner.boot";
+
+/// The host the owner ran on: a Docker engine shared by several hosts only
+/// has its own host's objects judged.
+pub const OWNER_HOST_LABEL: &str = "storeproof.owner.host";
 
 /// The port redis listens on inside the container.
 const CONTAINER_PORT: u16 = 6379;
@@ -99,6 +122,8 @@ pub struct DockerBackend {
     volume: String,
     /// The host port on 127.0.0.1, the same across restarts.
     port: u16,
+    /// The server's random password (`requirepass`), in [`CrashBackend::url`].
+    password: String,
     /// False once [`CrashBackend::destroy`] removed everything, so that
     /// `Drop` has nothing left to do.
     live: bool,
@@ -112,8 +137,10 @@ impl DockerBackend {
     ///
     /// Always added: `--save ""` (no RDB snapshots; `settings` may override
     /// it), then after `settings` (these win) `--dir /data --port 6379 --bind
-    /// 0.0.0.0 --protected-mode no`. The container and the volume carry the
-    /// label `storeproof.run=<label>`.
+    /// 0.0.0.0 --protected-mode yes --requirepass <random>`: the published
+    /// port is on 127.0.0.1 only, and the password keeps other containers
+    /// out. The container and the volume carry the label
+    /// `storeproof.run=<label>` and their owner's labels.
     pub async fn start(
         settings: &[(String, String)],
         label: &str,
@@ -125,7 +152,8 @@ impl DockerBackend {
             name_safe(label),
             rand::random::<u32>()
         );
-        let labels = HashMap::from([(RUN_LABEL.to_string(), label.to_string())]);
+        let mut labels = owner_labels();
+        labels.insert(RUN_LABEL.to_string(), label.to_string());
 
         docker
             .create_volume(VolumeCreateRequest {
@@ -143,10 +171,11 @@ impl DockerBackend {
             container: name.clone(),
             volume: name,
             port: 0,
+            password: format!("{:032x}", rand::random::<u128>()),
             live: true,
         };
 
-        let args = server_args(settings);
+        let args = server_args(settings, &backend.password);
         let mut last_error = String::new();
         for _ in 0..PORT_ATTEMPTS {
             backend.port = pick_free_port()?;
@@ -328,7 +357,7 @@ impl CrashBackend for DockerBackend {
     }
 
     fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
+        format!("redis://:{}@127.0.0.1:{}/", self.password, self.port)
     }
 
     /// `docker kill -s KILL`, then waits until Docker sees the container
@@ -494,6 +523,140 @@ pub async fn remove_labelled(label: &str) -> Result<(), CrashError> {
     Ok(())
 }
 
+/// The owner labels of this process: pid, start time, boot and host.
+pub fn owner_labels() -> HashMap<String, String> {
+    let me = Owner::me();
+    HashMap::from([
+        (OWNER_PID_LABEL.to_string(), me.pid.to_string()),
+        (OWNER_START_LABEL.to_string(), me.start),
+        (OWNER_BOOT_LABEL.to_string(), me.boot),
+        (OWNER_HOST_LABEL.to_string(), me.host),
+    ])
+}
+
+/// Who created an object, as its labels say.
+struct Owner {
+    pid: u32,
+    start: String,
+    boot: String,
+    host: String,
+}
+
+impl Owner {
+    fn me() -> Owner {
+        let pid = std::process::id();
+        Owner {
+            pid,
+            start: process_start(pid).unwrap_or_default(),
+            boot: std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+                .map(|b| b.trim().to_string())
+                .unwrap_or_default(),
+            host: hostname(),
+        }
+    }
+}
+
+/// A process's start time in clock ticks since boot (field 22 of
+/// `/proc/<pid>/stat`), or `None` when there is no such process.
+fn process_start(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: count
+    // from the last `)`, after which field 3 comes.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19).map(str::to_string)
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Whether the owner named by `labels` is certainly gone. Objects without
+/// an owner, or of another host, are never judged dead.
+fn owner_dead(labels: &HashMap<String, String>, me: &Owner) -> bool {
+    let (Some(pid), Some(host)) = (
+        labels
+            .get(OWNER_PID_LABEL)
+            .and_then(|p| p.parse::<u32>().ok()),
+        labels.get(OWNER_HOST_LABEL),
+    ) else {
+        return false;
+    };
+    if *host != me.host {
+        return false;
+    }
+    let boot = labels.get(OWNER_BOOT_LABEL).map_or("", String::as_str);
+    if !boot.is_empty() && !me.boot.is_empty() && boot != me.boot {
+        return true;
+    }
+    let start = labels.get(OWNER_START_LABEL).map_or("", String::as_str);
+    match process_start(pid) {
+        Some(now) => !start.is_empty() && now != start,
+        // No /proc entry: gone, if /proc is there at all to say so.
+        None => !me.start.is_empty(),
+    }
+}
+
+/// What [`reap_dead_runs`] removed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Reaped {
+    /// Names of the containers removed.
+    pub containers: Vec<String>,
+    /// Names of the volumes removed.
+    pub volumes: Vec<String>,
+}
+
+/// Removes every container and volume labelled `storeproof.run` whose owner
+/// is gone (killed with SIGKILL, or the machine rebooted), on this host.
+/// Objects of live runs, of other hosts, and without an owner are left alone.
+pub async fn reap_dead_runs(docker: &Docker) -> Result<Reaped, CrashError> {
+    let me = Owner::me();
+    let filters = HashMap::from([("label".to_string(), vec![RUN_LABEL.to_string()])]);
+    let containers = docker
+        .list_containers(Some(
+            ListContainersOptionsBuilder::default()
+                .all(true)
+                .filters(&filters)
+                .build(),
+        ))
+        .await
+        .map_err(|e| CrashError(format!("cannot list storeproof's containers: {e}")))?;
+    let mut reaped = Reaped::default();
+    for c in containers {
+        let (Some(id), Some(labels)) = (c.id, c.labels) else {
+            continue;
+        };
+        if owner_dead(&labels, &me) {
+            remove_container(docker, &id).await?;
+            let name = c
+                .names
+                .and_then(|n| n.first().cloned())
+                .unwrap_or(id)
+                .trim_start_matches('/')
+                .to_string();
+            reaped.containers.push(name);
+        }
+    }
+    let volumes = docker
+        .list_volumes(Some(
+            ListVolumesOptionsBuilder::default()
+                .filters(&filters)
+                .build(),
+        ))
+        .await
+        .map_err(|e| CrashError(format!("cannot list storeproof's volumes: {e}")))?
+        .volumes
+        .unwrap_or_default();
+    for v in volumes {
+        if owner_dead(&v.labels, &me) {
+            remove_volume(docker, &v.name).await?;
+            reaped.volumes.push(v.name);
+        }
+    }
+    Ok(reaped)
+}
+
 /// What this process created and has not removed yet.
 #[derive(Default)]
 struct Registry {
@@ -590,17 +753,20 @@ fn report_leftovers(failures: Vec<String>) {
 
 /// The redis-server arguments: defaults, then `settings`, then what the
 /// backend needs (later directives win).
-fn server_args(settings: &[(String, String)]) -> Vec<String> {
+fn server_args(settings: &[(String, String)], password: &str) -> Vec<String> {
     let mut args = vec!["--save".to_string(), String::new()];
     for (name, value) in settings {
         args.push(format!("--{}", name.trim_start_matches("--")));
         args.push(value.clone());
     }
+    // 0.0.0.0 inside the container: docker-proxy connects from the bridge,
+    // not from loopback. The password is what keeps the network out.
     for (name, value) in [
         ("dir", "/data".to_string()),
         ("port", CONTAINER_PORT.to_string()),
         ("bind", "0.0.0.0".to_string()),
-        ("protected-mode", "no".to_string()),
+        ("protected-mode", "yes".to_string()),
+        ("requirepass", password.to_string()),
     ] {
         args.push(format!("--{name}"));
         args.push(value);
@@ -699,10 +865,13 @@ mod tests {
 
     #[test]
     fn settings_go_between_the_defaults_and_what_the_backend_needs() {
-        let args = server_args(&[
-            ("appendonly".to_string(), "yes".to_string()),
-            ("--appendfsync".to_string(), "always".to_string()),
-        ]);
+        let args = server_args(
+            &[
+                ("appendonly".to_string(), "yes".to_string()),
+                ("--appendfsync".to_string(), "always".to_string()),
+            ],
+            "secret",
+        );
         assert_eq!(
             args,
             [
@@ -719,7 +888,9 @@ mod tests {
                 "--bind",
                 "0.0.0.0",
                 "--protected-mode",
-                "no"
+                "yes",
+                "--requirepass",
+                "secret"
             ]
         );
     }

@@ -1,17 +1,24 @@
-//! The crash suite: for each kill, run the workload, SIGKILL the server at a
-//! seeded random moment, restart it on the same data and check that every
-//! acknowledged write is there. Then the same with the append-only file off
-//! and the opt-out given, where the loss must show.
+//! The crash suite: for each kill, run the workload on keys of its own,
+//! SIGKILL the server at a seeded random moment, restart it on the same data
+//! and check that every acknowledged write is there. Then the same with the
+//! append-only file off and the opt-out given, where the loss must show in
+//! every kill, and with simulated power cuts.
+//!
+//! Each kill round stands alone: its own key prefix and its own record of
+//! what was acknowledged, so a kill's figures and verdicts are its own and a
+//! loss is never inherited from an earlier kill.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use harness::check::{CheckResult, Level, Verdict};
-use harness::contract::{ChildState, Reply, Request};
+use harness::contract::{ChildState, ErrorKind, LeaseView, Reply, Request};
 use harness::store::{Hello, StoreClient, StoreFactory, OPT_OUT_WRITES_MAY_BE_LOST};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::backend::{CrashBackend, CrashError};
@@ -55,49 +62,213 @@ pub struct CrashConfig {
 pub struct CrashOutcome {
     /// One result per id of [`check_ids`], in report order.
     pub checks: Vec<CheckResult>,
-    /// The crash figures for the report's `stats`: backend, kills, acknowledged
-    /// vs lost writes, per kill and with the opt-out.
+    /// The crash figures for the report's `stats`: backend, and per kill of
+    /// each setting what was acknowledged and lost, in named units
+    /// ([`KillFigures`]).
     pub stats: Value,
 }
 
+const EPOCHS: &str = "crash.acknowledged-epochs-survive";
+const NEXT_TAKE: &str = "crash.next-take-continues";
+const RENEWS: &str = "crash.acknowledged-renews-survive";
+const CHILDREN: &str = "crash.acknowledged-children-survive";
+const CLAIMS: &str = "crash.acknowledged-claims-survive";
+const COMPLETED_ONCE: &str = "crash.children-completed-once";
+const PAUSES: &str = "crash.acknowledged-pauses-survive";
+const OPT_OUT: &str = "crash.opt-out-loses";
+const POWER_ALWAYS: &str = "crash.power-loss-always-keeps";
+const POWER_EVERYSEC: &str = "crash.power-loss-everysec-loses";
+const DOCKER: &str = "crash.docker-backend";
+
 /// The ids of the checks a crash run reports, in report order.
-pub fn check_ids() -> [&'static str; 9] {
+pub fn check_ids() -> [&'static str; 11] {
     [
-        "crash.acknowledged-epochs-survive",
-        "crash.next-take-continues",
-        "crash.acknowledged-children-survive",
-        "crash.children-completed-once",
-        "crash.acknowledged-pauses-survive",
-        "crash.opt-out-loses",
-        "crash.power-loss-always-keeps",
-        "crash.power-loss-everysec-loses",
-        "crash.docker-backend",
+        EPOCHS,
+        NEXT_TAKE,
+        RENEWS,
+        CHILDREN,
+        CLAIMS,
+        COMPLETED_ONCE,
+        PAUSES,
+        OPT_OUT,
+        POWER_ALWAYS,
+        POWER_EVERYSEC,
+        DOCKER,
     ]
 }
 
 /// Acknowledged writes a round waits for before its kill may land.
 const MIN_ACKED_PER_ROUND: u64 = 20;
 
-/// What one kill showed.
+/// How long a round's workload may take to acknowledge [`MIN_ACKED_PER_ROUND`] writes.
+const WORKLOAD_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A renew is judged only if it should still run this long after the read:
+/// the server's clock is the host's real clock, read a moment apart.
+const RENEW_MARGIN_MS: i64 = 1_000;
+
+/// What one kill acknowledged and lost, each kind of write in its own unit.
+/// An item counts once however many checks see its loss.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KillFigures {
+    /// The kill's number in its setting, from 1.
+    pub kill: usize,
+    /// Takes granted (each a new epoch).
+    pub epochs_acknowledged: usize,
+    /// Granted epochs the restarted server no longer covers (its record, or
+    /// the next take, is at or below them).
+    pub epochs_lost: usize,
+    /// Renews answered `renewed`.
+    pub renews_acknowledged: usize,
+    /// Acknowledged renews not judged: their lease was released afterwards
+    /// (or a release was in flight), or they ended before the check.
+    pub renews_not_judged: usize,
+    /// Judged renews whose expiry the restarted server does not honour.
+    pub renews_lost: usize,
+    /// Children saved.
+    pub children_acknowledged: usize,
+    /// Saved children unknown to the restarted server.
+    pub children_lost: usize,
+    /// Claims answered `claimed`.
+    pub claims_acknowledged: usize,
+    /// Claims the restarted server does not show, or hands out again.
+    pub claims_lost: usize,
+    /// Completes answered `completed`.
+    pub completions_acknowledged: usize,
+    /// Completed children not done after the restart, or handed out again.
+    pub completions_lost: usize,
+    /// Pauses answered `paused`.
+    pub pauses_acknowledged: usize,
+    /// Pauses not in force after the restart.
+    pub pauses_lost: usize,
+    /// Writes in flight at the kill: their outcome is unknown, nothing is
+    /// judged on them.
+    pub in_flight: usize,
+}
+
+impl KillFigures {
+    /// Items lost, of every kind.
+    pub fn lost(&self) -> usize {
+        self.epochs_lost
+            + self.renews_lost
+            + self.children_lost
+            + self.claims_lost
+            + self.completions_lost
+            + self.pauses_lost
+    }
+
+    /// Items acknowledged, of every kind.
+    pub fn acknowledged(&self) -> usize {
+        self.epochs_acknowledged
+            + self.renews_acknowledged
+            + self.children_acknowledged
+            + self.claims_acknowledged
+            + self.completions_acknowledged
+            + self.pauses_acknowledged
+    }
+
+    /// The figures of several kills added up (`kill` is the number of kills).
+    pub fn total(kills: &[KillFigures]) -> KillFigures {
+        let mut t = KillFigures {
+            kill: kills.len(),
+            ..KillFigures::default()
+        };
+        for k in kills {
+            t.epochs_acknowledged += k.epochs_acknowledged;
+            t.epochs_lost += k.epochs_lost;
+            t.renews_acknowledged += k.renews_acknowledged;
+            t.renews_not_judged += k.renews_not_judged;
+            t.renews_lost += k.renews_lost;
+            t.children_acknowledged += k.children_acknowledged;
+            t.children_lost += k.children_lost;
+            t.claims_acknowledged += k.claims_acknowledged;
+            t.claims_lost += k.claims_lost;
+            t.completions_acknowledged += k.completions_acknowledged;
+            t.completions_lost += k.completions_lost;
+            t.pauses_acknowledged += k.pauses_acknowledged;
+            t.pauses_lost += k.pauses_lost;
+            t.in_flight += k.in_flight;
+        }
+        t
+    }
+
+    /// The figures in words: `epochs acknowledged 41, lost 0; renews …`.
+    pub fn sentence(&self) -> String {
+        format!(
+            "epochs acknowledged {}, lost {}; renews acknowledged {}, lost {}; children saved {}, lost {}; \
+             claims acknowledged {}, lost {}; completions acknowledged {}, lost {}; pauses acknowledged {}, lost {}",
+            self.epochs_acknowledged,
+            self.epochs_lost,
+            self.renews_acknowledged,
+            self.renews_lost,
+            self.children_acknowledged,
+            self.children_lost,
+            self.claims_acknowledged,
+            self.claims_lost,
+            self.completions_acknowledged,
+            self.completions_lost,
+            self.pauses_acknowledged,
+            self.pauses_lost
+        )
+    }
+}
+
+/// What one kill showed: its figures and, per check, what broke.
 #[derive(Debug, Default)]
 struct Round {
-    acked: u64,
-    /// Acknowledged epochs whose record came back lower or not at all.
-    epochs_lost: Vec<String>,
-    /// Takes after the restart granted at or below an acknowledged epoch.
-    granted_again: Vec<String>,
-    children_lost: Vec<String>,
-    completed_again: Vec<String>,
-    pauses_lost: Vec<String>,
+    figures: KillFigures,
+    findings: BTreeMap<&'static str, Vec<String>>,
 }
 
 impl Round {
-    fn lost(&self) -> usize {
-        self.epochs_lost.len()
-            + self.granted_again.len()
-            + self.children_lost.len()
-            + self.completed_again.len()
-            + self.pauses_lost.len()
+    fn find(&mut self, check: &'static str, what: String) {
+        self.findings.entry(check).or_default().push(what);
+    }
+}
+
+/// The kills of one setting on one server.
+struct Series {
+    rounds: Vec<Round>,
+    /// Harness trouble that stopped the series early (a failed restart,
+    /// reconnect, or a workload that did not start): its checks cannot be
+    /// decided beyond the rounds done.
+    trouble: Option<String>,
+    /// The kills asked for.
+    asked: usize,
+    backend: &'static str,
+    fallback: Option<String>,
+}
+
+impl Series {
+    fn figures(&self) -> Vec<KillFigures> {
+        self.rounds.iter().map(|r| r.figures.clone()).collect()
+    }
+
+    /// Every finding of `check`, prefixed with its kill.
+    fn findings(&self, check: &str) -> Vec<String> {
+        self.rounds
+            .iter()
+            .flat_map(|r| {
+                r.findings
+                    .get(check)
+                    .into_iter()
+                    .flatten()
+                    .map(move |f| format!("kill {}, {f}", r.figures.kill))
+            })
+            .collect()
+    }
+
+    /// Every finding of every check, prefixed with its kill.
+    fn all_findings(&self) -> Vec<String> {
+        self.rounds
+            .iter()
+            .flat_map(|r| {
+                r.findings
+                    .values()
+                    .flatten()
+                    .map(move |f| format!("kill {}, {f}", r.figures.kill))
+            })
+            .collect()
     }
 }
 
@@ -145,268 +316,721 @@ async fn backend(
     }
 }
 
-async fn call(client: &mut Box<dyn StoreClient>, req: Request) -> Result<Reply, String> {
-    client
-        .call(&req.to_call(), wall_ms())
-        .await
-        .map_err(|e| format!("{} failed after the restart: {e}", req.op()))
+/// A reply in a few words, for findings.
+fn words(reply: &Reply) -> String {
+    match reply {
+        Reply::Lease(None) => "no record".into(),
+        Reply::Lease(Some(v)) => lease_words(v),
+        Reply::Child(None) => "no such child".into(),
+        Reply::Child(Some(v)) => format!(
+            "{} (claimer {}, attempt {})",
+            serde_json::to_value(v.state)
+                .ok()
+                .and_then(|s| s.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            v.claimer.as_deref().unwrap_or("none"),
+            v.attempt
+        ),
+        other => serde_json::to_string(other).unwrap_or_else(|_| other.outcome().to_string()),
+    }
 }
 
-/// Checks every acknowledged write after a restart, then drains the queue.
+fn lease_words(v: &LeaseView) -> String {
+    if v.live {
+        format!(
+            "epoch {} held by {} until {}",
+            v.epoch,
+            v.holder.as_deref().unwrap_or("nobody"),
+            v.expires_at_ms
+                .map_or("no expiry".into(), |x| x.to_string())
+        )
+    } else {
+        format!("epoch {}, not live", v.epoch)
+    }
+}
+
+/// Asks the store after the restart. `Ok(None)`: the store answered an
+/// error of its own, recorded as a finding of `check` about `item`.
+/// `Err`: harness trouble (the adapter failed, the server cannot be
+/// reached): the check cannot be decided.
+async fn ask(
+    client: &mut Box<dyn StoreClient>,
+    req: Request,
+    check: &'static str,
+    item: &str,
+    round: &mut Round,
+) -> Result<Option<Reply>, String> {
+    match client.call(&req.to_call(), wall_ms()).await {
+        Ok(reply) => Ok(Some(reply)),
+        Err(e) if matches!(e.kind, ErrorKind::AdapterFailed | ErrorKind::Unavailable) => Err(
+            format!("{} of {item} after the restart answered {e}", req.op()),
+        ),
+        Err(e) => {
+            round.find(
+                check,
+                format!("{item}: {} after the restart answered {e}", req.op()),
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// Checks every acknowledged write of a round after the restart; figures
+/// and findings go into `round`. `Err` is harness trouble.
 async fn verify(
     client: &mut Box<dyn StoreClient>,
-    acked: &Arc<Mutex<Acked>>,
+    acked: &Acked,
     round: &mut Round,
     verifier: &str,
 ) -> Result<(), String> {
-    let snapshot = acked.lock().map_err(|e| e.to_string())?.clone();
-    for (tree, epoch) in &snapshot.epochs {
-        match call(client, Request::LeaseRead { tree: tree.clone() }).await? {
-            Reply::Lease(Some(v)) if v.epoch >= *epoch => {}
-            other => round.epochs_lost.push(format!(
-                "{tree}: epoch {epoch} was acknowledged, the record reads {}",
-                serde_json::to_string(&other).unwrap_or_default()
-            )),
+    let f = &mut round.figures;
+    f.epochs_acknowledged = acked.grants.values().map(Vec::len).sum();
+    f.renews_acknowledged = acked.renews.values().map(Vec::len).sum();
+    f.children_acknowledged = acked.saved.len();
+    f.claims_acknowledged = acked.claims.values().map(Vec::len).sum();
+    f.completions_acknowledged = acked.completed.values().map(|n| *n as usize).sum();
+    f.pauses_acknowledged = acked.pauses.values().map(Vec::len).sum();
+    f.in_flight = acked.in_flight.len();
+
+    // Epochs and renews: the record of every tree with an acknowledged grant.
+    let mut lost_epochs: BTreeSet<(String, i64)> = BTreeSet::new();
+    for (tree, grants) in &acked.grants {
+        let top = grants.iter().map(|g| g.epoch).max().unwrap_or(0);
+        let read_at = wall_ms();
+        let Some(reply) = ask(
+            client,
+            Request::LeaseRead { tree: tree.clone() },
+            EPOCHS,
+            tree,
+            round,
+        )
+        .await?
+        else {
+            lost_epochs.extend(grants.iter().map(|g| (tree.clone(), g.epoch)));
+            continue;
+        };
+        let view = match reply {
+            Reply::Lease(v) => v,
+            other => {
+                round.find(
+                    EPOCHS,
+                    format!("{tree}: lease.read answered {}", words(&other)),
+                );
+                lost_epochs.extend(grants.iter().map(|g| (tree.clone(), g.epoch)));
+                continue;
+            }
+        };
+        let on_server = view.as_ref().map_or(0, |v| v.epoch);
+        if on_server < top {
+            round.find(
+                EPOCHS,
+                format!(
+                    "{tree}: epoch {top} was acknowledged, the restarted server reads {}",
+                    view.as_ref().map_or("no record".into(), lease_words)
+                ),
+            );
+            lost_epochs.extend(
+                grants
+                    .iter()
+                    .filter(|g| g.epoch > on_server)
+                    .map(|g| (tree.clone(), g.epoch)),
+            );
         }
-    }
-    // Every workload lease has run out; the next take must continue above.
-    tokio::time::sleep(Duration::from_millis(LEASE_MS as u64 + 20)).await;
-    for (tree, epoch) in &snapshot.epochs {
-        let mut answer = Reply::Empty {};
-        for _ in 0..5 {
-            answer = call(
-                client,
-                Request::LeaseTake {
-                    tree: tree.clone(),
-                    holder: verifier.into(),
-                    ttl_ms: LEASE_MS,
-                },
-            )
-            .await?;
-            if !matches!(answer, Reply::Busy { .. }) {
+        // An acknowledged renew must still be in force: a lost renew lets a
+        // second holder in early.
+        for ((t, epoch), expiries) in acked.renews.range((tree.clone(), i64::MIN)..) {
+            if t != tree {
                 break;
             }
-            tokio::time::sleep(Duration::from_millis(LEASE_MS as u64)).await;
-        }
-        match answer {
-            Reply::Granted { epoch: got, .. } => {
-                if got <= *epoch {
-                    round.granted_again.push(format!(
-                        "{tree}: epoch {epoch} was acknowledged before the crash, the next take was granted epoch {got}"
-                    ));
-                }
-                let req = Request::LeaseTake {
-                    tree: tree.clone(),
-                    holder: verifier.into(),
-                    ttl_ms: LEASE_MS,
-                };
-                if let Ok(mut a) = acked.lock() {
-                    a.record(
-                        &req,
-                        &Reply::Granted {
-                            epoch: got,
-                            expires_at_ms: 0,
-                        },
-                    );
-                }
-                call(
-                    client,
-                    Request::LeaseRelease {
-                        tree: tree.clone(),
-                        holder: verifier.into(),
-                        epoch: got,
-                    },
-                )
-                .await?;
+            let judged: Vec<i64> = expiries
+                .iter()
+                .copied()
+                .filter(|x| *x > read_at + RENEW_MARGIN_MS)
+                .collect();
+            let released =
+                acked.released.contains(&(t.clone(), *epoch)) || acked.release_in_flight(t, *epoch);
+            if released || judged.is_empty() {
+                round.figures.renews_not_judged += expiries.len();
+                continue;
             }
-            other => round.granted_again.push(format!(
-                "{tree}: the take after the restart answered {}",
-                serde_json::to_string(&other).unwrap_or_default()
-            )),
+            round.figures.renews_not_judged += expiries.len() - judged.len();
+            let holder = grants
+                .iter()
+                .find(|g| g.epoch == *epoch)
+                .map_or("", |g| g.holder.as_str());
+            let until = judged.iter().copied().max().unwrap_or(0);
+            let honoured = match &view {
+                Some(v) if v.live && v.epoch == *epoch && v.holder.as_deref() == Some(holder) => {
+                    v.expires_at_ms.unwrap_or(read_at)
+                }
+                _ => read_at,
+            };
+            let lost = judged.iter().filter(|x| **x > honoured).count();
+            if lost > 0 {
+                round.figures.renews_lost += lost;
+                round.find(
+                    RENEWS,
+                    format!(
+                        "{tree}: a renew of epoch {epoch} by {holder} to {until} was acknowledged, \
+                         the restarted server reads {} at {read_at}",
+                        view.as_ref().map_or("no record".into(), lease_words)
+                    ),
+                );
+            }
         }
     }
-    for child in &snapshot.saved {
-        if let Reply::Child(None) = call(
-            client,
-            Request::QueueRead {
-                child: child.clone(),
-            },
-        )
-        .await?
-        {
-            round.children_lost.push(format!(
-                "{child}: saved and acknowledged, gone after the restart"
-            ));
+
+    // The next take continues above every acknowledged epoch. Short leases
+    // have run out by now; a live one (renewed, or taken in flight) is
+    // released in its holder's name first.
+    tokio::time::sleep(Duration::from_millis(LEASE_MS as u64 + 20)).await;
+    for (tree, grants) in &acked.grants {
+        let top = grants.iter().map(|g| g.epoch).max().unwrap_or(0);
+        let take = Request::LeaseTake {
+            tree: tree.clone(),
+            holder: verifier.into(),
+            ttl_ms: LEASE_MS,
+        };
+        let mut granted = None;
+        for _ in 0..5 {
+            let Some(reply) = ask(client, take.clone(), NEXT_TAKE, tree, round).await? else {
+                break;
+            };
+            match reply {
+                Reply::Granted { epoch, .. } => {
+                    granted = Some(epoch);
+                    break;
+                }
+                Reply::Busy { holder, epoch, .. } => {
+                    let release = Request::LeaseRelease {
+                        tree: tree.clone(),
+                        holder,
+                        epoch,
+                    };
+                    ask(client, release, NEXT_TAKE, tree, round).await?;
+                }
+                other => {
+                    round.find(
+                        NEXT_TAKE,
+                        format!(
+                            "{tree}: the take after the restart answered {}",
+                            words(&other)
+                        ),
+                    );
+                    break;
+                }
+            }
+        }
+        let Some(got) = granted else {
+            if !round.findings.contains_key(NEXT_TAKE) {
+                round.find(
+                    NEXT_TAKE,
+                    format!("{tree}: the take after the restart was refused five times"),
+                );
+            }
+            continue;
+        };
+        if got <= top {
+            round.find(
+                NEXT_TAKE,
+                format!(
+                    "{tree}: epoch {top} was acknowledged, the first take after the restart was granted epoch {got}"
+                ),
+            );
+            lost_epochs.extend(
+                grants
+                    .iter()
+                    .filter(|g| g.epoch >= got)
+                    .map(|g| (tree.clone(), g.epoch)),
+            );
+        }
+        let release = Request::LeaseRelease {
+            tree: tree.clone(),
+            holder: verifier.into(),
+            epoch: got,
+        };
+        ask(client, release, NEXT_TAKE, tree, round).await?;
+    }
+    round.figures.epochs_lost = lost_epochs.len();
+
+    for child in &acked.saved {
+        let read = Request::QueueRead {
+            child: child.clone(),
+        };
+        match ask(client, read, CHILDREN, child, round).await? {
+            Some(Reply::Child(Some(_))) => {}
+            None => round.figures.children_lost += 1,
+            Some(other) => {
+                round.figures.children_lost += 1;
+                round.find(
+                    CHILDREN,
+                    format!(
+                        "{child}: saved and acknowledged, the restarted server reads {}",
+                        words(&other)
+                    ),
+                );
+            }
         }
     }
-    for child in snapshot.completed.keys() {
-        match call(
-            client,
-            Request::QueueRead {
-                child: child.clone(),
-            },
-        )
-        .await?
-        {
-            Reply::Child(Some(v)) if v.state == ChildState::Done => {}
-            other => round.completed_again.push(format!(
-                "{child}: completed and acknowledged, reads {} after the restart",
-                serde_json::to_string(&other).unwrap_or_default()
-            )),
+
+    // A claim runs for CLAIM_MS: after the restart its child is still
+    // claimed at that attempt (or done), and nobody else may claim it.
+    let mut lost_claims: BTreeMap<String, usize> = BTreeMap::new();
+    for (child, claims) in &acked.claims {
+        let Some(last) = claims.iter().max_by_key(|c| c.attempt) else {
+            continue;
+        };
+        let read = Request::QueueRead {
+            child: child.clone(),
+        };
+        let Some(reply) = ask(client, read, CLAIMS, child, round).await? else {
+            lost_claims.insert(child.clone(), claims.len());
+            continue;
+        };
+        let shown = match &reply {
+            Reply::Child(Some(v)) if matches!(v.state, ChildState::Claimed | ChildState::Done) => {
+                v.attempt
+            }
+            _ => 0,
+        };
+        let lost = claims.iter().filter(|c| c.attempt > shown).count();
+        if lost > 0 {
+            lost_claims.insert(child.clone(), lost);
+            round.find(
+                CLAIMS,
+                format!(
+                    "{child}: claimed by {} (attempt {}) and acknowledged, the restarted server reads {}",
+                    last.instance,
+                    last.attempt,
+                    words(&reply)
+                ),
+            );
         }
     }
-    for (provider, until) in &snapshot.pauses {
-        match call(
-            client,
-            Request::RateRead {
-                provider: provider.clone(),
-            },
-        )
-        .await?
-        {
-            Reply::RateState {
-                paused_until_ms: Some(p),
-                ..
-            } if p >= *until => {}
-            other => round.pauses_lost.push(format!(
-                "{provider}: paused until {until} (acknowledged), reads {}",
-                serde_json::to_string(&other).unwrap_or_default()
-            )),
+
+    let mut lost_completions: BTreeSet<String> = BTreeSet::new();
+    for child in acked.completed.keys() {
+        let read = Request::QueueRead {
+            child: child.clone(),
+        };
+        match ask(client, read, COMPLETED_ONCE, child, round).await? {
+            Some(Reply::Child(Some(v))) if v.state == ChildState::Done => {}
+            None => {
+                lost_completions.insert(child.clone());
+            }
+            Some(other) => {
+                lost_completions.insert(child.clone());
+                round.find(
+                    COMPLETED_ONCE,
+                    format!(
+                        "{child}: completed and acknowledged, the restarted server reads {}",
+                        words(&other)
+                    ),
+                );
+            }
         }
     }
-    // Drain what is queued: no completed child may be handed out again.
-    for _ in 0..100_000 {
+
+    for (provider, untils) in &acked.pauses {
+        let until = untils.iter().copied().max().unwrap_or(0);
+        let read = Request::RateRead {
+            provider: provider.clone(),
+        };
+        let in_force = match ask(client, read, PAUSES, provider, round).await? {
+            Some(Reply::RateState {
+                paused_until_ms, ..
+            }) => paused_until_ms,
+            Some(other) => {
+                round.find(
+                    PAUSES,
+                    format!("{provider}: rate.read answered {}", words(&other)),
+                );
+                None
+            }
+            None => None,
+        };
+        let lost = untils
+            .iter()
+            .filter(|u| **u > in_force.unwrap_or(i64::MIN))
+            .count();
+        if lost > 0 {
+            round.figures.pauses_lost += lost;
+            if in_force.is_some() || !round.findings.contains_key(PAUSES) {
+                round.find(
+                    PAUSES,
+                    format!(
+                        "{provider}: paused until {until} (acknowledged), the restarted server reads {}",
+                        in_force.map_or("no pause".into(), |p| format!("paused until {p}"))
+                    ),
+                );
+            }
+        }
+    }
+
+    // Drain what is claimable: no completed or live-claimed child may be
+    // handed out again. The verifier's own writes are never counted.
+    let bound = acked.saved.len() + acked.in_flight.len() + 1;
+    for _ in 0..bound {
         let claim = Request::QueueClaim {
             instance: verifier.into(),
             claim_ttl_ms: CLAIM_MS,
         };
-        let Reply::Claimed { child, attempt, .. } = call(client, claim).await? else {
+        let Some(Reply::Claimed { child, attempt, .. }) =
+            ask(client, claim, CLAIMS, "the queue", round).await?
+        else {
             break;
         };
-        if snapshot.completed.contains_key(&child) {
-            round.completed_again.push(format!(
-                "{child}: completed before the crash, claimed again after it"
-            ));
+        if acked.completed.contains_key(&child) {
+            if lost_completions.insert(child.clone()) {
+                round.find(
+                    COMPLETED_ONCE,
+                    format!("{child}: completed before the kill, handed out again after it"),
+                );
+            }
+        } else if let Some(claims) = acked.claims.get(&child) {
+            if !lost_claims.contains_key(&child) {
+                lost_claims.insert(child.clone(), claims.len());
+                let last = claims.last().map_or(String::new(), |c| {
+                    format!("{} (attempt {})", c.instance, c.attempt)
+                });
+                round.find(
+                    CLAIMS,
+                    format!(
+                        "{child}: claimed by {last} for {} minutes before the kill, handed out again \
+                         (attempt {attempt}) after it",
+                        CLAIM_MS / 60_000
+                    ),
+                );
+            }
         }
         let done = Request::QueueComplete {
-            child,
+            child: child.clone(),
             instance: verifier.into(),
             attempt,
         };
-        let reply = call(client, done.clone()).await?;
-        if let Ok(mut a) = acked.lock() {
-            a.record(&done, &reply);
-        }
+        ask(client, done, CLAIMS, &child, round).await?;
+    }
+    round.figures.claims_lost = lost_claims.values().sum();
+    round.figures.completions_lost = lost_completions.len();
+    for v in &acked.violations {
+        round.find(COMPLETED_ONCE, v.clone());
     }
     Ok(())
 }
 
-/// Runs `kills` rounds on one server; returns the rounds and the backend used.
-#[allow(clippy::too_many_arguments)]
-async fn rounds(
+/// How one series of kills is run.
+struct SeriesPlan<'a> {
+    settings: &'a [(String, String)],
+    opt_out: Option<String>,
+    kills: usize,
+    /// Names the Docker objects and seeds the kill moments.
+    label: String,
+    /// Key prefix tag: each round writes under `<prefix><tag><kill>:`.
+    tag: &'static str,
+    /// A simulated power cut instead of a plain SIGKILL (process backend).
+    power: bool,
+}
+
+/// Runs one series of kills on one server. `Err` only when its server
+/// cannot start; trouble later ends the series with `trouble` set.
+async fn series(
     factory: &Arc<dyn StoreFactory>,
     prefix: &str,
     config: &CrashConfig,
-    settings: &[(String, String)],
-    opt_out: Option<String>,
-    kills: usize,
-    label: &str,
-    power: bool,
+    plan: SeriesPlan<'_>,
     progress: &mut (dyn FnMut(&str) + Send),
-) -> Result<(Vec<Round>, &'static str, Option<String>, u64), String> {
+) -> Result<Series, String> {
     // Only the process backend sees the server's fsyncs.
-    let choice = if power {
+    let choice = if plan.power {
         BackendChoice::Process
     } else {
         config.backend
     };
-    let (mut server, fallback) = backend(choice, settings, label)
+    let (mut server, fallback) = backend(choice, plan.settings, &plan.label)
         .await
         .map_err(|e| e.to_string())?;
-    let name = server.name();
+    let mut out = Series {
+        rounds: Vec::new(),
+        trouble: None,
+        asked: plan.kills,
+        backend: server.name(),
+        fallback,
+    };
     let url = server.url();
-    let acked = Arc::new(Mutex::new(Acked::default()));
-    let mut rng = StdRng::seed_from_u64(config.seed ^ label.len() as u64);
-    let mut out = Vec::new();
-    let result: Result<(), String> = async {
-        for k in 0..kills {
-            let before = acked.lock().map_err(|e| e.to_string())?.writes;
-            let stop = Arc::new(AtomicBool::new(false));
-            let hello = |i: usize| Hello {
-                instance: format!("w{i}"),
-                redis_url: url.clone(),
-                prefix: prefix.to_string(),
-                opt_out: opt_out.clone(),
-            };
-            let tasks = workload::start(
-                factory,
-                hello,
-                config.instances,
-                rng.random::<u64>(),
-                k,
-                &acked,
-                &stop,
-            )
-            .await?;
-            // The kill lands at a seeded moment once the workload is going.
-            let deadline = Instant::now() + Duration::from_secs(20);
-            while acked.lock().map_err(|e| e.to_string())?.writes < before + MIN_ACKED_PER_ROUND {
-                if Instant::now() > deadline {
-                    return Err("the workload acknowledged too few writes to crash it".into());
-                }
-                tokio::time::sleep(Duration::from_millis(2)).await;
+    let mut rng = StdRng::seed_from_u64(config.seed ^ plan.label.len() as u64);
+    for k in 0..plan.kills {
+        let round_prefix = format!("{prefix}{}{k}:", plan.tag);
+        let hello = |instance: String| Hello {
+            instance,
+            redis_url: url.clone(),
+            prefix: round_prefix.clone(),
+            opt_out: plan.opt_out.clone(),
+        };
+        match kill_round(
+            factory,
+            &hello,
+            config.instances,
+            rng.random::<u64>(),
+            rng.random_range(0..150),
+            plan.power,
+            &mut *server,
+            k,
+        )
+        .await
+        {
+            Ok(round) => {
+                progress(&format!(
+                    "crash ({}{}{}): kill {}/{}: {}",
+                    out.backend,
+                    if plan.power { ", power cut" } else { "" },
+                    if plan.opt_out.is_some() {
+                        ", opted out"
+                    } else {
+                        ""
+                    },
+                    k + 1,
+                    plan.kills,
+                    round.figures.sentence()
+                ));
+                out.rounds.push(round);
             }
-            tokio::time::sleep(Duration::from_millis(rng.random_range(0..150))).await;
-            if power {
-                server.power_loss().await.map_err(|e| e.to_string())?;
-            } else {
-                server.kill().await.map_err(|e| e.to_string())?;
+            Err(trouble) => {
+                let trouble = format!("kill {} of {}: {trouble}", k + 1, plan.kills);
+                progress(&format!("crash ({}): {trouble}", out.backend));
+                out.trouble = Some(trouble);
+                break;
             }
-            stop.store(true, Ordering::Relaxed);
-            for t in tasks {
-                let _ = tokio::time::timeout(Duration::from_secs(10), t).await;
-            }
-            let acked_round = acked.lock().map_err(|e| e.to_string())?.writes - before;
-            server.restart().await.map_err(|e| e.to_string())?;
-            let mut round = Round {
-                acked: acked_round,
-                ..Round::default()
-            };
-            let h = Hello {
-                instance: format!("verifier{k}"),
-                redis_url: url.clone(),
-                prefix: prefix.to_string(),
-                opt_out: opt_out.clone(),
-            };
-            let (_, mut client) = factory
-                .connect(&h, wall_ms())
-                .await
-                .map_err(|e| format!("the store could not connect after the restart: {e}"))?;
-            verify(&mut client, &acked, &mut round, &h.instance).await?;
-            let violations =
-                std::mem::take(&mut acked.lock().map_err(|e| e.to_string())?.violations);
-            round.completed_again.extend(violations);
-            progress(&format!(
-                "crash ({name}{}{}): kill {}/{kills}: {} writes acknowledged, {} lost",
-                if power { ", power cut" } else { "" },
-                if opt_out.is_some() { ", opted out" } else { "" },
-                k + 1,
-                round.acked,
-                round.lost()
-            ));
-            out.push(round);
         }
-        Ok(())
     }
-    .await;
-    let destroyed = server.destroy().await;
-    result?;
-    destroyed.map_err(|e| e.to_string())?;
-    let total = acked.lock().map_err(|e| e.to_string())?.writes;
-    Ok((out, name, fallback, total))
+    if let Err(e) = server.destroy().await {
+        // The verdicts stand; what is left is said, with how to remove it.
+        progress(&format!("crash: could not remove the server: {e}"));
+    }
+    Ok(out)
+}
+
+/// One kill: workload, kill, restart, verification. `Err` is harness trouble.
+#[allow(clippy::too_many_arguments)]
+async fn kill_round(
+    factory: &Arc<dyn StoreFactory>,
+    hello: &(dyn Fn(String) -> Hello + Sync),
+    instances: usize,
+    seed: u64,
+    delay_ms: u64,
+    power: bool,
+    server: &mut dyn CrashBackend,
+    k: usize,
+) -> Result<Round, String> {
+    let acked = Arc::new(Mutex::new(Acked::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let tasks = workload::start(
+        factory,
+        |i| hello(format!("w{i}")),
+        instances,
+        seed,
+        &acked,
+        &stop,
+    )
+    .await?;
+    let written = || acked.lock().map(|a| a.writes).unwrap_or(0);
+    // The kill lands at a seeded moment once the workload is going.
+    let deadline = Instant::now() + WORKLOAD_TIMEOUT;
+    while written() < MIN_ACKED_PER_ROUND {
+        if Instant::now() > deadline {
+            stop.store(true, Ordering::Relaxed);
+            let why = acked
+                .lock()
+                .map(|a| a.stopped.join("; "))
+                .unwrap_or_default();
+            return Err(format!(
+                "the workload acknowledged {} writes in {} s, too few to crash it{}",
+                written(),
+                WORKLOAD_TIMEOUT.as_secs(),
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({why})")
+                }
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+    // The kill lands while the instances write; they stop on their errors.
+    let killed = if power {
+        server.power_loss().await
+    } else {
+        server.kill().await
+    };
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        let _ = tokio::time::timeout(Duration::from_secs(10), t).await;
+    }
+    killed.map_err(|e| format!("could not kill the server: {e}"))?;
+    server
+        .restart()
+        .await
+        .map_err(|e| format!("could not restart the server: {e}"))?;
+    let acked = acked
+        .lock()
+        .map_err(|_| "the record of acknowledged writes is unreadable".to_string())?
+        .clone();
+    let h = hello(format!("verifier{k}"));
+    let (_, mut client) = factory
+        .connect(&h, wall_ms())
+        .await
+        .map_err(|e| format!("the store could not connect after the restart: {e}"))?;
+    let mut round = Round {
+        figures: KillFigures {
+            kill: k + 1,
+            ..KillFigures::default()
+        },
+        ..Round::default()
+    };
+    verify(&mut client, &acked, &mut round, &h.instance).await?;
+    Ok(round)
+}
+
+/// The figures of a series for the report's `stats`.
+fn series_stats(s: &Series) -> Value {
+    let per_kill = s.figures();
+    let total = KillFigures::total(&per_kill);
+    json!({
+        "kills": s.rounds.len(),
+        "asked": s.asked,
+        "acknowledged": total.acknowledged(),
+        "lost": total.lost(),
+        "kills_showing_loss": per_kill.iter().filter(|k| k.lost() > 0).count(),
+        "total": total,
+        "per_kill": per_kill,
+        "trouble": s.trouble,
+    })
+}
+
+/// A series' checks have no verdict of their own when it did not run.
+fn series_trouble(s: Result<Series, String>, asked: usize) -> Series {
+    s.unwrap_or_else(|e| Series {
+        rounds: Vec::new(),
+        trouble: Some(format!("its server could not start: {e}")),
+        asked,
+        backend: "process",
+        fallback: None,
+    })
+}
+
+/// How a check over one series words its verdict.
+struct Judgement<'a> {
+    id: &'static str,
+    level: Level,
+    series: &'a Series,
+    found: Vec<String>,
+    /// The reason when nothing was found and every kill ran.
+    pass: String,
+    /// The first words of the reason when something was found.
+    fail: String,
+    /// Why no kill ran, when none was asked for.
+    none_asked: &'a str,
+    evidence: Value,
+    rerun: Value,
+}
+
+fn judge(j: Judgement<'_>) -> CheckResult {
+    let (verdict, reason) = if !j.found.is_empty() {
+        let more = j.found.len().saturating_sub(3);
+        (
+            if j.level == Level::Must {
+                Verdict::Fail
+            } else {
+                Verdict::Warn
+            },
+            format!(
+                "{}: {}{}",
+                j.fail,
+                j.found
+                    .iter()
+                    .take(3)
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                if more > 0 {
+                    format!("; and {more} more")
+                } else {
+                    String::new()
+                }
+            ),
+        )
+    } else if let Some(trouble) = &j.series.trouble {
+        (
+            Verdict::Unknown,
+            format!(
+                "could not be decided, the harness failed at {trouble}{}",
+                match j.series.rounds.len() {
+                    0 => String::new(),
+                    n => format!(" (the {n} kill(s) before it showed nothing wrong)"),
+                }
+            ),
+        )
+    } else if j.series.rounds.is_empty() {
+        (Verdict::Skipped, j.none_asked.to_string())
+    } else {
+        (Verdict::Pass, j.pass)
+    };
+    CheckResult {
+        id: j.id.into(),
+        suite: "crash".into(),
+        level: j.level,
+        verdict,
+        outside_claim: false,
+        reason,
+        counterexample: (verdict == Verdict::Fail).then_some(j.rerun),
+        evidence: j.evidence,
+        seconds: 0.0,
+    }
+}
+
+/// The verdict of `crash.docker-backend`: pass when the kills ran in a
+/// container, warn when Docker was wanted (auto) but not there, skipped when
+/// the process backend was asked for.
+pub fn docker_backend_check(
+    fallback: Option<&str>,
+    choice: BackendChoice,
+    evidence: Value,
+) -> CheckResult {
+    let (verdict, reason) = match (fallback, choice) {
+        (Some(e), _) => (
+            Verdict::Warn,
+            format!("the kills ran on the process backend (kill -9) because {e}"),
+        ),
+        (None, BackendChoice::Process) => (
+            Verdict::Skipped,
+            "--crash-backend process was asked for: the kills ran on a managed redis-server (kill -9)"
+                .to_string(),
+        ),
+        (None, _) => (
+            Verdict::Pass,
+            "the kills ran on the server in a Docker container built here (docker kill -s KILL)"
+                .to_string(),
+        ),
+    };
+    CheckResult {
+        id: DOCKER.into(),
+        suite: "crash".into(),
+        level: Level::Should,
+        verdict,
+        outside_claim: false,
+        reason,
+        evidence,
+        counterexample: None,
+        seconds: 0.0,
+    }
 }
 
 /// Runs the crash suite against `factory`.
+///
+/// `Err` only when the first server cannot start (a setup error: nothing
+/// ran yet). Harness trouble after that — a restart, reconnect or workload
+/// that fails — leaves the checks it touches `unknown` with why; a store
+/// that answers wrongly after a restart fails the check it was asked for.
 pub async fn run(
     factory: Arc<dyn StoreFactory>,
     prefix: String,
@@ -414,109 +1038,125 @@ pub async fn run(
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<CrashOutcome, String> {
     let started = Instant::now();
+    if config.backend != BackendChoice::Process {
+        // What runs killed with SIGKILL left behind goes first (no engine:
+        // nothing to reap, and the backend choice says the rest).
+        if let Ok(docker) = crate::docker::docker_available().await {
+            match crate::docker::reap_dead_runs(&docker).await {
+                Ok(r) if r.containers.is_empty() && r.volumes.is_empty() => {}
+                Ok(r) => progress(&format!(
+                    "crash: removed what dead runs left behind: containers {}; volumes {}",
+                    r.containers.join(", "),
+                    r.volumes.join(", ")
+                )),
+                Err(e) => progress(&format!(
+                    "crash: could not remove what dead runs left behind: {e}"
+                )),
+            }
+        }
+    }
     let label = format!("{:08x}", config.seed as u32);
     let (required, required_opt_out) = match &config.sabotage_settings {
         Some(s) => (s.clone(), Some(OPT_OUT_WRITES_MAY_BE_LOST.to_string())),
         None => (required_settings(), None),
     };
-    let (durable, backend, fallback, durable_writes) = rounds(
+    let opt_out = Some(OPT_OUT_WRITES_MAY_BE_LOST.to_string());
+    let durable = series(
         &factory,
         &prefix,
         config,
-        &required,
-        required_opt_out.clone(),
-        config.kills,
-        &format!("{label}-durable"),
-        false,
+        SeriesPlan {
+            settings: &required,
+            opt_out: required_opt_out.clone(),
+            kills: config.kills,
+            label: format!("{label}-durable"),
+            tag: "",
+            power: false,
+        },
         progress,
     )
     .await?;
-    let (opted, _, _, opted_writes) = rounds(
+    let opted = series(
         &factory,
-        &format!("{prefix}o:"),
+        &prefix,
         config,
-        &opt_out_settings(),
-        Some(OPT_OUT_WRITES_MAY_BE_LOST.to_string()),
-        config.opt_out_kills,
-        &format!("{label}-optout"),
-        false,
+        SeriesPlan {
+            settings: &opt_out_settings(),
+            opt_out: opt_out.clone(),
+            kills: config.opt_out_kills,
+            label: format!("{label}-optout"),
+            tag: "o",
+            power: false,
+        },
         progress,
     )
-    .await?;
+    .await;
+    let opted = series_trouble(opted, config.opt_out_kills);
     // Power cuts: appendfsync always keeps everything; everysec (opted out)
     // loses the last second of acknowledged writes.
-    let (power_always, _, _, power_always_writes) = rounds(
+    let power_always = series(
         &factory,
-        &format!("{prefix}pa:"),
+        &prefix,
         config,
-        &required,
-        required_opt_out,
-        config.power_losses,
-        &format!("{label}-power-always"),
-        true,
+        SeriesPlan {
+            settings: &required,
+            opt_out: required_opt_out,
+            kills: config.power_losses,
+            label: format!("{label}-power-always"),
+            tag: "pa",
+            power: true,
+        },
         progress,
     )
-    .await?;
+    .await;
+    let power_always = series_trouble(power_always, config.power_losses);
     let mut everysec = required_settings();
     everysec.retain(|(k, _)| k != "appendfsync");
     everysec.push(("appendfsync".into(), "everysec".into()));
-    let (power_everysec, _, _, power_everysec_writes) = rounds(
+    let power_everysec = series(
         &factory,
-        &format!("{prefix}pe:"),
+        &prefix,
         config,
-        &everysec,
-        Some(OPT_OUT_WRITES_MAY_BE_LOST.to_string()),
-        config.power_losses,
-        &format!("{label}-power-everysec"),
-        true,
+        SeriesPlan {
+            settings: &everysec,
+            opt_out,
+            kills: config.power_losses,
+            label: format!("{label}-power-everysec"),
+            tag: "pe",
+            power: true,
+        },
         progress,
     )
-    .await?;
-    let sum = |rs: &[Round], f: fn(&Round) -> usize| rs.iter().map(f).sum::<usize>();
-    let worst = |rs: &[Round]| rs.iter().map(Round::lost).max().unwrap_or(0);
-    let per_kill = |rs: &[Round]| {
-        rs.iter()
-            .map(|r| json!({"acknowledged": r.acked, "lost": r.lost()}))
-            .collect::<Vec<_>>()
-    };
+    .await;
+    let power_everysec = series_trouble(power_everysec, config.power_losses);
+
+    let backend = durable.backend;
+    let durable_stats = series_stats(&durable);
+    let opted_stats = series_stats(&opted);
+    let always_stats = series_stats(&power_always);
+    let everysec_stats = series_stats(&power_everysec);
     let stats = json!({
         "backend": backend,
-        "docker_unavailable": fallback,
-        "kills": durable.len(),
-        "acknowledged_writes": durable_writes,
-        "lost": sum(&durable, Round::lost),
-        "worst_kill_lost": worst(&durable),
-        "per_kill": per_kill(&durable),
-        "opt_out": {
-            "kills": opted.len(),
-            "acknowledged_writes": opted_writes,
-            "lost": sum(&opted, Round::lost),
-            "epochs_granted_again": sum(&opted, |r| r.granted_again.len()),
-            "kills_showing_loss": opted.iter().filter(|r| !r.granted_again.is_empty()).count(),
-            "per_kill": per_kill(&opted),
-        },
+        "docker_unavailable": durable.fallback,
+        "kills": durable.rounds.len(),
+        "acknowledged": durable_stats["acknowledged"],
+        "lost": durable_stats["lost"],
+        "total": durable_stats["total"],
+        "per_kill": durable_stats["per_kill"],
+        "trouble": durable.trouble,
+        "opt_out": opted_stats,
         "power_loss": {
             "backend": "process",
-            "always": {
-                "cuts": power_always.len(),
-                "acknowledged_writes": power_always_writes,
-                "lost": sum(&power_always, Round::lost),
-            },
-            "everysec_opted_out": {
-                "cuts": power_everysec.len(),
-                "acknowledged_writes": power_everysec_writes,
-                "lost": sum(&power_everysec, Round::lost),
-                "cuts_showing_loss": power_everysec.iter().filter(|r| r.lost() > 0).count(),
-            },
+            "always": always_stats,
+            "everysec_opted_out": everysec_stats,
         },
         "seed": config.seed,
         "seconds": (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     });
-    let evidence = json!({"figures": stats});
     // What re-runs a failed crash check: the same seed (kill moments and
     // writers), sizes and backend. Thread timing is not replayed, so a
     // re-run repeats the schedule, not every interleaving of it.
-    let rerun = |found: &[&String]| {
+    let rerun = |found: &[String]| {
         json!({
             "kind": "crash-run",
             "seed": config.seed,
@@ -528,182 +1168,286 @@ pub async fn run(
             "found": found.iter().take(5).collect::<Vec<_>>(),
         })
     };
-    let check = |id: &str, what: &str, found: Vec<&String>| {
-        let verdict = if found.is_empty() {
-            Verdict::Pass
-        } else {
-            Verdict::Fail
+    let kills = durable.rounds.len();
+    let total = KillFigures::total(&durable.figures());
+    let sigkills = format!(
+        "{kills} SIGKILL{} ({backend} backend)",
+        if kills == 1 { "" } else { "s" }
+    );
+    let none_asked = "not run: no kill was asked for (--kills 0)";
+    let keep =
+        |id: &'static str, unit: &str, what: &str, acked: usize, lost: usize| -> CheckResult {
+            let found = durable.findings(id);
+            judge(Judgement {
+                id,
+                level: Level::Must,
+                series: &durable,
+                pass: format!(
+                    "{what} after each of {sigkills}: {unit} acknowledged {acked}, lost 0"
+                ),
+                fail: format!("{lost} of {acked} acknowledged {unit} lost across {sigkills}"),
+                none_asked,
+                evidence: json!({"figures": durable_stats, "found": found}),
+                rerun: rerun(&found),
+                found,
+            })
         };
-        CheckResult {
-            outside_claim: false,
-            id: id.into(),
-            suite: "crash".into(),
-            level: Level::Must,
-            verdict,
-            reason: if found.is_empty() {
-                format!(
-                    "{what}: held across {} SIGKILLs ({backend} backend, {durable_writes} acknowledged writes)",
-                    durable.len()
-                )
-            } else {
-                format!(
-                    "{} of {}: {}",
-                    found.len(),
-                    what,
-                    found
-                        .iter()
-                        .take(3)
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                )
-            },
-            counterexample: (!found.is_empty()).then(|| rerun(&found)),
-            evidence: json!({"figures": stats, "found": found}),
-            seconds: 0.0,
-        }
-    };
-    let all = |f: fn(&Round) -> &Vec<String>| durable.iter().flat_map(f).collect::<Vec<_>>();
     let mut checks = vec![
-        check(
-            "crash.acknowledged-epochs-survive",
-            "every acknowledged epoch is on the server after the restart",
-            all(|r| &r.epochs_lost),
+        keep(
+            EPOCHS,
+            "epochs",
+            "every acknowledged epoch was on the restarted server",
+            total.epochs_acknowledged,
+            total.epochs_lost,
         ),
-        check(
-            "crash.next-take-continues",
-            "the first take after the restart is granted above every acknowledged epoch",
-            all(|r| &r.granted_again),
+        {
+            let found = durable.findings(NEXT_TAKE);
+            judge(Judgement {
+                id: NEXT_TAKE,
+                level: Level::Must,
+                series: &durable,
+                pass: format!(
+                    "the first take after each of {sigkills} was granted above every acknowledged epoch of its tree"
+                ),
+                fail: format!(
+                    "{} take(s) after a restart were not granted above the acknowledged epochs ({sigkills})",
+                    found.len()
+                ),
+                none_asked,
+                evidence: json!({"figures": durable_stats, "found": found}),
+                rerun: rerun(&found),
+                found,
+            })
+        },
+        keep(
+            RENEWS,
+            "renews",
+            "every acknowledged renew still ran to its acknowledged expiry on the restarted server",
+            total.renews_acknowledged,
+            total.renews_lost,
         ),
-        check(
-            "crash.acknowledged-children-survive",
-            "every acknowledged child is on the server after the restart",
-            all(|r| &r.children_lost),
+        keep(
+            CHILDREN,
+            "children",
+            "every acknowledged child was on the restarted server",
+            total.children_acknowledged,
+            total.children_lost,
         ),
-        check(
-            "crash.children-completed-once",
-            "no child is completed twice or handed out again after it was completed",
-            all(|r| &r.completed_again),
+        keep(
+            CLAIMS,
+            "claims",
+            "every acknowledged claim was still held on the restarted server and no claimed child was handed out again",
+            total.claims_acknowledged,
+            total.claims_lost,
         ),
-        check(
-            "crash.acknowledged-pauses-survive",
-            "every acknowledged provider pause is in force after the restart",
-            all(|r| &r.pauses_lost),
+        keep(
+            COMPLETED_ONCE,
+            "completions",
+            "every completed child stayed done on the restarted server and none was handed out again",
+            total.completions_acknowledged,
+            total.completions_lost,
+        ),
+        keep(
+            PAUSES,
+            "pauses",
+            "every acknowledged provider pause was in force on the restarted server",
+            total.pauses_acknowledged,
+            total.pauses_lost,
         ),
     ];
-    let quiet_kills: Vec<usize> = opted
+
+    // The opted-out server must show the loss in every kill, each on its own.
+    let quiet: Vec<String> = opted
+        .rounds
         .iter()
-        .enumerate()
-        .filter(|(_, r)| r.granted_again.is_empty())
-        .map(|(i, _)| i + 1)
-        .collect();
-    checks.push(CheckResult {
-        outside_claim: false,
-        id: "crash.opt-out-loses".into(),
-        suite: "crash".into(),
-        level: Level::Must,
-        verdict: if quiet_kills.is_empty() && !opted.is_empty() {
-            Verdict::Pass
-        } else {
-            Verdict::Fail
-        },
-        reason: if quiet_kills.is_empty() && !opted.is_empty() {
+        .filter(|r| r.figures.lost() == 0)
+        .map(|r| {
             format!(
-                "as expected with appendonly no and the opt-out: every one of {} kills lost acknowledged writes and the next take granted an epoch again ({} epochs granted twice)",
-                opted.len(),
-                sum(&opted, |r| r.granted_again.len())
+                "kill {} lost nothing ({})",
+                r.figures.kill,
+                r.figures.sentence()
             )
-        } else {
-            format!(
-                "the opted-out server did not show the loss in kill(s) {quiet_kills:?}: the demonstration did not demonstrate"
-            )
-        },
-        evidence: json!({"figures": stats, "example": opted.first().and_then(|r| r.granted_again.first())}),
-        counterexample: (!quiet_kills.is_empty() || opted.is_empty()).then(|| rerun(&[])),
-        seconds: 0.0,
-    });
-    let always_lost: Vec<String> = power_always
-        .iter()
-        .flat_map(|r| {
-            r.epochs_lost
-                .iter()
-                .chain(&r.granted_again)
-                .chain(&r.children_lost)
-                .chain(&r.completed_again)
-                .chain(&r.pauses_lost)
-                .cloned()
-                .collect::<Vec<_>>()
         })
         .collect();
-    checks.push(CheckResult {
-        outside_claim: false,
-        id: "crash.power-loss-always-keeps".into(),
-        suite: "crash".into(),
+    let opted_total = KillFigures::total(&opted.figures());
+    checks.push(judge(Judgement {
+        id: OPT_OUT,
         level: Level::Must,
-        verdict: if always_lost.is_empty() { Verdict::Pass } else { Verdict::Fail },
-        reason: if always_lost.is_empty() {
-            format!(
-                "with appendfsync always, {} simulated power cuts (SIGKILL, then the append-only file cut back to its last fsync) lost none of {power_always_writes} acknowledged writes",
-                power_always.len()
-            )
-        } else {
-            format!(
-                "{} acknowledged writes lost in a power cut with appendfsync always: {}",
-                always_lost.len(),
-                always_lost.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
-            )
-        },
-        counterexample: (!always_lost.is_empty())
-            .then(|| rerun(&always_lost.iter().collect::<Vec<_>>())),
-        evidence: json!({"figures": stats["power_loss"], "found": always_lost}),
-        seconds: 0.0,
-    });
-    let quiet_cuts: Vec<usize> = power_everysec
+        series: &opted,
+        pass: format!(
+            "as expected with appendonly no and the opt-out, every one of {} kills lost acknowledged writes \
+             ({} in all; {} epochs granted again): {}",
+            opted.rounds.len(),
+            opted_total.lost(),
+            opted.findings(NEXT_TAKE).len(),
+            opted
+                .rounds
+                .iter()
+                .map(|r| format!("kill {}: {} of {} lost", r.figures.kill, r.figures.lost(), r.figures.acknowledged()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        fail: format!(
+            "the opted-out server did not show the loss in {} of {} kills: the demonstration did not demonstrate",
+            quiet.len(),
+            opted.rounds.len()
+        ),
+        none_asked: "not run: no opted-out kill was asked for (--opt-out-kills 0)",
+        evidence: json!({"figures": opted_stats, "example": opted.findings(NEXT_TAKE).first()}),
+        rerun: rerun(&[]),
+        found: quiet,
+    }));
+
+    let always_found = power_always.all_findings();
+    let always_total = KillFigures::total(&power_always.figures());
+    checks.push(judge(Judgement {
+        id: POWER_ALWAYS,
+        level: Level::Must,
+        series: &power_always,
+        pass: format!(
+            "with appendfsync always, {} simulated power cuts (SIGKILL, then the append-only file cut back \
+             to its last fsync) lost nothing: {}",
+            power_always.rounds.len(),
+            always_total.sentence()
+        ),
+        fail: format!(
+            "{} of {} acknowledged writes lost in power cuts with appendfsync always ({})",
+            always_total.lost(),
+            always_total.acknowledged(),
+            always_total.sentence()
+        ),
+        none_asked: "not run: no power cut was asked for (--power-losses 0)",
+        evidence: json!({"figures": always_stats, "found": always_found}),
+        rerun: rerun(&always_found),
+        found: always_found,
+    }));
+
+    let quiet_cuts: Vec<String> = power_everysec
+        .rounds
         .iter()
-        .enumerate()
-        .filter(|(_, r)| r.lost() == 0)
-        .map(|(i, _)| i + 1)
-        .collect();
-    let everysec_shown = quiet_cuts.is_empty() && !power_everysec.is_empty();
-    checks.push(CheckResult {
-        outside_claim: false,
-        id: "crash.power-loss-everysec-loses".into(),
-        suite: "crash".into(),
-        level: Level::Should,
-        verdict: if everysec_shown { Verdict::Pass } else { Verdict::Warn },
-        reason: if everysec_shown {
+        .filter(|r| r.figures.lost() == 0)
+        .map(|r| {
             format!(
-                "as expected with appendfsync everysec (opted out): every one of {} power cuts lost acknowledged writes ({} in all) — why the store requires appendfsync always",
-                power_everysec.len(),
-                sum(&power_everysec, Round::lost)
+                "cut {} landed right after an fsync and lost nothing",
+                r.figures.kill
             )
-        } else {
-            format!("power cut(s) {quiet_cuts:?} with appendfsync everysec happened to land right after an fsync and lost nothing")
-        },
-        evidence: json!({"figures": stats["power_loss"]}),
-        counterexample: None,
-        seconds: 0.0,
-    });
-    checks.push(CheckResult {
-        outside_claim: false,
-        id: "crash.docker-backend".into(),
-        suite: "crash".into(),
+        })
+        .collect();
+    let everysec_total = KillFigures::total(&power_everysec.figures());
+    checks.push(judge(Judgement {
+        id: POWER_EVERYSEC,
         level: Level::Should,
-        verdict: match (&fallback, config.backend) {
-            (Some(_), _) => Verdict::Warn,
-            (None, BackendChoice::Process) => Verdict::Skipped,
-            (None, _) => Verdict::Pass,
-        },
-        reason: match (&fallback, config.backend) {
-            (Some(e), _) => format!("the kills ran on the process backend (kill -9) because {e}"),
-            (None, BackendChoice::Process) => {
-                "--crash-backend process was asked for: the kills ran on a managed redis-server (kill -9)".into()
-            }
-            (None, _) => "the kills ran on the server in a Docker container built here (docker kill -s KILL)".into(),
-        },
-        evidence,
-        counterexample: None,
-        seconds: 0.0,
-    });
+        series: &power_everysec,
+        pass: format!(
+            "as expected with appendfsync everysec (opted out), every one of {} power cuts lost acknowledged \
+             writes ({} of {} in all) — why the store requires appendfsync always: {}",
+            power_everysec.rounds.len(),
+            everysec_total.lost(),
+            everysec_total.acknowledged(),
+            power_everysec
+                .rounds
+                .iter()
+                .map(|r| format!("cut {}: {} lost", r.figures.kill, r.figures.lost()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        fail: format!(
+            "{} of {} power cuts with appendfsync everysec lost nothing",
+            quiet_cuts.len(),
+            power_everysec.rounds.len()
+        ),
+        none_asked: "not run: no power cut was asked for (--power-losses 0)",
+        evidence: json!({"figures": everysec_stats}),
+        rerun: Value::Null,
+        found: quiet_cuts,
+    }));
+    checks.push(docker_backend_check(
+        durable.fallback.as_deref(),
+        config.backend,
+        json!({"figures": stats}),
+    ));
     Ok(CrashOutcome { checks, stats })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_docker_backend_check_has_a_verdict_for_each_way_the_kills_ran() {
+        let warn = docker_backend_check(
+            Some("Docker is not available (cannot connect)"),
+            BackendChoice::Auto,
+            Value::Null,
+        );
+        assert_eq!(warn.verdict, Verdict::Warn);
+        assert!(
+            warn.reason.contains("Docker is not available"),
+            "{}",
+            warn.reason
+        );
+        assert_eq!(
+            docker_backend_check(None, BackendChoice::Process, Value::Null).verdict,
+            Verdict::Skipped
+        );
+        assert_eq!(
+            docker_backend_check(None, BackendChoice::Docker, Value::Null).verdict,
+            Verdict::Pass
+        );
+        assert_eq!(
+            docker_backend_check(None, BackendChoice::Auto, Value::Null).verdict,
+            Verdict::Pass
+        );
+    }
+
+    #[test]
+    fn kill_figures_read_in_named_units_and_add_up() {
+        let k = KillFigures {
+            kill: 1,
+            epochs_acknowledged: 41,
+            children_acknowledged: 30,
+            children_lost: 2,
+            ..KillFigures::default()
+        };
+        assert_eq!(k.lost(), 2);
+        assert!(
+            k.sentence()
+                .starts_with("epochs acknowledged 41, lost 0; renews acknowledged 0, lost 0; children saved 30, lost 2"),
+            "{}",
+            k.sentence()
+        );
+        let t = KillFigures::total(&[k.clone(), k]);
+        assert_eq!((t.kill, t.epochs_acknowledged, t.lost()), (2, 82, 4));
+    }
+
+    #[test]
+    fn harness_trouble_leaves_a_check_unknown_and_a_finding_still_fails() {
+        let series = Series {
+            rounds: vec![Round::default()],
+            trouble: Some("kill 2 of 3: could not restart the server: gone".into()),
+            asked: 3,
+            backend: "process",
+            fallback: None,
+        };
+        let j = |found: Vec<String>| Judgement {
+            id: EPOCHS,
+            level: Level::Must,
+            series: &series,
+            found,
+            pass: "held".into(),
+            fail: "lost".into(),
+            none_asked: "none",
+            evidence: Value::Null,
+            rerun: Value::Null,
+        };
+        let unknown = judge(j(vec![]));
+        assert_eq!(unknown.verdict, Verdict::Unknown);
+        assert!(
+            unknown.reason.contains("could not restart"),
+            "{}",
+            unknown.reason
+        );
+        assert!(unknown.leaves_incomplete());
+        assert_eq!(judge(j(vec!["tree-1: gone".into()])).verdict, Verdict::Fail);
+    }
 }

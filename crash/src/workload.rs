@@ -1,7 +1,7 @@
 //! The workload the server is killed in: instances taking, renewing and
 //! releasing leases on many trees, saving, claiming and completing children,
 //! and pausing providers — and the record of every write the store
-//! acknowledged.
+//! acknowledged, and of the writes in flight when the server died.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,8 +12,12 @@ use harness::store::{StoreClient, StoreFactory};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-/// Lease length of the workload: short, so verification can wait it out.
+/// Lease length of a take: short, so verification can wait it out.
 pub const LEASE_MS: i64 = 100;
+/// Lease length of a renew: long enough that an acknowledged renew still
+/// runs when the restarted server is read (its clock is the real clock, it
+/// kept running through the restart), so that its loss can be seen.
+pub const RENEW_MS: i64 = 30_000;
 /// Claims outlive every round: a claimed child stays with its claimer.
 pub const CLAIM_MS: i64 = 600_000;
 /// Trees and providers the instances fight over.
@@ -21,18 +25,48 @@ pub const TREES: usize = 16;
 /// Providers the instances pause.
 pub const PROVIDERS: usize = 4;
 
-/// Every acknowledged write, for verification after a crash.
+/// One acknowledged grant: its epoch and who holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// The epoch granted.
+    pub epoch: i64,
+    /// The instance it was granted to.
+    pub holder: String,
+}
+
+/// One acknowledged claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    /// The instance that claimed.
+    pub instance: String,
+    /// The attempt the claim answered.
+    pub attempt: i64,
+}
+
+/// Every acknowledged write of one kill round, and the writes whose outcome
+/// the kill left unknown, for verification after the restart.
 #[derive(Debug, Default, Clone)]
 pub struct Acked {
-    /// Tree → the highest epoch a take acknowledged.
-    pub epochs: BTreeMap<String, i64>,
+    /// Tree → every grant acknowledged, in order.
+    pub grants: BTreeMap<String, Vec<Grant>>,
+    /// (tree, epoch) → the expiry of every renew acknowledged for it.
+    pub renews: BTreeMap<(String, i64), Vec<i64>>,
+    /// (tree, epoch) of every release acknowledged.
+    pub released: BTreeSet<(String, i64)>,
     /// Children whose save was acknowledged.
     pub saved: BTreeSet<String>,
+    /// Child → every claim acknowledged for it, in order.
+    pub claims: BTreeMap<String, Vec<Claim>>,
     /// Child → how many completes were acknowledged (more than one is a bug).
     pub completed: BTreeMap<String, u32>,
-    /// Provider → the longest pause acknowledged.
-    pub pauses: BTreeMap<String, i64>,
-    /// Acknowledged writes in all.
+    /// Provider → the end of every pause acknowledged.
+    pub pauses: BTreeMap<String, Vec<i64>>,
+    /// Requests sent but not answered when the server died: they may or may
+    /// not have happened, so nothing is judged on them.
+    pub in_flight: Vec<Request>,
+    /// Why each instance stopped before it was told to (first error only).
+    pub stopped: Vec<String>,
+    /// Acknowledged writes of every kind (to know when to kill).
     pub writes: u64,
     /// What went wrong while the workload ran.
     pub violations: Vec<String>,
@@ -42,30 +76,54 @@ impl Acked {
     /// Records the answer to a write; reads and refusals change nothing.
     pub fn record(&mut self, req: &Request, reply: &Reply) {
         match (req, reply) {
-            (Request::LeaseTake { tree, .. }, Reply::Granted { epoch, .. }) => {
-                let e = self.epochs.entry(tree.clone()).or_insert(0);
-                *e = (*e).max(*epoch);
+            (Request::LeaseTake { tree, holder, .. }, Reply::Granted { epoch, .. }) => {
+                self.grants.entry(tree.clone()).or_default().push(Grant {
+                    epoch: *epoch,
+                    holder: holder.clone(),
+                });
+            }
+            (Request::LeaseRenew { tree, epoch, .. }, Reply::Renewed { expires_at_ms }) => {
+                self.renews
+                    .entry((tree.clone(), *epoch))
+                    .or_default()
+                    .push(*expires_at_ms);
+            }
+            (Request::LeaseRelease { tree, epoch, .. }, Reply::Released {}) => {
+                self.released.insert((tree.clone(), *epoch));
             }
             (Request::QueueSave { child, .. }, Reply::Saved {}) => {
                 self.saved.insert(child.clone());
+            }
+            (Request::QueueClaim { instance, .. }, Reply::Claimed { child, attempt, .. }) => {
+                self.claims.entry(child.clone()).or_default().push(Claim {
+                    instance: instance.clone(),
+                    attempt: *attempt,
+                });
             }
             (Request::QueueComplete { child, .. }, Reply::Completed {}) => {
                 let n = self.completed.entry(child.clone()).or_insert(0);
                 *n += 1;
                 if *n > 1 {
                     self.violations
-                        .push(format!("child {child} was completed {n} times"));
+                        .push(format!("{child}: completed {n} times before the kill"));
                 }
             }
             (Request::RatePause { provider, .. }, Reply::Paused { until_ms }) => {
-                let p = self.pauses.entry(provider.clone()).or_insert(0);
-                *p = (*p).max(*until_ms);
+                self.pauses
+                    .entry(provider.clone())
+                    .or_default()
+                    .push(*until_ms);
             }
-            (Request::LeaseRenew { .. }, Reply::Renewed { .. })
-            | (Request::LeaseRelease { .. }, Reply::Released {}) => {}
             _ => return,
         }
         self.writes += 1;
+    }
+
+    /// Whether a request whose outcome is unknown could have released `tree` at `epoch`.
+    pub fn release_in_flight(&self, tree: &str, epoch: i64) -> bool {
+        self.in_flight.iter().any(|r| {
+            matches!(r, Request::LeaseRelease { tree: t, epoch: e, .. } if t == tree && *e == epoch)
+        })
     }
 }
 
@@ -82,7 +140,6 @@ pub async fn instance(
     mut client: Box<dyn StoreClient>,
     name: String,
     seed: u64,
-    round: usize,
     acked: Arc<Mutex<Acked>>,
     stop: Arc<AtomicBool>,
 ) {
@@ -104,7 +161,7 @@ pub async fn instance(
                     tree,
                     holder: name.clone(),
                     epoch,
-                    ttl_ms: LEASE_MS,
+                    ttl_ms: RENEW_MS,
                 }
             }
             4 if !held.is_empty() => {
@@ -116,7 +173,7 @@ pub async fn instance(
                 }
             }
             5 | 6 => Request::QueueSave {
-                child: format!("child-{name}-r{round}-{n}"),
+                child: format!("child-{name}-{n}"),
                 depth: rng.random_range(0..4),
                 payload: format!("payload {n}"),
             },
@@ -141,7 +198,15 @@ pub async fn instance(
             Ok(r) => r,
             // The server is gone (killed) or refused: this instance stops;
             // an unknown outcome is never counted as acknowledged.
-            Err(_) => break,
+            Err(e) => {
+                if let Ok(mut a) = acked.lock() {
+                    if !stop.load(Ordering::Relaxed) {
+                        a.stopped.push(format!("{name}: {} answered {e}", req.op()));
+                    }
+                    a.in_flight.push(req);
+                }
+                break;
+            }
         };
         match (&req, &reply) {
             (Request::LeaseTake { tree, .. }, Reply::Granted { epoch, .. }) => {
@@ -164,22 +229,24 @@ pub async fn start(
     hello: impl Fn(usize) -> harness::store::Hello,
     instances: usize,
     seed: u64,
-    round: usize,
     acked: &Arc<Mutex<Acked>>,
     stop: &Arc<AtomicBool>,
 ) -> Result<Vec<tokio::task::JoinHandle<()>>, String> {
     let mut tasks = Vec::new();
     for i in 0..instances {
         let h = hello(i);
-        let (_, client) = factory
-            .connect(&h, wall_ms())
-            .await
-            .map_err(|e| format!("instance {} could not connect: {e}", h.instance))?;
+        let (_, client) = match factory.connect(&h, wall_ms()).await {
+            Ok(connected) => connected,
+            Err(e) => {
+                // The instances already writing stop with this round.
+                stop.store(true, Ordering::Relaxed);
+                return Err(format!("instance {} could not connect: {e}", h.instance));
+            }
+        };
         tasks.push(tokio::spawn(instance(
             client,
             h.instance.clone(),
             seed.wrapping_add(i as u64 * 7919),
-            round,
             acked.clone(),
             stop.clone(),
         )));

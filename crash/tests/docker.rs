@@ -7,7 +7,14 @@
 
 use std::time::{Duration, Instant};
 
-use crash::docker::{cleanup_all_blocking, docker_available, list_labelled, remove_labelled};
+use std::collections::HashMap;
+
+use bollard::models::{ContainerCreateBody, VolumeCreateRequest};
+use bollard::query_parameters::CreateContainerOptionsBuilder;
+use crash::docker::{
+    cleanup_all_blocking, docker_available, list_labelled, owner_labels, reap_dead_runs,
+    remove_labelled, OWNER_PID_LABEL, OWNER_START_LABEL, RUN_LABEL,
+};
 use crash::image::ensure_image;
 use crash::{CrashBackend, DockerBackend};
 
@@ -114,7 +121,10 @@ async fn with_the_aof_a_write_survives_sigkill_on_the_same_port() {
     let mut backend = DockerBackend::start(&durable(), &label).await.unwrap();
     assert_eq!(backend.name(), "docker");
     let url = backend.url();
-    assert_eq!(url, format!("redis://127.0.0.1:{}/", backend.port()));
+    assert!(
+        url.starts_with("redis://:") && url.ends_with(&format!("@127.0.0.1:{}/", backend.port())),
+        "{url}"
+    );
     set(&url, "k", "v").await;
 
     backend.kill().await.unwrap();
@@ -245,4 +255,109 @@ async fn a_server_that_cannot_start_fails_fast_with_its_logs() {
     );
     // The failed start removed what it had created.
     assert_eq!(labelled(&label).await, (vec![], vec![]));
+}
+
+#[tokio::test]
+async fn the_server_in_the_container_wants_its_password_and_is_published_on_loopback_only() {
+    let label = unique_label("password");
+    let backend = DockerBackend::start(&no_aof(), &label).await.unwrap();
+    let url = backend.url();
+    set(&url, "k", "v").await;
+    // The same server without the password: refused.
+    let bare = format!("redis://127.0.0.1:{}/", backend.port());
+    let mut c = conn(&bare).await;
+    let refused: Result<String, _> = redis::cmd("GET").arg("k").query_async(&mut c).await;
+    let err = refused.expect_err("a connection without the password reads nothing");
+    assert!(err.to_string().contains("NOAUTH"), "{err}");
+    let docker = docker_available().await.unwrap();
+    let inspect = docker
+        .inspect_container(backend.container_name(), None)
+        .await
+        .unwrap();
+    let bindings = inspect.host_config.unwrap().port_bindings.unwrap();
+    for binding in bindings.values().flatten().flatten() {
+        assert_eq!(binding.host_ip.as_deref(), Some("127.0.0.1"));
+    }
+    Box::new(backend).destroy().await.unwrap();
+}
+
+/// A pid no process has: a child that has exited and been waited for.
+fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+/// Labels as a storeproof process would put them, with `owner` changed.
+fn labels_of(label: &str, owner: &[(&str, String)]) -> HashMap<String, String> {
+    let mut labels = owner_labels();
+    labels.insert(RUN_LABEL.to_string(), label.to_string());
+    for (k, v) in owner {
+        labels.insert(k.to_string(), v.clone());
+    }
+    labels
+}
+
+/// A container (created, never started) and a volume carrying `labels`.
+async fn leftovers(name: &str, labels: HashMap<String, String>) {
+    let docker = docker_available().await.unwrap();
+    let image = ensure_image(&docker).await.unwrap();
+    docker
+        .create_volume(VolumeCreateRequest {
+            name: Some(name.to_string()),
+            labels: Some(labels.clone()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    docker
+        .create_container(
+            Some(CreateContainerOptionsBuilder::default().name(name).build()),
+            ContainerCreateBody {
+                image: Some(image),
+                labels: Some(labels),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn the_reaper_removes_what_dead_runs_left_and_spares_live_ones() {
+    let dead = unique_label("reap-dead");
+    let reused = unique_label("reap-reused");
+    let live = unique_label("reap-live");
+    // A run killed with SIGKILL: its pid is gone.
+    leftovers(
+        &format!("storeproof-crash-{dead}"),
+        labels_of(&dead, &[(OWNER_PID_LABEL, dead_pid().to_string())]),
+    )
+    .await;
+    // A run whose pid now belongs to another process (this one): the
+    // process start time does not match.
+    leftovers(
+        &format!("storeproof-crash-{reused}"),
+        labels_of(&reused, &[(OWNER_START_LABEL, "1".to_string())]),
+    )
+    .await;
+    // A live run: this very process.
+    let backend = DockerBackend::start(&no_aof(), &live).await.unwrap();
+
+    let docker = docker_available().await.unwrap();
+    let reaped = reap_dead_runs(&docker).await.unwrap();
+    for gone in [&dead, &reused] {
+        assert_eq!(labelled(gone).await, (vec![], vec![]), "{gone} left");
+        let name = format!("storeproof-crash-{gone}");
+        assert!(reaped.containers.contains(&name), "{reaped:?}");
+        assert!(reaped.volumes.contains(&name), "{reaped:?}");
+    }
+    let (containers, volumes) = labelled(&live).await;
+    assert_eq!(
+        (containers.len(), volumes.len()),
+        (1, 1),
+        "the live run was reaped"
+    );
+    Box::new(backend).destroy().await.unwrap();
 }

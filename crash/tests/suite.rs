@@ -5,16 +5,16 @@
 use std::process::Command;
 use std::sync::Arc;
 
-use crash::suite::{run, BackendChoice, CrashConfig};
+use crash::suite::{run, BackendChoice, CrashConfig, KillFigures};
 use harness::check::Verdict;
 use harness::store::redis::RedisStoreFactory;
 use harness::store::StoreFactory;
 
 fn config(backend: BackendChoice, seed: u64) -> CrashConfig {
     CrashConfig {
-        kills: 3,
-        opt_out_kills: 5,
-        power_losses: 3,
+        kills: 2,
+        opt_out_kills: 3,
+        power_losses: 2,
         instances: 4,
         seed,
         backend,
@@ -36,6 +36,11 @@ async fn certify_crash(backend: BackendChoice, seed: u64) -> crash::suite::Crash
     .expect("the crash suite runs")
 }
 
+/// The per-kill rows of one setting.
+fn per_kill(figures: &serde_json::Value) -> Vec<KillFigures> {
+    serde_json::from_value(figures["per_kill"].clone()).expect("per-kill figures")
+}
+
 fn assert_durable_and_loss_shown(outcome: &crash::suite::CrashOutcome) {
     for c in &outcome.checks {
         if c.id == "crash.docker-backend" {
@@ -44,14 +49,32 @@ fn assert_durable_and_loss_shown(outcome: &crash::suite::CrashOutcome) {
         assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
     }
     let s = &outcome.stats;
-    assert_eq!(s["kills"], 3);
+    assert_eq!(s["kills"], 2);
     assert_eq!(s["lost"], 0);
-    assert!(s["acknowledged_writes"].as_u64().unwrap() >= 60);
-    assert_eq!(s["opt_out"]["kills_showing_loss"], 5);
+    let durable = per_kill(s);
+    assert_eq!(durable.len(), 2);
+    for k in &durable {
+        // Each kill stands alone and has something of each main kind to lose.
+        assert!(k.acknowledged() >= 20, "{k:?}");
+        assert!(
+            k.epochs_acknowledged > 0 && k.children_acknowledged > 0,
+            "{k:?}"
+        );
+        assert_eq!(k.lost(), 0, "{k:?}");
+    }
+    // Every opted-out kill shows the loss on its own, with its own figures.
+    let opted = per_kill(&s["opt_out"]);
+    assert_eq!(opted.len(), 3);
+    for k in &opted {
+        assert!(k.lost() > 0, "{k:?}");
+        assert!(k.lost() <= k.acknowledged(), "{k:?}");
+        assert!(k.epochs_lost <= k.epochs_acknowledged, "{k:?}");
+    }
+    assert_eq!(s["opt_out"]["kills_showing_loss"], 3);
     assert_eq!(s["power_loss"]["always"]["lost"], 0);
     assert_eq!(
-        s["power_loss"]["everysec_opted_out"]["cuts_showing_loss"],
-        3
+        s["power_loss"]["everysec_opted_out"]["kills_showing_loss"],
+        2
     );
 }
 
@@ -146,7 +169,9 @@ async fn every_must_keep_check_fails_when_the_server_loses_writes() {
     for id in [
         "crash.acknowledged-epochs-survive",
         "crash.next-take-continues",
+        "crash.acknowledged-renews-survive",
         "crash.acknowledged-children-survive",
+        "crash.acknowledged-claims-survive",
         "crash.children-completed-once",
         "crash.acknowledged-pauses-survive",
         "crash.power-loss-always-keeps",
