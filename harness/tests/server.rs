@@ -10,8 +10,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use harness::server::{
-    cleanup_all, probe_url, server_settings, DataDir, ManagedServer, Preset, ServerError,
-    ServerOptions, VirtualClock, VIRTUAL_EPOCH_MS,
+    cleanup_all, mark_owned, probe_url, reap_dead_runs, server_settings, DataDir, ManagedServer,
+    Preset, ServerError, ServerOptions, VirtualClock, OWNER_FILE, VIRTUAL_EPOCH_MS,
 };
 use redis::aio::MultiplexedConnection;
 
@@ -555,9 +555,70 @@ fn the_server_dies_when_its_owner_is_sigkilled() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let alive = proc_alive(pid);
-    // Nothing runs on SIGKILL, so the directory is ours to remove.
-    let _ = std::fs::remove_dir_all(&dir);
+    // Nothing ran on SIGKILL, so the directory is still there, marked with
+    // its dead owner: the next run's reaper removes it.
+    let dir = std::path::PathBuf::from(dir);
+    assert!(dir.exists(), "{} vanished on its own", dir.display());
+    let reaped = reap_dead_runs();
+    assert!(!dir.exists(), "{} not reaped", dir.display());
+    assert!(reaped.contains(&dir), "{reaped:?}");
     assert!(!alive, "redis-server {pid} outlived its SIGKILLed owner");
+}
+
+#[test]
+fn the_reaper_removes_only_marked_directories_of_dead_owners() {
+    let tmp = tempfile::tempdir().expect("private TMPDIR");
+    let base = tmp.path();
+    let make = |name: &str, marker: Option<String>| {
+        let dir = base.join(name);
+        std::fs::create_dir(&dir).expect("mkdir");
+        std::fs::write(dir.join("data"), "x").expect("write");
+        if let Some(m) = marker {
+            std::fs::write(dir.join(OWNER_FILE), m).expect("marker");
+        }
+        dir
+    };
+    // A pid above the kernel's limit never runs.
+    let dead = Some("4194305 1\n".to_string());
+    let dead_run = make("storeproof-run-dead", dead.clone());
+    let unmarked = make("storeproof-run-unmarked", None);
+    let half_written = make("storeproof-run-half", Some("4194305".into()));
+    let not_ours = make("someone-else-dead", dead.clone());
+    let target = make("elsewhere", dead);
+    let link = base.join("storeproof-link");
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    run_isolated(
+        "live_owner_body",
+        &[("TMPDIR", base.to_str().expect("utf-8"))],
+    );
+    assert!(!dead_run.exists(), "a dead run's directory was kept");
+    for kept in [&unmarked, &half_written, &not_ours, &target] {
+        assert!(kept.join("data").exists(), "{} was touched", kept.display());
+    }
+    assert!(link.exists(), "a link was followed or removed");
+}
+
+/// Body of `the_reaper_removes_only_marked_directories_of_dead_owners`: a
+/// directory marked by a live process (this one) is kept; then reaps.
+#[test]
+fn live_owner_body() {
+    if !isolated() {
+        return;
+    }
+    let live = std::env::temp_dir().join("storeproof-run-live");
+    std::fs::create_dir(&live).expect("mkdir");
+    mark_owned(&live).expect("mark");
+    let reaped = reap_dead_runs();
+    assert!(live.exists(), "a live owner's directory was reaped");
+    assert_eq!(
+        reaped
+            .iter()
+            .filter(|p| p.starts_with(std::env::temp_dir()))
+            .count(),
+        1,
+        "{reaped:?}"
+    );
+    std::fs::remove_dir_all(&live).expect("cleanup");
 }
 
 /// Body of `the_server_dies_when_its_owner_is_sigkilled`: starts a server
@@ -589,4 +650,112 @@ fn owner_body() {
     loop {
         std::thread::sleep(Duration::from_secs(1));
     }
+}
+
+/// A `redis-server` wrapper that drops `LD_PRELOAD`: it runs, but the clock
+/// shim is never loaded, so the virtual clock does not move it. Returns the
+/// directory holding it (keep it alive) and its path.
+fn server_without_shim() -> (tempfile::TempDir, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("redis-server-without-shim");
+    std::fs::write(
+        &path,
+        "#!/bin/sh\nexec env -u LD_PRELOAD redis-server \"$@\"\n",
+    )
+    .expect("write wrapper");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    (dir, path)
+}
+
+#[test]
+fn a_server_that_ignores_the_virtual_clock_is_refused() {
+    let (_wrapper_dir, wrapper) = server_without_shim();
+    let tmp = tempfile::tempdir().expect("private TMPDIR");
+    run_isolated(
+        "clock_not_controlled_body",
+        &[
+            ("STOREPROOF_REDIS_SERVER", wrapper.to_str().expect("utf-8")),
+            ("TMPDIR", tmp.path().to_str().expect("utf-8")),
+        ],
+    );
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .expect("read TMPDIR")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Redis-server processes whose parent is this process.
+fn our_redis_children() -> Vec<u32> {
+    let me = std::process::id();
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // pid (comm) state ppid ...
+            let Some((comm, rest)) = stat.split_once(") ") else {
+                return false;
+            };
+            let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok());
+            comm.contains("redis-server") && ppid == Some(me)
+        })
+        .collect()
+}
+
+/// Body of `a_server_that_ignores_the_virtual_clock_is_refused`; does nothing
+/// unless run by `run_isolated` (it needs `STOREPROOF_REDIS_SERVER` set).
+#[tokio::test]
+async fn clock_not_controlled_body() {
+    if !isolated() {
+        return;
+    }
+    let err = ManagedServer::start(ServerOptions::default().with_data_dir(DataDir::Disk))
+        .await
+        .expect_err("a server the clock does not move is refused");
+    let msg = err.to_string();
+    assert!(
+        matches!(err, ServerError::ClockNotControlled { .. }),
+        "{msg}"
+    );
+    assert_eq!(msg.lines().count(), 1, "{msg}");
+    for needle in [
+        "redis-server-without-shim",
+        "virtual clock",
+        "TIME read",
+        "ms left instead of 52223",
+        "STOREPROOF_REDIS_SERVER",
+    ] {
+        assert!(msg.contains(needle), "{msg:?} does not say {needle:?}");
+    }
+    assert_eq!(
+        our_redis_children(),
+        Vec::<u32>::new(),
+        "server left running"
+    );
+    // Without the virtual clock nothing is judged on its clock: it starts.
+    let plain = start(
+        ServerOptions::default()
+            .with_virtual_clock(false)
+            .with_data_dir(DataDir::Disk),
+    )
+    .await;
+    drop(plain);
+}
+
+#[tokio::test]
+async fn the_clock_probe_leaves_the_keyspace_and_the_clock_as_found() {
+    let server = start(ServerOptions::default()).await;
+    let clock = server.clock().expect("virtual clock");
+    assert_eq!(clock.now_ms(), VIRTUAL_EPOCH_MS);
+    let mut conn = admin(&server).await;
+    let size: i64 = redis::cmd("DBSIZE")
+        .query_async(&mut conn)
+        .await
+        .expect("DBSIZE");
+    assert_eq!(size, 0, "the probe key is left");
+    assert_eq!(time_ms(&mut conn).await.0, VIRTUAL_EPOCH_MS / 1000);
 }

@@ -12,7 +12,7 @@ use redis::aio::MultiplexedConnection;
 
 use super::clock::{allows_exec, install_clock_shim, VirtualClock, CLOCK_FILE_ENV};
 use super::options::{DataDir, Preset, ServerOptions};
-use super::process::{spawn_tied_to_us, Owned};
+use super::process::{mark_owned, spawn_tied_to_us, Owned};
 use super::{connect, info_field, ServerError};
 
 /// The environment variable that names the `redis-server` binary to use
@@ -44,6 +44,24 @@ const FSYNC_LOG: &str = "fsync.log";
 /// The variable that tells the shim where to record them.
 const FSYNC_LOG_ENV: &str = "STOREPROOF_FSYNC_LOG";
 const CLOCK_FILE: &str = "clock";
+
+/// The key the clock probe writes and deletes at start: under a prefix of
+/// storeproof's own, never one a store is given (those start with `sp:`).
+pub const CLOCK_PROBE_KEY: &str = "storeproof-internal:clock-probe";
+/// How far the clock probe moves the virtual clock (distinctive, so that no
+/// real clock lands on it by chance).
+const PROBE_MOVE_MS: i64 = 7_777;
+/// The probe key's time to live, set before the move.
+const PROBE_TTL_MS: i64 = 60_000;
+/// How far (ms) the server may be from the virtual clock: the shim answers
+/// it exactly, so only rounding is allowed.
+const PROBE_TOLERANCE_MS: i64 = 1;
+/// Reads `TIME` and the probe key's `PTTL` in one script (one instant of the
+/// server's clock, as a store's script would see it). Read-only, so that
+/// servers replicating scripts verbatim accept it after `TIME`.
+const PROBE_SCRIPT: &str = "local t = redis.call('TIME') \
+     local p = redis.call('PTTL', KEYS[1]) \
+     return {tonumber(t[1]), tonumber(t[2]), p}";
 
 /// A `redis-server` the harness started and owns.
 ///
@@ -159,6 +177,10 @@ impl ManagedServer {
                 attempts: PORT_ATTEMPTS,
             });
         }
+        // Before anything is judged on this server's clock, prove that the
+        // clock is ours; on error `server` drops, killing it and removing
+        // its directory.
+        server.probe_clock().await?;
         server.version = server.read_version().await;
         tracing::debug!(
             port = server.port,
@@ -255,6 +277,77 @@ impl ManagedServer {
             }
             tokio::time::sleep(POLL_EVERY).await;
         }
+    }
+
+    /// With the virtual clock on: sets a key with a TTL, moves the clock by
+    /// [`PROBE_MOVE_MS`], reads `TIME` and the key's `PTTL` inside a script
+    /// and checks that both moved with it; then puts the clock back and
+    /// deletes the key. A replica cannot write, so only `TIME` is probed
+    /// there. `ClockNotControlled` when the server does not follow.
+    async fn probe_clock(&self) -> Result<(), ServerError> {
+        let Some(clock) = &self.clock else {
+            return Ok(());
+        };
+        let mut conn = self.admin().await?;
+        let t0 = clock.now_ms();
+        let seen = if self.options.replica_of.is_some() {
+            clock.set_ms(t0 + PROBE_MOVE_MS);
+            let time: redis::RedisResult<(i64, i64)> =
+                redis::cmd("TIME").query_async(&mut conn).await;
+            clock.set_ms(t0);
+            time.map(|(s, us)| (s * 1000 + us / 1000, None))
+        } else {
+            let set: redis::RedisResult<()> = redis::cmd("SET")
+                .arg(CLOCK_PROBE_KEY)
+                .arg("1")
+                .arg("PX")
+                .arg(PROBE_TTL_MS)
+                .query_async(&mut conn)
+                .await;
+            clock.set_ms(t0 + PROBE_MOVE_MS);
+            let read: redis::RedisResult<(i64, i64, i64)> = match set {
+                Ok(()) => {
+                    redis::cmd("EVAL")
+                        .arg(PROBE_SCRIPT)
+                        .arg(1)
+                        .arg(CLOCK_PROBE_KEY)
+                        .query_async(&mut conn)
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+            clock.set_ms(t0);
+            let _: redis::RedisResult<i64> = redis::cmd("DEL")
+                .arg(CLOCK_PROBE_KEY)
+                .query_async(&mut conn)
+                .await;
+            read.map(|(s, us, pttl)| (s * 1000 + us / 1000, Some(pttl)))
+        };
+        let (time_ms, pttl) = seen.map_err(|e| ServerError::ClockNotControlled {
+            binary: self.binary.clone(),
+            detail: format!("the clock probe could not run: {e}"),
+        })?;
+        let want_time = t0 + PROBE_MOVE_MS;
+        let want_pttl = PROBE_TTL_MS - PROBE_MOVE_MS;
+        let time_ok = (time_ms - want_time).abs() <= PROBE_TOLERANCE_MS;
+        let pttl_ok = pttl.is_none_or(|p| (p - want_pttl).abs() <= PROBE_TOLERANCE_MS);
+        if time_ok && pttl_ok {
+            return Ok(());
+        }
+        let mut detail = format!(
+            "after moving the clock {PROBE_MOVE_MS} ms, TIME read {} ms from the virtual clock",
+            time_ms - want_time
+        );
+        if let Some(p) = pttl {
+            detail.push_str(&format!(
+                " and a key set to expire in {PROBE_TTL_MS} ms had {p} ms left instead of \
+                 {want_pttl}"
+            ));
+        }
+        Err(ServerError::ClockNotControlled {
+            binary: self.binary.clone(),
+            detail,
+        })
     }
 
     async fn read_version(&self) -> String {
@@ -556,7 +649,22 @@ fn create_server_dir(kind: DataDir) -> Result<PathBuf, ServerError> {
             .prefix("storeproof-redis-")
             .tempdir_in(base)
         {
-            Ok(dir) => return Ok(dir.keep()),
+            Ok(dir) => {
+                let dir = dir.keep();
+                // Marked so that a later run reaps it if we die without
+                // cleaning up; unmarked, it would be left for good.
+                return match mark_owned(&dir) {
+                    Ok(()) => Ok(dir),
+                    Err(source) => {
+                        let _ = fs::remove_dir_all(&dir);
+                        Err(ServerError::Io {
+                            action: format!("mark {} as storeproof's", dir.display()),
+                            source,
+                            hint: "check that the temp dir is writable and /proc is mounted",
+                        })
+                    }
+                };
+            }
             Err(e) => last_error = Some((base, e)),
         }
     }
@@ -607,6 +715,11 @@ fn place_shim(dir: &Path, owned: &mut Owned) -> Result<PathBuf, ServerError> {
             })?
             .keep();
         owned.add_dir(shim_dir.clone());
+        mark_owned(&shim_dir).map_err(|source| ServerError::Io {
+            action: format!("mark {} as storeproof's", shim_dir.display()),
+            source,
+            hint: "check that the temp dir is writable and /proc is mounted",
+        })?;
         shim_dir
     };
     install_clock_shim(&shim_dir).map_err(|source| ServerError::Io {

@@ -24,10 +24,13 @@ pub use clock::{
     allows_exec, install_clock_shim, VirtualClock, CLOCK_FILE_ENV, CLOCK_SHIM,
     CLOCK_SHIM_FILE_NAME, VIRTUAL_EPOCH_MS,
 };
-pub use external::{probe_url, server_settings, ServerFacts, SETTING_NAMES};
-pub use managed::{find_binary, ManagedServer, REDIS_SERVER_ENV};
+pub use external::{
+    probe_url, redact_secrets, remove_keys_under, server_settings, ServerFacts, SETTING_NAMES,
+};
+pub use managed::{find_binary, ManagedServer, CLOCK_PROBE_KEY, REDIS_SERVER_ENV};
 pub use options::{DataDir, Preset, ServerOptions};
-pub use process::cleanup_all;
+pub use process::{cleanup_all, mark_owned, reap_dead_runs, DIR_PREFIX, OWNER_FILE};
+pub(crate) use process::{die_with_parent, on_spawner_thread};
 
 /// Why a server could not be started, reached or controlled. Every message
 /// is one line and says what to do about it.
@@ -114,6 +117,21 @@ pub enum ServerError {
         /// The server's or client's error.
         source: redis::RedisError,
     },
+    /// The server does not follow the virtual clock: a move of the clock did
+    /// not move its `TIME` or a key's `PTTL` (e.g. a statically linked
+    /// binary, or one that reads time in a way the shim does not answer).
+    /// Judging expiries on it would blame the store for the harness's clock.
+    #[error(
+        "{} does not follow storeproof's virtual clock ({detail}); refusing to judge a store on \
+         it. Point STOREPROOF_REDIS_SERVER at a dynamically linked redis-server (apt-get install \
+         redis-server) or unset it", binary.display()
+    )]
+    ClockNotControlled {
+        /// The server binary that was started.
+        binary: PathBuf,
+        /// What the probe saw, one line.
+        detail: String,
+    },
     /// An external server given by URL did not answer.
     #[error("cannot reach Redis at {url}: {cause}; check the URL and that the server is running")]
     Unreachable {
@@ -173,28 +191,8 @@ pub(crate) fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
 /// `url` with the password (if any) replaced by `***`, for messages and
 /// reports.
 pub(crate) fn redact_url(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return url.to_string();
-    };
-    let rest_start = scheme_end + 3;
-    let rest = &url[rest_start..];
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    let Some(at) = authority.rfind('@') else {
-        return url.to_string();
-    };
-    let userinfo = &authority[..at];
-    let redacted = match userinfo.split_once(':') {
-        Some((user, _)) => format!("{user}:***"),
-        // A user name alone is no secret.
-        None => userinfo.to_string(),
-    };
-    format!(
-        "{}{}{}",
-        &url[..rest_start],
-        redacted,
-        &url[rest_start + at..]
-    )
+    // One redaction for everything: see `redact_secrets`.
+    redact_secrets(url)
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard, OnceLock};
@@ -166,28 +166,26 @@ impl Drop for Owned {
     }
 }
 
-struct SpawnRequest {
-    command: Command,
-    reply: tokio::sync::oneshot::Sender<io::Result<Child>>,
-}
+/// Work for the spawner thread.
+type Job = Box<dyn FnOnce() + Send>;
 
 /// The spawner thread's queue.
 ///
 /// Why a dedicated thread: `PR_SET_PDEATHSIG` fires when the *thread* that
-/// forked the child exits, not the process. Servers may be started from
-/// short-lived threads (tokio blocking threads, a model checker's workers);
-/// spawning them all from one thread that lives as long as the process ties
-/// their lives to the process's.
-static SPAWNER: OnceLock<Result<mpsc::Sender<SpawnRequest>, String>> = OnceLock::new();
+/// forked the child exits, not the process. Servers and adapters may be
+/// started from short-lived threads (tokio blocking threads, a model
+/// checker's workers); spawning them all from one thread that lives as long
+/// as the process ties their lives to the process's.
+static SPAWNER: OnceLock<Result<mpsc::Sender<Job>, String>> = OnceLock::new();
 
-fn spawner() -> io::Result<&'static mpsc::Sender<SpawnRequest>> {
+fn send_to_spawner(job: Job) -> io::Result<()> {
     let spawner = SPAWNER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<SpawnRequest>();
+        let (tx, rx) = mpsc::channel::<Job>();
         std::thread::Builder::new()
             .name("storeproof-spawner".into())
             .spawn(move || {
-                for mut request in rx {
-                    let _ = request.reply.send(request.command.spawn());
+                for job in rx {
+                    job();
                 }
             })
             .map(|_| tx)
@@ -195,42 +193,182 @@ fn spawner() -> io::Result<&'static mpsc::Sender<SpawnRequest>> {
     });
     spawner
         .as_ref()
-        .map_err(|e| io::Error::other(format!("cannot start the process-spawner thread: {e}")))
+        .map_err(|e| io::Error::other(format!("cannot start the process-spawner thread: {e}")))?
+        .send(job)
+        .map_err(|_| io::Error::other("the process-spawner thread is gone"))
 }
 
-/// Spawns `command` so that the child gets SIGKILL when this process dies,
-/// however it dies (including SIGKILL, where no cleanup code runs).
-pub(crate) async fn spawn_tied_to_us(mut command: Command) -> io::Result<Child> {
+/// Runs `f` (which forks a child armed with [`die_with_parent`]) on the
+/// spawner thread and waits for its result, blocking the caller for as long
+/// as a fork takes.
+pub(crate) fn on_spawner_thread<R, F>(f: F) -> io::Result<R>
+where
+    R: Send + 'static,
+    F: FnOnce() -> R + Send + 'static,
+{
+    let (tx, rx) = mpsc::sync_channel(1);
+    send_to_spawner(Box::new(move || {
+        let _ = tx.send(f());
+    }))?;
+    rx.recv()
+        .map_err(|_| io::Error::other("the process-spawner thread dropped a request"))
+}
+
+/// A `pre_exec` hook that makes the child get SIGKILL when this process
+/// dies, however it dies (including SIGKILL, where no cleanup code runs).
+/// The child must be forked from the spawner thread (see [`SPAWNER`]).
+/// The signal survives `exec` but not `fork`: the child's own children
+/// are not covered.
+pub(crate) fn die_with_parent() -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
-    // SAFETY: the closure runs in the forked child before exec, where only
+    // The closure runs in the forked child before exec, where only
     // async-signal-safe functions may be called: prctl and getppid are
     // syscalls, and the error path builds an io::Error from a raw errno
     // without allocating.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::prctl(
+    move || {
+        // SAFETY: prctl with PR_SET_PDEATHSIG only sets a flag of the
+        // calling process.
+        if unsafe {
+            libc::prctl(
                 libc::PR_SET_PDEATHSIG,
                 libc::SIGKILL as libc::c_ulong,
                 0,
                 0,
                 0,
-            ) != 0
-            {
-                return Err(io::Error::last_os_error());
-            }
-            // If we died between fork and prctl, the signal was never armed.
-            if libc::getppid() != parent {
-                return Err(io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            Ok(())
-        });
+            )
+        } != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        // If we died between fork and prctl, the signal was never armed.
+        // SAFETY: getppid has no preconditions.
+        if unsafe { libc::getppid() } != parent {
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
+        Ok(())
+    }
+}
+
+/// Spawns `command` so that the child gets SIGKILL when this process dies,
+/// however it dies (including SIGKILL, where no cleanup code runs).
+pub(crate) async fn spawn_tied_to_us(mut command: Command) -> io::Result<Child> {
+    // SAFETY: the hook only makes async-signal-safe syscalls (see
+    // `die_with_parent`).
+    unsafe {
+        command.pre_exec(die_with_parent());
     }
     let (reply, answer) = tokio::sync::oneshot::channel();
-    spawner()?
-        .send(SpawnRequest { command, reply })
-        .map_err(|_| io::Error::other("the process-spawner thread is gone"))?;
+    send_to_spawner(Box::new(move || {
+        let _ = reply.send(command.spawn());
+    }))?;
     answer
         .await
         .map_err(|_| io::Error::other("the process-spawner thread dropped a request"))?
+}
+
+/// The file that marks a directory as storeproof's and names the process
+/// that owns it (`<pid> <start time in clock ticks>`), so that a later run
+/// can remove it once that process is dead ([`reap_dead_runs`]).
+pub const OWNER_FILE: &str = ".storeproof-owner";
+
+/// The name prefix of every directory storeproof creates in a temp dir.
+pub const DIR_PREFIX: &str = "storeproof-";
+
+/// When process `pid` started, in clock ticks since boot (field 22 of
+/// `/proc/<pid>/stat`); `None` when there is no such process. With the pid
+/// it names one process for good: a recycled pid starts later.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: the
+    // fields after it start after the last ')'. Field 3 is the first there.
+    let after_comm = stat.rsplit_once(')')?.1;
+    after_comm.split_whitespace().nth(22 - 3)?.parse().ok()
+}
+
+/// Marks `dir` (just created by this process) as storeproof's: writes
+/// [`OWNER_FILE`] naming this process. Call it on every directory with the
+/// [`DIR_PREFIX`] storeproof creates in a temp dir.
+pub fn mark_owned(dir: &Path) -> io::Result<()> {
+    let pid = std::process::id();
+    let started = start_time(pid)
+        .ok_or_else(|| io::Error::other("cannot read this process's start time in /proc"))?;
+    std::fs::write(dir.join(OWNER_FILE), format!("{pid} {started}\n"))
+}
+
+/// Whether the process named by an [`OWNER_FILE`]'s text is gone. `None`
+/// when the text is not a complete marker (being written, or not ours):
+/// such a directory is never touched.
+fn owner_is_dead(marker: &str) -> Option<bool> {
+    let (pid, started) = marker.trim_end_matches('\n').split_once(' ')?;
+    let pid: u32 = pid.parse().ok()?;
+    let started: u64 = started.parse().ok()?;
+    Some(start_time(pid) != Some(started))
+}
+
+/// The temp dirs storeproof creates directories in: `$TMPDIR` (or `/tmp`)
+/// and `/dev/shm`.
+fn temp_bases() -> Vec<PathBuf> {
+    let mut bases = vec![std::env::temp_dir()];
+    let shm = PathBuf::from("/dev/shm");
+    if shm.is_dir() && !bases.contains(&shm) {
+        bases.push(shm);
+    }
+    bases
+}
+
+/// Removes the directories that runs which died without cleaning up (e.g.
+/// SIGKILLed) left in the temp dirs, and returns them. Only a directory
+/// that is named [`DIR_PREFIX`]…, is a real directory (not a link), belongs
+/// to this user and holds an [`OWNER_FILE`] naming a process that is no
+/// longer running is removed; nothing else is ever touched.
+pub fn reap_dead_runs() -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let mut reaped = Vec::new();
+    for base in temp_bases() {
+        let Ok(entries) = std::fs::read_dir(&base) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if !name.to_str().is_some_and(|n| n.starts_with(DIR_PREFIX)) {
+                continue;
+            }
+            let path = entry.path();
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if !meta.is_dir() || meta.uid() != me {
+                continue;
+            }
+            let Ok(marker) = std::fs::read_to_string(path.join(OWNER_FILE)) else {
+                continue;
+            };
+            if owner_is_dead(&marker) == Some(true) && std::fs::remove_dir_all(&path).is_ok() {
+                reaped.push(path);
+            }
+        }
+    }
+    reaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_alive_and_a_recycled_pid_is_not() {
+        let me = std::process::id();
+        let started = start_time(me).expect("own start time");
+        assert_eq!(owner_is_dead(&format!("{me} {started}\n")), Some(false));
+        assert_eq!(
+            owner_is_dead(&format!("{me} {}\n", started + 1)),
+            Some(true)
+        );
+        assert_eq!(owner_is_dead("4194305 1\n"), Some(true));
+        assert_eq!(owner_is_dead(""), None);
+        assert_eq!(owner_is_dead("12"), None);
+    }
 }

@@ -7,12 +7,19 @@
 //! request waits at most the factory's timeout. An adapter that exits, hangs
 //! or writes something that is not a JSON answer is reported as
 //! `adapter_failed`, naming the instance, the request and the end of its stderr;
-//! after that the instance answers the same failure to every call.
+//! after that the instance answers the same failure to every call, and the
+//! first such failure of the process is kept for [`first_adapter_failure`]
+//! (a broken adapter is bad input: the run ends on it, blaming no store).
+//!
+//! Adapters get SIGKILL when storeproof dies, however it dies (a parent-death
+//! signal armed before exec). An answer line is at most [`MAX_LINE`] bytes,
+//! and every text that comes from an adapter (its stderr, its messages) is
+//! made [`printable`] before it reaches a terminal or a report.
 
 use std::collections::{HashSet, VecDeque};
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -36,6 +43,42 @@ const STDERR_KEPT: usize = 4096;
 
 /// How much of a malformed line is quoted in a failure.
 const QUOTED: usize = 200;
+
+/// The longest answer line an adapter may write (1 MiB, newline included);
+/// a longer one fails the instance instead of growing memory without end.
+pub const MAX_LINE: usize = 1 << 20;
+
+/// The first adapter failure of this process, with what to do about it.
+static FIRST_FAILURE: OnceLock<String> = OnceLock::new();
+
+/// The first adapter failure of this process (an adapter that exited, hung,
+/// wrote garbage or an overlong line, or could not be started), one line
+/// naming the instance, the request and the fix; `None` while every adapter
+/// behaved. A run that sees one ends with a setup error instead of a report:
+/// no check can be trusted to say anything about the store.
+pub fn first_adapter_failure() -> Option<String> {
+    FIRST_FAILURE.get().cloned()
+}
+
+fn record_failure(error: &StoreError, hint: &str) {
+    let _ = FIRST_FAILURE.set(format!("{}; {hint}", error.message));
+}
+
+/// `text` with every control character (ESC, BEL, CR, NUL, …) written as an
+/// escape such as `\u{1b}`, so that an adapter's bytes cannot drive a
+/// terminal or make a report invalid (XML forbids most of them); every other
+/// character, non-ASCII included, is kept.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
 
 /// Process groups of live adapters, for [`kill_all`].
 static LIVE_GROUPS: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
@@ -104,6 +147,7 @@ fn adapter_failed(message: String) -> StoreError {
     StoreError::new(ErrorKind::AdapterFailed, message)
 }
 
+/// A short quotation of an adapter's line; `{:?}` escapes control characters.
 fn quote(text: &str) -> String {
     let t = text.trim_end();
     if t.chars().count() > QUOTED {
@@ -136,6 +180,15 @@ impl Drop for Adapter {
 
 impl Adapter {
     fn spawn(factory: &ExternalStoreFactory, instance: &str) -> Result<Adapter, StoreError> {
+        let cannot_start = |e: &dyn std::fmt::Display| {
+            let error = adapter_failed(format!(
+                "cannot start the adapter of instance {instance} (sh -c {:?}): {e}",
+                factory.command
+            ));
+            record_failure(&error, "fix the adapter's command line");
+            error
+        };
+        let runtime = tokio::runtime::Handle::try_current().map_err(|e| cannot_start(&e))?;
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
             .arg(&factory.command)
@@ -147,12 +200,18 @@ impl Adapter {
             // A group of its own: killing it kills the shell and its children.
             .process_group(0)
             .kill_on_drop(true);
-        let mut child = cmd.spawn().map_err(|e| {
-            adapter_failed(format!(
-                "cannot start the adapter of instance {instance} (sh -c {:?}): {e}",
-                factory.command
-            ))
-        })?;
+        // SAFETY: the hook only makes async-signal-safe syscalls.
+        unsafe {
+            cmd.pre_exec(crate::server::die_with_parent());
+        }
+        // Forked from the spawner thread, which lives as long as the process:
+        // the parent-death signal fires when the forking *thread* ends.
+        let mut child = crate::server::on_spawner_thread(move || {
+            let _entered = runtime.enter();
+            cmd.spawn()
+        })
+        .and_then(|spawned| spawned)
+        .map_err(|e| cannot_start(&e))?;
         let pid = child.id().unwrap_or(0) as i32;
         register(pid);
         let (Some(stdin), Some(stdout), Some(mut stderr)) =
@@ -199,7 +258,11 @@ impl Adapter {
             .map(|k| k.iter().copied().collect())
             .unwrap_or_default();
         let text = String::from_utf8_lossy(&bytes);
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let lines: Vec<String> = text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(printable)
+            .collect();
         let tail = lines[lines.len().saturating_sub(5)..].join(" | ");
         if tail.is_empty() {
             "its stderr is empty".into()
@@ -225,27 +288,36 @@ impl Adapter {
         let line =
             json!({"id": id, "op": op, "args": args, "clock_ms": clock_ms}).to_string() + "\n";
         let outcome = self.exchange(&line, &what, id).await;
-        if let Err(e) = &outcome {
+        if let Err((e, hint)) = &outcome {
             self.dead = Some(e.clone());
             kill_group(self.pgid);
+            record_failure(e, hint);
         }
-        outcome
+        outcome.map_err(|(e, _)| e)
     }
 
+    /// One request and its answer; `Err` carries the failure and what to
+    /// do about it.
     async fn exchange(
         &mut self,
         line: &str,
         what: &str,
         id: u64,
-    ) -> Result<Result<Value, StoreError>, StoreError> {
+    ) -> Result<Result<Value, StoreError>, (StoreError, &'static str)> {
+        const FIX: &str = "fix the adapter or its command line";
         let instance = self.instance.clone();
         let stdin = &mut self.stdin;
         let stdout = &mut self.stdout;
-        let mut answer = String::new();
+        let mut raw = Vec::new();
         let read = async {
             stdin.write_all(line.as_bytes()).await?;
             stdin.flush().await?;
-            stdout.read_line(&mut answer).await
+            // One byte past the cap tells an overlong line from one that
+            // exactly fills it.
+            (&mut *stdout)
+                .take(MAX_LINE as u64 + 1)
+                .read_until(b'\n', &mut raw)
+                .await
         };
         let limit = if id == 0 {
             self.timeout.max(HELLO_TIMEOUT_AT_LEAST)
@@ -255,17 +327,23 @@ impl Adapter {
         let read = tokio::time::timeout(limit, read).await;
         let n = match read {
             Err(_) => {
-                return Err(adapter_failed(format!(
-                    "the adapter of instance {instance} did not answer {what} within {}s; {}",
-                    limit.as_secs_f64(),
-                    self.stderr_tail()
-                )))
+                return Err((
+                    adapter_failed(format!(
+                        "the adapter of instance {instance} did not answer {what} within {}s; {}",
+                        limit.as_secs_f64(),
+                        self.stderr_tail()
+                    )),
+                    "fix the adapter or raise --adapter-timeout",
+                ))
             }
             Ok(Err(e)) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-                return Err(adapter_failed(format!(
-                    "cannot talk to the adapter of instance {instance} during {what}: {e}; {}",
-                    self.stderr_tail()
-                )))
+                return Err((
+                    adapter_failed(format!(
+                        "cannot talk to the adapter of instance {instance} during {what}: {e}; {}",
+                        self.stderr_tail()
+                    )),
+                    FIX,
+                ))
             }
             Ok(Err(_)) => 0,
             Ok(Ok(n)) => n,
@@ -277,16 +355,34 @@ impl Adapter {
                 Ok(Ok(s)) => s.to_string(),
                 _ => "closed its stdout".to_string(),
             };
-            return Err(adapter_failed(format!(
-                "the adapter of instance {instance} exited ({status}) during {what}; {}",
-                self.stderr_tail()
-            )));
+            return Err((
+                adapter_failed(format!(
+                    "the adapter of instance {instance} exited ({status}) during {what}; {}",
+                    self.stderr_tail()
+                )),
+                FIX,
+            ));
         }
+        if raw.len() > MAX_LINE && !raw.ends_with(b"\n") {
+            return Err((
+                adapter_failed(format!(
+                    "the adapter of instance {instance} answered {what} with a line longer than \
+                     {MAX_LINE} bytes (1 MiB) and no newline; an answer is one JSON object on \
+                     one line; {}",
+                    self.stderr_tail()
+                )),
+                FIX,
+            ));
+        }
+        let answer = String::from_utf8_lossy(&raw);
         let malformed = |why: &str| {
-            adapter_failed(format!(
-                "the adapter of instance {instance} answered {what} with {why}: {}",
-                quote(&answer)
-            ))
+            (
+                adapter_failed(format!(
+                    "the adapter of instance {instance} answered {what} with {why}: {}",
+                    quote(&answer)
+                )),
+                FIX,
+            )
         };
         let value: Value =
             serde_json::from_str(&answer).map_err(|_| malformed("a line that is not JSON"))?;
@@ -296,7 +392,10 @@ impl Adapter {
         match (value.get("ok"), value.get("error")) {
             (Some(ok), None) => Ok(Ok(ok.clone())),
             (None, Some(err)) => match serde_json::from_value::<StoreError>(err.clone()) {
-                Ok(e) if e.kind != ErrorKind::AdapterFailed => Ok(Err(e)),
+                Ok(e) if e.kind != ErrorKind::AdapterFailed => Ok(Err(StoreError {
+                    message: printable(&e.message),
+                    ..e
+                })),
                 _ => Err(malformed(
                     "an error that is not {\"kind\", \"message\"} with a known kind",
                 )),
@@ -315,11 +414,10 @@ impl StoreClient for ExternalClient {
     async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
         match self.adapter.request(&call.op, &call.args, clock_ms).await? {
             Err(e) => Err(e),
-            Ok(ok) => serde_json::from_value::<Reply>(ok.clone()).map_err(|e| {
+            Ok(ok) => Reply::from_wire(&call.op, &ok).map_err(|e| {
                 let e = adapter_failed(format!(
-                    "the adapter of instance {} answered {} with an ok that is no reply: {} ({e})",
+                    "the adapter of instance {} answered a malformed reply: {e} (the answer was {})",
                     self.adapter.instance,
-                    call.op,
                     quote(&ok.to_string())
                 ));
                 self.adapter.dead = Some(e.clone());
@@ -350,6 +448,11 @@ impl StoreFactory for ExternalStoreFactory {
                 quote(&ok.to_string())
             ))
         })?;
+        let info = StoreInfo {
+            name: printable(&info.name),
+            version: printable(&info.version),
+            ..info
+        };
         if info.contracts.is_empty() {
             return Err(adapter_failed(format!(
                 "the adapter of instance {} offers no contract; name at least one of {:?}",
