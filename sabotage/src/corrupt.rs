@@ -36,9 +36,9 @@ pub fn corrupt(outcome: Result<Reply, StoreError>) -> Result<Reply, StoreError> 
         Reply::Lost { .. } => Reply::Renewed { expires_at_ms: 0 },
         Reply::Released {} | Reply::NotHeld {} => Reply::Kept {},
         Reply::Lease(None) => Reply::Lease(Some(LeaseView {
-            holder: "ghost".into(),
+            holder: Some("ghost".into()),
             epoch: 1,
-            expires_at_ms: 0,
+            expires_at_ms: Some(0),
             live: false,
         })),
         Reply::Lease(Some(mut v)) => {

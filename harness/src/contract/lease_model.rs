@@ -102,9 +102,9 @@ impl LeaseModel {
                 _ => Reply::NotHeld {},
             },
             Request::LeaseRead { tree } => Reply::Lease(self.trees.get(tree).map(|r| LeaseView {
-                holder: r.holder.clone(),
+                holder: Some(r.holder.clone()),
                 epoch: r.epoch,
-                expires_at_ms: r.expires_at_ms,
+                expires_at_ms: Some(r.expires_at_ms),
                 live: r.live(now_ms),
             })),
             Request::LeaseKeepExecution { tree, execution } => {

@@ -5,15 +5,19 @@ use serde::{Deserialize, Serialize};
 
 use super::Request;
 
-/// A lease record as `lease.read` shows it.
+/// A lease record as `lease.read` shows it. For a record that is not live
+/// only `epoch` and `live` are judged, so a store that cannot know a
+/// released or expired lease's holder or expiry (a lock key with `PX` beside
+/// a fence counter) answers null there.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeaseView {
-    /// The holder of the latest grant, even once it is released or expired.
-    pub holder: String,
+    /// The holder of the latest grant; may be null once it is not live.
+    pub holder: Option<String>,
     /// The latest epoch granted for the tree.
     pub epoch: i64,
-    /// When the latest grant ends (or ended), in server time ms.
-    pub expires_at_ms: i64,
+    /// When the latest grant ends (or ended), in server time ms; may be null
+    /// once it is not live.
+    pub expires_at_ms: Option<i64>,
     /// Unexpired on server time and not released.
     pub live: bool,
 }
@@ -225,6 +229,276 @@ impl Reply {
     }
 }
 
+impl Reply {
+    /// Reads the `ok` value an adapter answered to `op`, demanding exactly
+    /// what the contract judges: an outcome key `op` may answer, and each
+    /// field present with its type (null only where PROTOCOL.md allows it;
+    /// unknown extra fields are ignored). The error names the field that is
+    /// wrong, e.g. ``lease.read: `lease.epoch` must be a whole number (a JSON
+    /// integer), got "x"``.
+    pub fn from_wire(op: &str, ok: &serde_json::Value) -> Result<Reply, String> {
+        WireReader { op }.reply(ok)
+    }
+}
+
+/// `outcome.field`, or `field` alone for `rate.read` (no outcome key).
+fn field_path(outcome: &str, field: &str) -> String {
+    if outcome.is_empty() {
+        field.to_string()
+    } else {
+        format!("{outcome}.{field}")
+    }
+}
+
+/// The outcomes each operation may answer, in wire names.
+fn outcomes_of(op: &str) -> Option<&'static [&'static str]> {
+    Some(match op {
+        "lease.take" => &["granted", "busy"],
+        "lease.renew" => &["renewed", "lost"],
+        "lease.release" => &["released", "not_held"],
+        "lease.read" => &["lease"],
+        "lease.keep_execution" => &["kept"],
+        "lease.kept_executions" => &["executions"],
+        "queue.save" => &["saved", "exists"],
+        "queue.claim" => &["claimed", "empty"],
+        "queue.complete" => &["completed", "not_claimer"],
+        "queue.read" => &["child"],
+        "rate.acquire_slot" => &["acquired", "full", "paused"],
+        "rate.release_slot" => &["released", "unknown"],
+        "rate.hit" => &["allowed", "limited", "paused"],
+        "rate.pause" => &["paused"],
+        _ => return None,
+    })
+}
+
+/// Short JSON of a value for a message (long values cut).
+fn shown(v: &serde_json::Value) -> String {
+    let text = v.to_string();
+    match text.char_indices().nth(80) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text,
+    }
+}
+
+struct WireReader<'a> {
+    op: &'a str,
+}
+
+type Obj = serde_json::Map<String, serde_json::Value>;
+
+impl WireReader<'_> {
+    fn err(&self, path: &str, want: &str, got: Option<&serde_json::Value>) -> String {
+        match got {
+            Some(v) => format!("{}: `{path}` must be {want}, got {}", self.op, shown(v)),
+            None => format!("{}: `{path}` must be {want}, but it is missing", self.op),
+        }
+    }
+
+    fn object<'v>(&self, path: &str, v: &'v serde_json::Value) -> Result<&'v Obj, String> {
+        v.as_object()
+            .ok_or_else(|| self.err(path, "an object", Some(v)))
+    }
+
+    fn int(&self, o: &Obj, outcome: &str, field: &str) -> Result<i64, String> {
+        let v = o.get(field);
+        v.and_then(serde_json::Value::as_i64).ok_or_else(|| {
+            self.err(
+                &field_path(outcome, field),
+                "a whole number (a JSON integer)",
+                v,
+            )
+        })
+    }
+
+    fn opt_int(&self, o: &Obj, outcome: &str, field: &str) -> Result<Option<i64>, String> {
+        match o.get(field) {
+            Some(serde_json::Value::Null) => Ok(None),
+            Some(v) if v.is_i64() => Ok(v.as_i64()),
+            v => Err(self.err(&field_path(outcome, field), "a whole number or null", v)),
+        }
+    }
+
+    fn text(&self, o: &Obj, outcome: &str, field: &str) -> Result<String, String> {
+        let v = o.get(field);
+        v.and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| self.err(&field_path(outcome, field), "a string", v))
+    }
+
+    fn opt_text(&self, o: &Obj, outcome: &str, field: &str) -> Result<Option<String>, String> {
+        match o.get(field) {
+            Some(serde_json::Value::Null) => Ok(None),
+            Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
+            v => Err(self.err(&field_path(outcome, field), "a string or null", v)),
+        }
+    }
+
+    fn state(&self, o: &Obj, outcome: &str, field: &str) -> Result<ChildState, String> {
+        let v = o.get(field);
+        match v.and_then(serde_json::Value::as_str) {
+            Some("queued") => Ok(ChildState::Queued),
+            Some("claimed") => Ok(ChildState::Claimed),
+            Some("done") => Ok(ChildState::Done),
+            _ => Err(self.err(
+                &field_path(outcome, field),
+                "one of \"queued\", \"claimed\", \"done\"",
+                v,
+            )),
+        }
+    }
+
+    fn empty(&self, o: &serde_json::Value, outcome: &str) -> Result<(), String> {
+        self.object(outcome, o).map(|_| ())
+    }
+
+    fn reply(&self, ok: &serde_json::Value) -> Result<Reply, String> {
+        let top = ok.as_object().ok_or_else(|| {
+            format!(
+                "{}: the ok value must be an object, got {}",
+                self.op,
+                shown(ok)
+            )
+        })?;
+        if self.op == "rate.read" {
+            return Ok(Reply::RateState {
+                slots_in_use: self.int(top, "", "slots_in_use")?,
+                paused_until_ms: self.opt_int(top, "", "paused_until_ms")?,
+            });
+        }
+        let Some(allowed) = outcomes_of(self.op) else {
+            return Err(format!("{} is not an operation", self.op));
+        };
+        let want = allowed
+            .iter()
+            .map(|o| format!("`{o}`"))
+            .collect::<Vec<_>>()
+            .join(" or ");
+        let mut keys = top.iter();
+        let (outcome, body) = match (keys.next(), keys.next()) {
+            (Some((k, v)), None) => (k.as_str(), v),
+            _ => {
+                return Err(format!(
+                    "{}: the ok value must have exactly one key, the outcome ({want}), got {}",
+                    self.op,
+                    shown(ok)
+                ))
+            }
+        };
+        if !allowed.contains(&outcome) {
+            return Err(format!(
+                "{}: the outcome must be {want}, got `{outcome}`",
+                self.op
+            ));
+        }
+        Ok(match outcome {
+            "lease" if body.is_null() => Reply::Lease(None),
+            "lease" => {
+                let o = self.object("lease", body)?;
+                let live = o.get("live");
+                Reply::Lease(Some(LeaseView {
+                    holder: self.opt_text(o, "lease", "holder")?,
+                    epoch: self.int(o, "lease", "epoch")?,
+                    expires_at_ms: self.opt_int(o, "lease", "expires_at_ms")?,
+                    live: live
+                        .and_then(serde_json::Value::as_bool)
+                        .ok_or_else(|| self.err("lease.live", "true or false", live))?,
+                }))
+            }
+            "child" if body.is_null() => Reply::Child(None),
+            "child" => {
+                let o = self.object("child", body)?;
+                Reply::Child(Some(ChildView {
+                    state: self.state(o, "child", "state")?,
+                    claimer: self.opt_text(o, "child", "claimer")?,
+                    attempt: self.int(o, "child", "attempt")?,
+                    depth: self.int(o, "child", "depth")?,
+                }))
+            }
+            "executions" => {
+                let list = body
+                    .as_array()
+                    .ok_or_else(|| self.err("executions", "an array of strings", Some(body)))?;
+                let mut ids = Vec::with_capacity(list.len());
+                for (i, v) in list.iter().enumerate() {
+                    ids.push(
+                        v.as_str()
+                            .ok_or_else(|| {
+                                self.err(&format!("executions[{i}]"), "a string", Some(v))
+                            })?
+                            .to_string(),
+                    );
+                }
+                Reply::Executions(ids)
+            }
+            "released" => self.empty(body, outcome).map(|_| Reply::Released {})?,
+            "not_held" => self.empty(body, outcome).map(|_| Reply::NotHeld {})?,
+            "kept" => self.empty(body, outcome).map(|_| Reply::Kept {})?,
+            "saved" => self.empty(body, outcome).map(|_| Reply::Saved {})?,
+            "empty" => self.empty(body, outcome).map(|_| Reply::Empty {})?,
+            "completed" => self.empty(body, outcome).map(|_| Reply::Completed {})?,
+            "unknown" => self.empty(body, outcome).map(|_| Reply::Unknown {})?,
+            _ => {
+                let o = self.object(outcome, body)?;
+                match outcome {
+                    "granted" => Reply::Granted {
+                        epoch: self.int(o, outcome, "epoch")?,
+                        expires_at_ms: self.int(o, outcome, "expires_at_ms")?,
+                    },
+                    "busy" => Reply::Busy {
+                        holder: self.text(o, outcome, "holder")?,
+                        epoch: self.int(o, outcome, "epoch")?,
+                        expires_at_ms: self.int(o, outcome, "expires_at_ms")?,
+                    },
+                    "renewed" => Reply::Renewed {
+                        expires_at_ms: self.int(o, outcome, "expires_at_ms")?,
+                    },
+                    "lost" => Reply::Lost {
+                        holder: self.opt_text(o, outcome, "holder")?,
+                        epoch: self.opt_int(o, outcome, "epoch")?,
+                    },
+                    "exists" => Reply::Exists {
+                        state: self.state(o, outcome, "state")?,
+                    },
+                    "claimed" => Reply::Claimed {
+                        child: self.text(o, outcome, "child")?,
+                        depth: self.int(o, outcome, "depth")?,
+                        payload: self.text(o, outcome, "payload")?,
+                        attempt: self.int(o, outcome, "attempt")?,
+                    },
+                    "not_claimer" => Reply::NotClaimer {
+                        claimer: self.opt_text(o, outcome, "claimer")?,
+                        attempt: self.opt_int(o, outcome, "attempt")?,
+                    },
+                    "acquired" => {
+                        let slot = self.text(o, outcome, "slot")?;
+                        if slot.is_empty() {
+                            return Err(self.err(
+                                "acquired.slot",
+                                "a non-empty string",
+                                o.get("slot"),
+                            ));
+                        }
+                        Reply::Acquired { slot }
+                    }
+                    "full" => Reply::Full {
+                        retry_at_ms: self.int(o, outcome, "retry_at_ms")?,
+                    },
+                    "paused" => Reply::Paused {
+                        until_ms: self.int(o, outcome, "until_ms")?,
+                    },
+                    "allowed" => Reply::Allowed {
+                        remaining: self.int(o, outcome, "remaining")?,
+                    },
+                    "limited" => Reply::Limited {
+                        retry_at_ms: self.int(o, outcome, "retry_at_ms")?,
+                    },
+                    other => return Err(format!("{}: unknown outcome `{other}`", self.op)),
+                }
+            }
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,5 +551,152 @@ mod tests {
     fn garbage_is_not_a_reply() {
         assert!(serde_json::from_value::<Reply>(json!({"granted": {"epoch": "x"}})).is_err());
         assert!(serde_json::from_value::<Reply>(json!({"weird": {}})).is_err());
+    }
+
+    #[test]
+    fn a_lease_that_is_not_live_may_read_with_null_holder_and_expiry() {
+        let ok =
+            json!({"lease": {"holder": null, "epoch": 1, "expires_at_ms": null, "live": false}});
+        assert_eq!(
+            Reply::from_wire("lease.read", &ok).unwrap(),
+            Reply::Lease(Some(LeaseView {
+                holder: None,
+                epoch: 1,
+                expires_at_ms: None,
+                live: false
+            }))
+        );
+    }
+
+    #[test]
+    fn every_canonical_reply_reads_back_from_its_wire_form() {
+        let cases = [
+            (
+                "lease.take",
+                Reply::Busy {
+                    holder: "a".into(),
+                    epoch: 2,
+                    expires_at_ms: 9,
+                },
+            ),
+            (
+                "lease.renew",
+                Reply::Lost {
+                    holder: None,
+                    epoch: None,
+                },
+            ),
+            ("lease.release", Reply::NotHeld {}),
+            ("lease.read", Reply::Lease(None)),
+            ("lease.kept_executions", Reply::Executions(vec!["e".into()])),
+            (
+                "queue.save",
+                Reply::Exists {
+                    state: ChildState::Claimed,
+                },
+            ),
+            (
+                "queue.claim",
+                Reply::Claimed {
+                    child: "c".into(),
+                    depth: 1,
+                    payload: String::new(),
+                    attempt: 1,
+                },
+            ),
+            (
+                "queue.complete",
+                Reply::NotClaimer {
+                    claimer: None,
+                    attempt: Some(0),
+                },
+            ),
+            (
+                "queue.read",
+                Reply::Child(Some(ChildView {
+                    state: ChildState::Done,
+                    claimer: Some("i".into()),
+                    attempt: 1,
+                    depth: 0,
+                })),
+            ),
+            ("rate.acquire_slot", Reply::Paused { until_ms: 5 }),
+            ("rate.release_slot", Reply::Unknown {}),
+            ("rate.hit", Reply::Limited { retry_at_ms: 3 }),
+            (
+                "rate.read",
+                Reply::RateState {
+                    slots_in_use: 0,
+                    paused_until_ms: None,
+                },
+            ),
+        ];
+        for (op, reply) in cases {
+            let wire = serde_json::to_value(&reply).unwrap();
+            assert_eq!(Reply::from_wire(op, &wire), Ok(reply), "{op}");
+        }
+    }
+
+    #[test]
+    fn a_malformed_reply_names_the_field_that_is_wrong() {
+        let cases = [
+            (
+                "lease.read",
+                json!({"lease": {"holder": "a", "epoch": "x", "expires_at_ms": 1, "live": false}}),
+                "lease.read: `lease.epoch` must be a whole number (a JSON integer), got \"x\"",
+            ),
+            (
+                "lease.take",
+                json!({"granted": {"epoch": 1.5, "expires_at_ms": 1}}),
+                "lease.take: `granted.epoch` must be a whole number (a JSON integer), got 1.5",
+            ),
+            (
+                "lease.take",
+                json!({"busy": {"holder": null, "epoch": 1, "expires_at_ms": 1}}),
+                "lease.take: `busy.holder` must be a string, got null",
+            ),
+            (
+                "lease.renew",
+                json!({"renewed": {}}),
+                "lease.renew: `renewed.expires_at_ms` must be a whole number (a JSON integer), but it is missing",
+            ),
+            (
+                "lease.release",
+                json!({"released": null}),
+                "lease.release: `released` must be an object, got null",
+            ),
+            (
+                "lease.take",
+                json!({"kept": {}}),
+                "lease.take: the outcome must be `granted` or `busy`, got `kept`",
+            ),
+            (
+                "queue.read",
+                json!({"child": {"state": "lost", "claimer": null, "attempt": 0, "depth": 0}}),
+                "queue.read: `child.state` must be one of \"queued\", \"claimed\", \"done\", got \"lost\"",
+            ),
+            (
+                "rate.read",
+                json!({"slots_in_use": "2", "paused_until_ms": null}),
+                "rate.read: `slots_in_use` must be a whole number (a JSON integer), got \"2\"",
+            ),
+            (
+                "rate.acquire_slot",
+                json!({"acquired": {"slot": ""}}),
+                "rate.acquire_slot: `acquired.slot` must be a non-empty string, got \"\"",
+            ),
+            (
+                "queue.claim",
+                json!({"claimed": {}, "empty": {}}),
+                "queue.claim: the ok value must have exactly one key",
+            ),
+        ];
+        for (op, wire, want) in cases {
+            let got = Reply::from_wire(op, &wire).unwrap_err();
+            assert!(
+                got.starts_with(want),
+                "{op} {wire}:\n got {got}\nwant {want}"
+            );
+        }
     }
 }

@@ -38,9 +38,9 @@ pub fn parse_reply(op: &str, value: &Value) -> Result<Reply, StoreError> {
         "not_held" => Reply::NotHeld {},
         "lease" if items.len() == 1 => Reply::Lease(None),
         "lease" => Reply::Lease(Some(LeaseView {
-            holder: r.text(1)?,
+            holder: r.opt_text(1)?,
             epoch: r.int(2)?,
-            expires_at_ms: r.int(3)?,
+            expires_at_ms: r.opt_int(3)?,
             live: r.int(4)? != 0,
         })),
         "saved" => Reply::Saved {},

@@ -1,0 +1,64 @@
+//! A lock-style lease store (a lock key with `PX` beside a fence counter)
+//! cannot know a released or expired lease's holder or expiry, so it reads
+//! such a lease as `{"holder": null, "epoch": N, "expires_at_ms": null,
+//! "live": false}`. The contract judges only `epoch` and `live` there: such a
+//! store passes every lease check. Tried through the example adapter over the
+//! real protocol, so the adapter's reply parser is what is tested.
+
+use std::path::PathBuf;
+
+use harness::check::Verdict;
+use harness::conformance::{all_checks, run_check, CheckKind, ServerRef, Target};
+use harness::contract::Contract;
+use harness::server::{ManagedServer, ServerOptions};
+use harness::store::external::ExternalStoreFactory;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_store_answering_nulls_for_a_lease_that_is_not_live_passes_every_lease_check() {
+    let server = ManagedServer::start(ServerOptions::default())
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let adapter = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/adapters/python/storeproof_adapter.py");
+    let store = ExternalStoreFactory::new(
+        format!(
+            "STOREPROOF_ADAPTER_NULL_DEAD_LEASES=1 python3 {}",
+            adapter.display()
+        ),
+        dir.path().to_path_buf(),
+    );
+    let target = Target {
+        factory: &store,
+        server: ServerRef::Managed(&server),
+        run_prefix: "sp:lock:".into(),
+        opt_out: None,
+        contracts: Contract::ALL.to_vec(),
+        may_start_servers: true,
+    };
+    let mut nulls_seen = 0;
+    let mut run = 0;
+    for (n, def) in all_checks().iter().enumerate() {
+        // The races need no read; the bytes check measures the example's
+        // own records, the same either way.
+        if def.contract != Some(Contract::Lease) || !matches!(def.kind, CheckKind::Scenario(_)) {
+            continue;
+        }
+        let result = run_check(&target, n, def).await;
+        run += 1;
+        assert!(
+            matches!(result.verdict, Verdict::Pass | Verdict::Warn),
+            "{}: {:?}: {}",
+            def.id,
+            result.verdict,
+            result.reason
+        );
+        // The history shows each answer as the store gave it.
+        if result.evidence.to_string().contains(r#""holder":null"#) {
+            nulls_seen += 1;
+        }
+    }
+    eprintln!("{run} lease checks passed, {nulls_seen} of them read a lease with nulls");
+    assert!(run >= 8, "only {run} lease checks");
+    assert!(nulls_seen >= 3, "the nulls were never exercised");
+}
