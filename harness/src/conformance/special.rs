@@ -61,13 +61,15 @@ fn now(target: &Target<'_>) -> i64 {
 
 async fn kept_not_in_redis(target: &Target<'_>, prefix: &str) -> Outcome {
     let clock_ms = now(target);
-    let mut client = match target.connect("a", prefix, clock_ms).await {
-        Ok(c) => c,
-        Err(e) => return Outcome::connect_failed(e, Value::Null),
-    };
+    // storeproof's own connection first: a server it cannot reach is its
+    // trouble, not the store's.
     let mut admin = match target.admin().await {
         Ok(a) => a,
         Err(e) => return Outcome::harness_trouble("connect to the server", e, Value::Null),
+    };
+    let mut client = match target.connect("a", prefix, clock_ms).await {
+        Ok(c) => c,
+        Err(e) => return Outcome::connect_failed(e, Value::Null),
     };
     // A marker no store would write by chance.
     let marker = format!("kept-exec-{:016x}", rand::random::<u64>());
@@ -239,13 +241,15 @@ async fn odd_ids_inside_prefix(target: &Target<'_>, prefix: &str) -> Outcome {
 
 async fn bytes_per_tree(target: &Target<'_>, prefix: &str) -> Outcome {
     let clock_ms = now(target);
-    let mut client = match target.connect("a", prefix, clock_ms).await {
-        Ok(c) => c,
-        Err(e) => return Outcome::connect_failed(e, Value::Null),
-    };
+    // storeproof's own connection first: a server it cannot reach is its
+    // trouble, not the store's.
     let mut admin = match target.admin().await {
         Ok(a) => a,
         Err(e) => return Outcome::harness_trouble("connect to the server", e, Value::Null),
+    };
+    let mut client = match target.connect("a", prefix, clock_ms).await {
+        Ok(c) => c,
+        Err(e) => return Outcome::connect_failed(e, Value::Null),
     };
     let mut log = Vec::new();
     for i in 0..TREES_MEASURED {
