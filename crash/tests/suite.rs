@@ -5,10 +5,12 @@
 use std::process::Command;
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use crash::suite::{run, BackendChoice, CrashConfig, KillFigures};
-use harness::check::Verdict;
+use harness::check::{CheckResult, Report, RunVerdict, Verdict};
+use harness::contract::{Call, ErrorKind, Reply, Request, StoreError};
 use harness::store::redis::RedisStoreFactory;
-use harness::store::StoreFactory;
+use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 
 fn config(backend: BackendChoice, seed: u64) -> CrashConfig {
     CrashConfig {
@@ -219,4 +221,164 @@ async fn the_loss_demonstrations_fail_when_nothing_is_lost() {
     let verdict = |id: &str| outcome.checks.iter().find(|c| c.id == id).unwrap().verdict;
     assert_eq!(verdict("crash.opt-out-loses"), Verdict::Fail);
     assert_eq!(verdict("crash.power-loss-everysec-loses"), Verdict::Warn);
+}
+
+/// How a test store misbehaves.
+#[derive(Clone, Copy)]
+enum Fault {
+    /// Answers every renew `renewed` and writes nothing.
+    ForgetsRenews,
+    /// Claims for 1 ms whatever was asked: the child is claimable again at once.
+    ShortClaims,
+    /// The verifier after a restart gets this error for every call.
+    FailsAfterRestart(ErrorKind),
+}
+
+/// The built-in Redis store with one fault.
+struct Faulty {
+    inner: RedisStoreFactory,
+    fault: Fault,
+}
+
+struct FaultyClient {
+    inner: Box<dyn StoreClient>,
+    fault: Fault,
+    verifier: bool,
+}
+
+#[async_trait]
+impl StoreFactory for Faulty {
+    fn spec(&self) -> String {
+        "test:faulty".into()
+    }
+
+    async fn connect(
+        &self,
+        hello: &Hello,
+        clock_ms: i64,
+    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
+        let (info, inner) = self.inner.connect(hello, clock_ms).await?;
+        let client = FaultyClient {
+            inner,
+            fault: self.fault,
+            verifier: hello.instance.starts_with("verifier"),
+        };
+        Ok((info, Box::new(client)))
+    }
+}
+
+#[async_trait]
+impl StoreClient for FaultyClient {
+    async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
+        match (self.fault, Request::parse(call)?) {
+            (Fault::ForgetsRenews, Request::LeaseRenew { ttl_ms, .. }) => Ok(Reply::Renewed {
+                expires_at_ms: crash::workload::wall_ms() + ttl_ms,
+            }),
+            (Fault::ShortClaims, Request::QueueClaim { instance, .. }) => {
+                let short = Request::QueueClaim {
+                    instance,
+                    claim_ttl_ms: 1,
+                };
+                self.inner.call(&short.to_call(), clock_ms).await
+            }
+            (Fault::FailsAfterRestart(kind), _) if self.verifier => {
+                Err(StoreError::new(kind, "broken after the restart"))
+            }
+            _ => self.inner.call(call, clock_ms).await,
+        }
+    }
+}
+
+/// Two kills with the required settings on the process backend, nothing else.
+async fn faulty_run(fault: Fault, seed: u64) -> crash::suite::CrashOutcome {
+    let dir = tempfile::tempdir().unwrap();
+    let factory: Arc<dyn StoreFactory> = Arc::new(Faulty {
+        inner: RedisStoreFactory::new(dir.path().join("kept.sqlite")),
+        fault,
+    });
+    let mut config = config(BackendChoice::Process, seed);
+    config.opt_out_kills = 0;
+    config.power_losses = 0;
+    run(factory, "sp:crash-faulty:".into(), &config, &mut |l| {
+        eprintln!("{l}")
+    })
+    .await
+    .expect("the crash suite runs to its verdicts")
+}
+
+fn verdict_of<'a>(outcome: &'a crash::suite::CrashOutcome, id: &str) -> &'a CheckResult {
+    outcome.checks.iter().find(|c| c.id == id).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_renew_acknowledged_but_not_kept_fails_the_renew_check_alone() {
+    let outcome = faulty_run(Fault::ForgetsRenews, 21).await;
+    let renews = verdict_of(&outcome, "crash.acknowledged-renews-survive");
+    assert_eq!(renews.verdict, Verdict::Fail, "{}", renews.reason);
+    assert!(
+        renews.reason.contains("a renew of epoch"),
+        "{}",
+        renews.reason
+    );
+    for id in [
+        "crash.acknowledged-epochs-survive",
+        "crash.next-take-continues",
+        "crash.acknowledged-children-survive",
+        "crash.acknowledged-pauses-survive",
+    ] {
+        let c = verdict_of(&outcome, id);
+        assert_eq!(c.verdict, Verdict::Pass, "{id}: {}", c.reason);
+    }
+    let lost: usize = per_kill(&outcome.stats).iter().map(|k| k.renews_lost).sum();
+    assert!(lost > 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_claim_that_does_not_hold_fails_the_claim_check() {
+    let outcome = faulty_run(Fault::ShortClaims, 22).await;
+    let claims = verdict_of(&outcome, "crash.acknowledged-claims-survive");
+    assert_eq!(claims.verdict, Verdict::Fail, "{}", claims.reason);
+    assert!(
+        claims.reason.contains("handed out again"),
+        "{}",
+        claims.reason
+    );
+    for id in [
+        "crash.acknowledged-epochs-survive",
+        "crash.acknowledged-children-survive",
+        "crash.acknowledged-pauses-survive",
+    ] {
+        let c = verdict_of(&outcome, id);
+        assert_eq!(c.verdict, Verdict::Pass, "{id}: {}", c.reason);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn trouble_after_a_restart_is_unknown_and_a_wrong_answer_fails() {
+    // The adapter failing after the restart is the harness's trouble: the
+    // run still ends with its verdicts, undecided, never blaming the store.
+    let broken = faulty_run(Fault::FailsAfterRestart(ErrorKind::AdapterFailed), 23).await;
+    for id in [
+        "crash.acknowledged-epochs-survive",
+        "crash.acknowledged-renews-survive",
+        "crash.acknowledged-claims-survive",
+    ] {
+        let c = verdict_of(&broken, id);
+        assert_eq!(c.verdict, Verdict::Unknown, "{id}: {}", c.reason);
+        assert!(
+            c.reason.contains("broken after the restart"),
+            "{}",
+            c.reason
+        );
+    }
+    assert_eq!(Report::verdict_of(&broken.checks), RunVerdict::Incomplete);
+    assert!(broken.stats["trouble"]
+        .as_str()
+        .unwrap()
+        .contains("kill 1 of 2"));
+    // A store answering bad_request to a valid read answered wrongly.
+    let wrong = faulty_run(Fault::FailsAfterRestart(ErrorKind::BadRequest), 24).await;
+    let epochs = verdict_of(&wrong, "crash.acknowledged-epochs-survive");
+    assert_eq!(epochs.verdict, Verdict::Fail, "{}", epochs.reason);
+    assert!(epochs.reason.contains("bad_request"), "{}", epochs.reason);
 }
