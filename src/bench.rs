@@ -11,6 +11,8 @@ use harness::server::{ManagedServer, ServerOptions};
 use harness::store::redis::RedisStoreFactory;
 use harness::store::StoreFactory;
 
+use crate::certify::{sized, MAX_THREADS};
+
 #[derive(Debug, Subcommand)]
 pub enum Bench {
     /// Transitions per second of the explorer vs. the round-trip limit.
@@ -19,18 +21,30 @@ pub enum Bench {
 
 #[derive(Debug, Args)]
 pub struct ExplorerBench {
-    /// Search depth for the exhaustive part.
-    #[arg(long, default_value_t = 8)]
+    /// Search depth for the exhaustive part (1 to 40).
+    #[arg(long, default_value_t = 8, value_parser = sized(1, 40, ""))]
     depth: usize,
-    /// Seeded walks of three instances.
-    #[arg(long, default_value_t = 200)]
+    /// Seeded walks of three instances (0 to 100000).
+    #[arg(long, default_value_t = 200, value_parser = sized(0, 100_000, ""))]
     walks: usize,
-    /// Checker threads.
-    #[arg(long, default_value_t = 2)]
+    /// Checker threads (1 to 64), each with a redis-server of its own.
+    #[arg(long, default_value_t = 2, value_parser = sized(1, MAX_THREADS, ""))]
     threads: usize,
-    /// Seconds each round-trip measurement runs.
-    #[arg(long, default_value_t = 2.0)]
+    /// Seconds each round-trip measurement runs (0.05 to 600).
+    #[arg(long, default_value_t = 2.0, value_parser = seconds)]
     seconds: f64,
+}
+
+/// The clap parser of `--seconds`: 0.05 to 600.
+fn seconds(text: &str) -> Result<f64, String> {
+    let secs: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !(0.05..=600.0).contains(&secs) {
+        return Err("between 0.05 and 600 seconds".into());
+    }
+    Ok(secs)
 }
 
 /// Sequential round trips per second of `cmd` on one connection.
@@ -84,7 +98,7 @@ pub async fn run(bench: Bench) -> anyhow::Result<ExitCode> {
         tokio::task::spawn_blocking(move || {
             let started = Instant::now();
             let out = explorer::explore(factory, None, "sp:bench:".into(), &config, &mut |l| {
-                eprintln!("{l}")
+                eprintln!("{}", crate::progress::printable(l))
             });
             (out, started.elapsed().as_secs_f64())
         })

@@ -84,43 +84,115 @@ pub struct CertifyArgs {
     /// --check conformance.lease.
     #[arg(long, value_name = "ID")]
     check: Vec<String>,
-    /// Seconds an adapter (cmd:) may take to answer one request.
-    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    /// Seconds an adapter (cmd:) may take to answer one request (0.1 to 3600).
+    #[arg(long, default_value_t = 10.0, value_name = "SECS", value_parser = adapter_timeout)]
     adapter_timeout: f64,
-    /// Explorer: every schedule of two instances this many steps deep.
-    #[arg(long, default_value_t = 8, value_name = "STEPS")]
+    /// Explorer: every schedule of two instances this many steps deep (4 to
+    /// 40: a takeover race needs a take, a move past expiry, a take and the
+    /// zombie's call).
+    #[arg(long, default_value_t = 8, value_name = "STEPS", value_parser = sized(MIN_DEPTH, 40, DEPTH_WHY))]
     depth: usize,
-    /// Explorer: seeded random walks of three instances.
-    #[arg(long, default_value_t = 200, value_name = "N")]
+    /// Explorer: seeded random walks of three instances (0 to 100000).
+    #[arg(long, default_value_t = 200, value_name = "N", value_parser = sized(0, 100_000, ""))]
     walks: usize,
-    /// Explorer: steps per walk.
-    #[arg(long, default_value_t = 20, value_name = "STEPS")]
+    /// Explorer: steps per walk (4 to 10000).
+    #[arg(long, default_value_t = 20, value_name = "STEPS", value_parser = sized(MIN_DEPTH, 10_000, DEPTH_WHY))]
     walk_steps: usize,
-    /// Crash: SIGKILLs of the server with the required settings.
-    #[arg(long, default_value_t = 20, value_name = "N")]
+    /// Crash: SIGKILLs of the server with the required settings (1 to 1000).
+    #[arg(long, default_value_t = 20, value_name = "N", value_parser = sized(1, 1000, KILLS_WHY))]
     kills: usize,
     /// Crash: SIGKILLs with the append-only file off and the opt-out given
-    /// (the loss must show).
-    #[arg(long, default_value_t = 5, value_name = "N")]
+    /// (the loss must show; 1 to 1000).
+    #[arg(long, default_value_t = 5, value_name = "N", value_parser = sized(1, 1000, KILLS_WHY))]
     opt_out_kills: usize,
     /// Crash: simulated power cuts (SIGKILL, then the append-only file cut
     /// back to its last fsync) with appendfsync always, and as many with
-    /// everysec opted out; on the process backend.
-    #[arg(long, default_value_t = 5, value_name = "N")]
+    /// everysec opted out; on the process backend (1 to 1000).
+    #[arg(long, default_value_t = 5, value_name = "N", value_parser = sized(1, 1000, KILLS_WHY))]
     power_losses: usize,
     /// Crash: where the killed server runs.
     #[arg(long, value_enum, default_value = "auto", value_name = "BACKEND")]
     crash_backend: CrashBackendArg,
-    /// Explorer: checker threads, each with a server of its own.
-    #[arg(long, default_value_t = 2, value_name = "N")]
+    /// Explorer: checker threads, each with a server of its own (1 to 64).
+    #[arg(long, default_value_t = 2, value_name = "N", value_parser = sized(1, MAX_THREADS, THREADS_WHY))]
     threads: usize,
+    /// With --redis-url: keep the run's keys (under its prefix, sp:<run>:)
+    /// on the server for inspection; by default they are removed at the end.
+    #[arg(long)]
+    keep_keys: bool,
     /// Print nothing but the summary.
     #[arg(long, short)]
     quiet: bool,
 }
 
-/// Runs `certify`; `Err` is a setup error (exit 2).
+/// The shallowest search (and shortest walk) that can reach a takeover
+/// race: a take, a move of time past its expiry, another instance's take,
+/// and the zombie's renew or release, with one command each.
+pub(crate) const MIN_DEPTH: usize = 4;
+const DEPTH_WHY: &str = "below 4 steps no schedule holds a take, a move past its expiry, a second take and the zombie's call, so the takeover races could not be reached";
+const KILLS_WHY: &str = "with none, the crash checks would hold across nothing and say nothing";
+/// Each checker thread starts a redis-server of its own.
+pub(crate) const MAX_THREADS: usize = 64;
+const THREADS_WHY: &str = "each checker thread starts a redis-server of its own";
+
+/// A clap parser for a count in `min..=max`; `why` says what a smaller
+/// value would mean (a vacuous suite), so the refusal teaches.
+pub(crate) fn sized(
+    min: usize,
+    max: usize,
+    why: &'static str,
+) -> impl Fn(&str) -> Result<usize, String> + Clone + Send + Sync + 'static {
+    move |text: &str| {
+        let n: usize = text
+            .trim()
+            .parse()
+            .map_err(|_| format!("{text:?} is not a whole number"))?;
+        if n < min {
+            return Err(if why.is_empty() {
+                format!("at least {min}")
+            } else {
+                format!("at least {min}: {why}")
+            });
+        }
+        if n > max {
+            return Err(format!("at most {max}"));
+        }
+        Ok(n)
+    }
+}
+
+/// The clap parser of `--adapter-timeout`: seconds, 0.1 to 3600.
+pub(crate) fn adapter_timeout(text: &str) -> Result<f64, String> {
+    let secs: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !(0.1..=3600.0).contains(&secs) {
+        return Err("between 0.1 and 3600 seconds".into());
+    }
+    Ok(secs)
+}
+
+/// Runs `certify`; `Err` is a setup error (exit 2), one line with every
+/// secret redacted. A `--redis-url` run removes its own keys from the
+/// server at the end (unless `--keep-keys`), also when it stops on an error.
 pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
+    let mut pending_keys = None;
+    let result = certify(args, &mut pending_keys).await;
+    if let Some((url, prefix)) = pending_keys {
+        // The run stopped before its own cleanup; its error is the one
+        // line to print, so this one stays silent.
+        let _ = server::remove_keys_under(&url, &prefix).await;
+    }
+    result.map_err(|e| anyhow::anyhow!(crate::progress::printable(&format!("{e:#}"))))
+}
+
+/// The run. `pending_keys` is set to (URL, run prefix) while keys of the
+/// run may be on a `--redis-url` server that it must remove.
+async fn certify(
+    args: CertifyArgs,
+    pending_keys: &mut Option<(String, String)>,
+) -> anyhow::Result<ExitCode> {
     let suites = if args.suite.is_empty() {
         vec![Suite::Conformance, Suite::Explorer, Suite::Crash]
     } else {
@@ -137,9 +209,13 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
         }
     }
     check_store_spec(&args.store)?;
-    if !(args.adapter_timeout > 0.0 && args.adapter_timeout <= 3600.0) {
-        bail!("--adapter-timeout must be between 0 and 3600 seconds");
+    // A typo in --out must not cost the whole run, and a directory of the
+    // user's files must never be replaced: refused now, before anything.
+    reports::check_out_dir(&args.out)?;
+    if args.keep_keys && args.redis_url.is_none() {
+        bail!("--keep-keys keeps the run's keys on a --redis-url server; a managed server goes with its keys, so give --redis-url or drop --keep-keys");
     }
+    check_ids_exist(&suites, &args.check)?;
     // Asked-for Docker that is not there is a setup error, found before
     // anything runs.
     if suites.contains(&Suite::Crash) && args.crash_backend == CrashBackendArg::Docker {
@@ -150,6 +226,9 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
     let seed = args.seed.unwrap_or_else(rand::random);
     let run_id = format!("{:08x}", (seed as u32) ^ std::process::id());
     let run_prefix = format!("sp:{run_id}:");
+    if let (Some(url), false) = (&args.redis_url, args.keep_keys) {
+        *pending_keys = Some((url.clone(), run_prefix.clone()));
+    }
     let opt_out = args.opt_out.map(|_| OPT_OUT_WRITES_MAY_BE_LOST.to_string());
     let quiet = args.quiet;
     let progress = crate::progress::Progress::new(quiet);
@@ -244,18 +323,10 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
         .into_iter()
         .filter(|d| selected(d.id))
         .collect();
-    if conformance_defs.is_empty()
-        && !explorer::check_ids().iter().any(|id| selected(id))
-        && !crash::suite::check_ids().iter().any(|id| selected(id))
-    {
-        bail!(
-            "no check id starts with {}; the ids are listed in report.json (e.g. conformance.lease.take-busy)",
-            args.check.join(" or ")
-        );
-    }
     let mut checks: Vec<CheckResult> = Vec::new();
     let mut stats = BTreeMap::new();
     for suite in &suites {
+        stop_on_adapter_failure()?;
         if *suite == Suite::Conformance && !conformance_defs.is_empty() {
             let started = Instant::now();
             let defs = &conformance_defs;
@@ -406,7 +477,38 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
             checks.extend(outcome.checks);
         }
     }
+    stop_on_adapter_failure()?;
     drop(target);
+
+    // Leave the user's server as it was found: the run's keys go (only
+    // keys under its prefix), unless asked to keep them.
+    let keys = match (&args.redis_url, args.keep_keys) {
+        (Some(url), false) => match server::remove_keys_under(url, &run_prefix).await {
+            Ok(n) => {
+                *pending_keys = None;
+                say(format!("removed the run's {n} keys under {run_prefix} from the server (--keep-keys keeps them)"));
+                json!(format!("removed ({n})"))
+            }
+            Err(e) => {
+                *pending_keys = None;
+                // Not a setup error: the verdict stands; say how to finish.
+                eprintln!(
+                    "{}",
+                    crate::progress::printable(&format!(
+                        "storeproof: warning: could not remove the run's keys under {run_prefix}: {e}; remove them with redis-cli --scan --pattern '{run_prefix}*' | xargs redis-cli unlink"
+                    ))
+                );
+                json!("not removed")
+            }
+        },
+        (Some(_), true) => {
+            say(format!(
+                "kept the run's keys under {run_prefix} on the server (--keep-keys)"
+            ));
+            json!("kept")
+        }
+        (None, _) => json!("managed server, removed with it"),
+    };
 
     let report = Report {
         storeproof: env!("CARGO_PKG_VERSION").to_string(),
@@ -427,14 +529,20 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
         run: BTreeMap::from([
             ("seed".to_string(), json!(seed)),
             ("prefix".to_string(), json!(run_prefix)),
-            ("store".to_string(), json!(args.store)),
+            (
+                "store".to_string(),
+                json!(server::redact_secrets(&args.store)),
+            ),
+            ("keys".to_string(), keys),
             (
                 "opt_out".to_string(),
                 json!(args.opt_out.map(|_| OPT_OUT_WRITES_MAY_BE_LOST)),
             ),
             (
                 "command".to_string(),
-                json!(std::env::args().collect::<Vec<_>>()),
+                json!(std::env::args()
+                    .map(|a| server::redact_secrets(&a))
+                    .collect::<Vec<_>>()),
             ),
         ]),
     };
@@ -445,6 +553,15 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
     reports::write_all(&report, &args.out)?;
     print_summary(&report, &args.out);
     Ok(ExitCode::from(report.verdict.exit_code()))
+}
+
+/// A broken adapter (exited, hung, wrote garbage) is bad input, not a
+/// verdict on the store: the run ends with that one line and no report.
+fn stop_on_adapter_failure() -> anyhow::Result<()> {
+    match harness::store::external::first_adapter_failure() {
+        Some(line) => bail!("{line}; no report written"),
+        None => Ok(()),
+    }
 }
 
 /// Every check of `ids` reported skipped with `reason` (never a silent skip).
@@ -501,6 +618,7 @@ pub fn store_in_workdir(
         .tempdir()
         .context("cannot create a working directory")?;
     let _ = crate::RUN_WORKDIR.set(workdir.path().to_path_buf());
+    server::mark_owned(workdir.path()).context("cannot mark the working directory")?;
     let factory = make_factory(store, workdir.path(), adapter_timeout_s);
     Ok((workdir, factory))
 }
@@ -547,7 +665,7 @@ pub async fn probe(
             }
             _ => anyhow::anyhow!(
                 "the store refused the server at {}: {}",
-                redact(url),
+                server::redact_secrets(url),
                 e.message
             ),
         })?;
@@ -583,7 +701,11 @@ fn print_summary(report: &Report, out: &std::path::Path) {
                 Verdict::Unknown => "unknown",
                 _ => "warn",
             };
-            println!("  {word} {}: {}", c.id, c.reason);
+            println!(
+                "  {word} {}: {}",
+                c.id,
+                crate::progress::printable(&c.reason)
+            );
             if c.counterexample.is_some() {
                 println!(
                     "       replay: storeproof replay {}",
@@ -608,7 +730,7 @@ fn print_summary(report: &Report, out: &std::path::Path) {
             if undecided.len() == 1 { "was" } else { "were" }
         );
         for ((word, reason), n) in why {
-            println!("  {n} {word}: {reason}");
+            println!("  {n} {word}: {}", crate::progress::printable(reason));
         }
     } else {
         println!("verdict: {}", report.verdict.word());
@@ -616,10 +738,51 @@ fn print_summary(report: &Report, out: &std::path::Path) {
     println!("report: {}", out.join("index.html").display());
 }
 
-/// A URL with any password replaced, for messages.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => format!("{}***{}", &url[..s + 3], &url[at..]),
-        _ => url.to_string(),
+/// Refuses, before anything starts, a `--check` prefix that names no check
+/// of the suites to run (a typo would otherwise run nothing and pass).
+fn check_ids_exist(suites: &[Suite], prefixes: &[String]) -> anyhow::Result<()> {
+    let ids_of = |suite: Suite| -> Vec<String> {
+        match suite {
+            Suite::Conformance => conformance::all_checks()
+                .iter()
+                .map(|d| d.id.to_string())
+                .collect(),
+            Suite::Explorer => explorer::check_ids()
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            Suite::Crash => crash::suite::check_ids()
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    let name = |suite: Suite| {
+        suite
+            .to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default()
+    };
+    let matches =
+        |suite: Suite, prefix: &str| ids_of(suite).iter().any(|id| id.starts_with(prefix));
+    for prefix in prefixes {
+        if suites.iter().any(|s| matches(*s, prefix)) {
+            continue;
+        }
+        if let Some(other) = [Suite::Conformance, Suite::Explorer, Suite::Crash]
+            .into_iter()
+            .find(|s| matches(*s, prefix))
+        {
+            bail!(
+                "--check {prefix} names checks of the {} suite, which --suite leaves out; add --suite {}",
+                name(other),
+                name(other)
+            );
+        }
+        bail!(
+            "no check id starts with {prefix:?}; ids start with conformance.lease., conformance.queue., conformance.rate., conformance.server., explorer. or crash. (each is in report.json)"
+        );
     }
+    Ok(())
 }

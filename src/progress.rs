@@ -43,7 +43,7 @@ impl Progress {
     pub fn step(&self, msg: &str) {
         if let Some(b) = &self.bar {
             b.inc(1);
-            b.set_message(msg.to_string());
+            b.set_message(printable(msg));
         }
     }
 
@@ -52,6 +52,7 @@ impl Progress {
         if self.quiet {
             return;
         }
+        let text = printable(text);
         match &self.bar {
             Some(b) => b.println(text),
             None => eprintln!("{text}"),
@@ -63,5 +64,37 @@ impl Progress {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }
+    }
+}
+
+/// `text` as it may be shown on a terminal, on one line: every password in
+/// a URL redacted, line breaks and tabs turned into spaces, and every other
+/// control character (an adapter's escape sequences, a bell, NUL) shown as
+/// a visible `\u{..}` instead of acting on the terminal. Every line the
+/// CLI prints that carries text from outside goes through here.
+pub fn printable(text: &str) -> String {
+    let text = harness::server::redact_secrets(text);
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' | '\r' | '\t' => out.push(' '),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    #[test]
+    fn printable_is_one_line_without_control_characters_or_passwords() {
+        assert_eq!(
+            printable("red \u{1b}[31mX\u{7}\nnext\tcol redis://:pw@h/"),
+            "red \\u{1b}[31mX\\u{7} next col redis://:***@h/"
+        );
+        assert_eq!(printable("plain – ünïcode"), "plain – ünïcode");
     }
 }

@@ -13,6 +13,7 @@ use harness::conformance::{self, ServerRef, Target};
 use harness::server::{ManagedServer, ServerOptions};
 
 use crate::certify::{check_store_spec, probe, store_in_workdir};
+use crate::progress::printable;
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
@@ -21,8 +22,8 @@ pub struct ReplayArgs {
     /// Replay against another store than the one the file names (e.g. after a fix).
     #[arg(long, value_name = "STORE")]
     store: Option<String>,
-    /// Seconds an adapter (cmd:) may take to answer one request.
-    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    /// Seconds an adapter (cmd:) may take to answer one request (0.1 to 3600).
+    #[arg(long, default_value_t = 10.0, value_name = "SECS", value_parser = crate::certify::adapter_timeout)]
     adapter_timeout: f64,
 }
 
@@ -36,8 +37,15 @@ struct ReplayFile {
     counterexample: Option<serde_json::Value>,
 }
 
-/// Runs `replay`; `Err` is a setup error (exit 2).
+/// Runs `replay`; `Err` is a setup error (exit 2), one line with every
+/// secret redacted.
 pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    replay(args)
+        .await
+        .map_err(|e| anyhow::anyhow!(printable(&format!("{e:#}"))))
+}
+
+async fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(&args.file)
         .with_context(|| format!("cannot read the replay file {}", args.file.display()))?;
     let file: ReplayFile = serde_json::from_str(&text).with_context(|| {
@@ -84,28 +92,28 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         may_start_servers: true,
     };
     println!("replaying {} on {store}", def.id);
-    println!("  recorded: {}", file.reason);
+    println!("  recorded: {}", printable(&file.reason));
     let result = conformance::run_check(&target, 0, &def).await;
     drop(target);
     let _ = server.stop().await;
     Ok(match result.verdict {
         Verdict::Fail => {
-            println!("  now: FAIL — {}", result.reason);
+            println!("  now: FAIL — {}", printable(&result.reason));
             println!("still fails");
             ExitCode::from(1)
         }
         Verdict::Warn => {
-            println!("  now: warn (SHOULD) — {}", result.reason);
+            println!("  now: warn (SHOULD) — {}", printable(&result.reason));
             println!("still deviates (a warning, not a failure)");
             ExitCode::SUCCESS
         }
         Verdict::Skipped => {
-            println!("  now: skipped — {}", result.reason);
+            println!("  now: skipped — {}", printable(&result.reason));
             println!("could not be replayed here");
             ExitCode::from(2)
         }
         Verdict::Unknown => {
-            println!("  now: unknown — {}", result.reason);
+            println!("  now: unknown — {}", printable(&result.reason));
             println!("could not be decided (the harness's trouble, not the store's)");
             ExitCode::from(3)
         }
@@ -139,7 +147,7 @@ async fn replay_explorer(
         schedule.actions.len(),
         schedule.skews
     );
-    println!("  recorded: {}", file.reason);
+    println!("  recorded: {}", printable(&file.reason));
     let opt_out = file.opt_out.clone();
     let prefix = format!("sp:replay{:08x}:", rand::random::<u32>());
     let (last, steps) = tokio::task::spawn_blocking(move || {
@@ -151,12 +159,12 @@ async fn replay_explorer(
         println!(
             "  {:>2}. {:<40} {}",
             step["step"],
-            step["what"].as_str().unwrap_or(""),
-            step["answer"]
+            printable(step["what"].as_str().unwrap_or("")),
+            printable(&step["answer"].to_string())
         );
     }
     if let Some(e) = &last.harness_error {
-        println!("  the replay could not run: {e}");
+        println!("  the replay could not run: {}", printable(e));
         return Ok(ExitCode::from(2));
     }
     Ok(if last.broke(&property) {
@@ -166,7 +174,7 @@ async fn replay_explorer(
             .find(|(p, _)| *p == property)
             .map(|(_, m)| m.clone())
             .unwrap_or_default();
-        println!("  now: FAIL — {why}");
+        println!("  now: FAIL — {}", printable(&why));
         println!("still fails");
         ExitCode::from(1)
     } else {
@@ -214,27 +222,37 @@ async fn replay_crash(
         "replaying {} on {store}: seed {seed}, {kills} kills, {opt_out_kills} opted-out kills, {power_losses} power cuts per setting",
         file.check
     );
-    println!("  recorded: {}", file.reason);
+    println!("  recorded: {}", printable(&file.reason));
     let prefix = format!("sp:replay{:08x}:", rand::random::<u32>());
-    let outcome = crash::suite::run(factory, prefix, &config, &mut |line| println!("  {line}"))
-        .await
-        .map_err(|e| anyhow::anyhow!("the crash suite could not run: {e}"))?;
+    let outcome = crash::suite::run(factory, prefix, &config, &mut |line| {
+        println!("  {}", printable(line))
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("the crash suite could not run: {e}"))?;
     let Some(result) = outcome.checks.iter().find(|c| c.id == file.check) else {
         anyhow::bail!("this version has no check {:?}", file.check);
     };
     Ok(match result.verdict {
         Verdict::Fail => {
-            println!("  now: FAIL — {}", result.reason);
+            println!("  now: FAIL — {}", printable(&result.reason));
             println!("still fails");
             ExitCode::from(1)
         }
         Verdict::Unknown | Verdict::Skipped => {
-            println!("  now: {} — {}", result.verdict.word(), result.reason);
+            println!(
+                "  now: {} — {}",
+                result.verdict.word(),
+                printable(&result.reason)
+            );
             println!("could not be decided here");
             ExitCode::from(3)
         }
         _ => {
-            println!("  now: {} — {}", result.verdict.word(), result.reason);
+            println!(
+                "  now: {} — {}",
+                result.verdict.word(),
+                printable(&result.reason)
+            );
             println!("no longer fails");
             ExitCode::SUCCESS
         }

@@ -10,7 +10,15 @@ use harness::server::{ManagedServer, ServerOptions};
 use serde_json::Value;
 
 fn storeproof(args: &[&str], env: &[(&str, &str)]) -> Output {
+    storeproof_in(None, args, env)
+}
+
+/// Runs storeproof in `cwd` (else the test's own directory).
+fn storeproof_in(cwd: Option<&Path>, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_storeproof"));
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
     cmd.args(args);
     for (k, v) in env {
         cmd.env(k, v);
@@ -151,8 +159,9 @@ async fn a_server_with_short_settings_is_refused_naming_each_unless_opted_out() 
     let mut opted = args.to_vec();
     opted.extend(["--opt-out", "acknowledged-writes-may-be-lost"]);
     let out = storeproof(&opted, &[]);
-    assert_eq!(out.status.code(), Some(0));
-    assert_eq!(read_report(&out_dir)["verdict"], "pass");
+    // Nothing failed; the clock checks need a managed server.
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(read_report(&out_dir)["verdict"], "incomplete");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -247,6 +256,17 @@ async fn an_external_server_keeps_every_foreign_key_and_its_config() {
         .await
         .unwrap();
 
+    let dbsize = |conn: &mut redis::aio::MultiplexedConnection| {
+        let mut conn = conn.clone();
+        async move {
+            redis::cmd("DBSIZE")
+                .query_async::<u64>(&mut conn)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(dbsize(&mut conn).await, 4);
+
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("r");
     let url = server.url();
@@ -265,9 +285,34 @@ async fn an_external_server_keeps_every_foreign_key_and_its_config() {
         ],
         &[],
     );
-    assert_eq!(out.status.code(), Some(0));
+    // Nothing failed, but what needs a managed server was not decided:
+    // INCOMPLETE, and the summary says how many and why.
+    assert_eq!(out.status.code(), Some(3));
     let report = read_report(&out_dir);
-    assert_eq!(report["verdict"], "pass");
+    assert_eq!(report["verdict"], "incomplete");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("verdict: INCOMPLETE"), "{stdout}");
+    let undecided = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["verdict"] == "skipped" && c["level"] == "must")
+        .count();
+    assert!(
+        stdout.contains(&format!("{undecided} MUST checks")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("skipped: needs managed servers"),
+        "the summary names what needs a managed server: {stdout}"
+    );
+    // The run's own keys are gone; only the four foreign keys remain.
+    assert_eq!(dbsize(&mut conn).await, 4, "the run left keys behind");
+    let keys = report["run"]["keys"].as_str().unwrap();
+    assert!(
+        keys.starts_with("removed (") && keys != "removed (0)",
+        "{keys}"
+    );
     assert_eq!(report["server"]["managed"], false);
     let run_prefix = report["run"]["prefix"].as_str().unwrap().to_string();
     assert!(run_prefix.starts_with("sp:") && run_prefix != "sp:");
@@ -615,4 +660,356 @@ fn a_crash_replay_file_reruns_the_crash_run_with_its_seed() {
         stdout.contains("seed 3") && stdout.contains("no longer fails"),
         "{stdout}"
     );
+}
+
+#[test]
+fn vacuous_or_unbounded_sizes_are_usage_errors_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("r");
+    let out_arg = out_dir.to_str().unwrap();
+    // Were a server started, the error would be about redis-server.
+    let no_server = [("STOREPROOF_REDIS_SERVER", "/nonexistent/redis-server")];
+    let started = std::time::Instant::now();
+    for (args, needles) in [
+        (vec!["--kills", "0"], vec!["--kills", "at least 1"]),
+        (
+            vec!["--kills", "0", "--power-losses", "0"],
+            vec!["--kills", "at least 1"],
+        ),
+        (vec!["--power-losses", "0"], vec!["--power-losses"]),
+        (vec!["--opt-out-kills", "0"], vec!["--opt-out-kills"]),
+        (
+            vec!["--depth", "0", "--walks", "0"],
+            vec!["--depth", "at least 4", "takeover races"],
+        ),
+        (vec!["--depth", "3"], vec!["--depth", "at least 4"]),
+        (vec!["--depth", "1000"], vec!["--depth", "at most 40"]),
+        (vec!["--walk-steps", "0"], vec!["--walk-steps"]),
+        (vec!["--threads", "0"], vec!["--threads", "at least 1"]),
+        (vec!["--threads", "100000"], vec!["--threads", "at most 64"]),
+        (
+            vec!["--kills", "99999999999999999999999"],
+            vec!["--kills", "not a whole number"],
+        ),
+        (vec!["--adapter-timeout", "0"], vec!["--adapter-timeout"]),
+        (vec!["--adapter-timeout", "NaN"], vec!["--adapter-timeout"]),
+        (vec!["--adapter-timeout=-1"], vec!["--adapter-timeout"]),
+        (vec!["--keep-keys"], vec!["--redis-url"]),
+    ] {
+        let mut full = vec!["certify"];
+        full.extend(args);
+        full.extend(["--out", out_arg]);
+        let out = storeproof(&full, &no_server);
+        assert_setup_error(&out, &out_dir, &needles);
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    }
+    for args in [
+        vec!["bench", "explorer", "--threads", "100000"],
+        vec!["bench", "explorer", "--seconds", "0"],
+        vec!["replay", "x.json", "--adapter-timeout", "0"],
+    ] {
+        let out = storeproof(&args, &no_server);
+        assert_setup_error(&out, &out_dir, &[args[args.len() - 2]]);
+    }
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "refusals took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn out_never_replaces_a_directory_of_someone_elses_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let no_server = [("STOREPROOF_REDIS_SERVER", "/nonexistent/redis-server")];
+    // A folder of the user's files: refused at once, before any server.
+    let mine = dir.path().join("photos");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::write(mine.join("cat.jpg"), "meow").unwrap();
+    let started = std::time::Instant::now();
+    let out = storeproof(&["certify", "--out", mine.to_str().unwrap()], &no_server);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(out.status.code(), Some(2));
+    let lines = stderr_lines(&out);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("--out") && lines[0].contains("holds no storeproof report"));
+    assert_eq!(
+        std::fs::read_to_string(mine.join("cat.jpg")).unwrap(),
+        "meow"
+    );
+    assert_eq!(std::fs::read_dir(&mine).unwrap().count(), 1);
+    // A file.
+    let file = dir.path().join("notes.txt");
+    std::fs::write(&file, "x").unwrap();
+    let out = storeproof(&["certify", "--out", file.to_str().unwrap()], &no_server);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_lines(&out)[0].contains("is a file"));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
+    // `.` in a directory with the user's files.
+    let cwd = dir.path().join("project");
+    std::fs::create_dir(&cwd).unwrap();
+    std::fs::write(cwd.join("Cargo.toml"), "[package]").unwrap();
+    let out = storeproof_in(Some(&cwd), &["certify", "--out", "."], &no_server);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_lines(&out)[0].contains("current directory"));
+    assert!(cwd.join("Cargo.toml").exists());
+    // A previous report is replaced whole.
+    let report = dir.path().join("report");
+    let run = |report: &Path| {
+        storeproof(
+            &[
+                "certify",
+                "--suite",
+                "conformance",
+                "--check",
+                "conformance.server.",
+                "--out",
+                report.to_str().unwrap(),
+            ],
+            &[],
+        )
+    };
+    assert_eq!(run(&report).status.code(), Some(0));
+    assert!(report.join(".storeproof-report").exists());
+    // A replay of an older run, which this run does not have.
+    std::fs::create_dir_all(report.join("replays")).unwrap();
+    std::fs::write(report.join("replays/conformance.old.json"), "{}").unwrap();
+    assert_eq!(run(&report).status.code(), Some(0));
+    assert!(report.join("report.json").exists());
+    assert!(!report.join("replays/conformance.old.json").exists());
+}
+
+#[test]
+fn a_check_prefix_that_names_nothing_is_refused_before_any_server_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("r");
+    let no_server = [("STOREPROOF_REDIS_SERVER", "/nonexistent/redis-server")];
+    let out = storeproof(
+        &[
+            "certify",
+            "--check",
+            "nope.",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &no_server,
+    );
+    assert_setup_error(&out, &out_dir, &["no check id starts with \"nope.\""]);
+    // One good prefix does not hide a typo in another.
+    let out = storeproof(
+        &[
+            "certify",
+            "--check",
+            "conformance.lease.",
+            "--check",
+            "conformance.leese.",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &no_server,
+    );
+    assert_setup_error(&out, &out_dir, &["conformance.leese."]);
+    // A check of a suite left out would run nothing and pass.
+    let out = storeproof(
+        &[
+            "certify",
+            "--suite",
+            "conformance",
+            "--check",
+            "explorer.",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &no_server,
+    );
+    assert_setup_error(&out, &out_dir, &["--suite explorer"]);
+}
+
+#[test]
+fn an_adapters_control_characters_never_reach_the_terminal_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("r");
+    let out = storeproof(
+        &[
+            "certify",
+            "--suite",
+            "conformance",
+            "--store",
+            r#"cmd:printf '\033[2J\033[31mboom\007' >&2; exit 1"#,
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_setup_error(&out, &out_dir, &["boom"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains('\u{1b}') && !stderr.contains('\u{7}'),
+        "raw control characters: {stderr:?}"
+    );
+    assert!(stderr.contains(r"\u{1b}[31mboom\u{7}"), "{stderr:?}");
+}
+
+/// A durable redis-server that wants a password, started by hand (a
+/// managed server's admin connection has none).
+struct PasswordServer {
+    child: std::process::Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl PasswordServer {
+    fn start(password: &str) -> PasswordServer {
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(harness::server::find_binary().unwrap())
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--requirepass", password, "--save", ""])
+            .args(["--appendonly", "yes", "--appendfsync", "always"])
+            .args(["--dir", dir.path().to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        PasswordServer {
+            child,
+            port,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for PasswordServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Every file under `dir`, as text.
+fn files_under(dir: &Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut todo = vec![dir.to_path_buf()];
+    let mut files = Vec::new();
+    while let Some(path) = todo.pop() {
+        if path.is_dir() {
+            todo.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else {
+            let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+            files.push((path, text));
+        }
+    }
+    files
+}
+
+#[test]
+fn a_password_in_the_url_is_in_no_report_file_no_output_and_no_error() {
+    let secret = "Zq7-hunter2-pw";
+    let server = PasswordServer::start(secret);
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("r");
+    let url = format!("redis://:{secret}@127.0.0.1:{}/", server.port);
+    let out = storeproof(
+        &[
+            "certify",
+            "--suite",
+            "conformance",
+            "--check",
+            "conformance.lease.take",
+            &format!("--redis-url={url}"),
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(3)),
+        "the run did not go through"
+    );
+    let files = files_under(&out_dir);
+    assert!(files.len() >= 4, "{files:?}");
+    for (path, text) in &files {
+        assert!(
+            !text.contains(secret),
+            "{} holds the password",
+            path.display()
+        );
+    }
+    for stream in [&out.stdout, &out.stderr] {
+        assert!(!String::from_utf8_lossy(stream).contains(secret));
+    }
+    let report = read_report(&out_dir);
+    let command = report["run"]["command"].to_string();
+    assert!(command.contains("redis://:***@127.0.0.1"), "{command}");
+
+    // Errors: an adapter that quotes its hello (with the URL), a wrong
+    // password, each as `--redis-url URL`.
+    let other = dir.path().join("r2");
+    for (url, store) in [
+        (url.clone(), "cmd:echo not-json"),
+        (
+            format!("redis://default:{secret}-wrong@127.0.0.1:{}/", server.port),
+            "builtin:redis",
+        ),
+    ] {
+        let out = storeproof(
+            &[
+                "certify",
+                "--suite",
+                "conformance",
+                "--redis-url",
+                &url,
+                "--store",
+                store,
+                "--out",
+                other.to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert_setup_error(&out, &other, &[":***@127.0.0.1"]);
+        assert!(!String::from_utf8_lossy(&out.stderr).contains(secret));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn keep_keys_leaves_the_runs_keys_for_inspection() {
+    let server = ManagedServer::start(ServerOptions::default().with_virtual_clock(false))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("r");
+    let url = server.url();
+    let out = storeproof(
+        &[
+            "certify",
+            "--suite",
+            "conformance",
+            "--check",
+            "conformance.lease.take",
+            "--redis-url",
+            &url,
+            "--keep-keys",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(matches!(out.status.code(), Some(0) | Some(3)));
+    let report = read_report(&out_dir);
+    assert_eq!(report["run"]["keys"], "kept");
+    let prefix = report["run"]["prefix"].as_str().unwrap().to_string();
+    let mut conn = server.admin().await.unwrap();
+    let keys = keyspace::all_keys(&mut conn).await.unwrap();
+    assert!(!keys.is_empty(), "no key of the run was kept");
+    for key in keys {
+        assert!(key.starts_with(prefix.as_bytes()));
+    }
 }

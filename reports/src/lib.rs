@@ -279,10 +279,8 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<(), ReportError> {
 fn redacted(report: &Report) -> Result<Report, ReportError> {
     fn walk(v: &mut serde_json::Value) {
         match v {
-            serde_json::Value::String(s) => {
-                if s.contains("://") {
-                    *s = harness::server::redact_secrets(s);
-                }
+            serde_json::Value::String(s) if s.contains("://") => {
+                *s = harness::server::redact_secrets(s);
             }
             serde_json::Value::Array(items) => items.iter_mut().for_each(walk),
             serde_json::Value::Object(map) => map.values_mut().for_each(walk),
