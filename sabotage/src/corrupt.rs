@@ -2,11 +2,12 @@
 
 use harness::contract::{ChildState, ErrorKind, LeaseView, Reply, StoreError};
 
-/// An answer the contract forbids where `outcome` was given: values moved by
-/// one, outcomes swapped, a refusal accepted. Where the contract allows two
-/// outcomes (a release of an expired lease), the corruption is an outcome the
-/// operation never gives, so it is wrong whatever the state.
-pub fn corrupt(outcome: Result<Reply, StoreError>) -> Result<Reply, StoreError> {
+/// An answer the contract forbids where `outcome` was given to `op`: values
+/// moved by one, outcomes swapped (a release answers `not_held` where it
+/// released, and `released` where it held nothing), a refusal accepted.
+/// Each is a meaningful answer of the operation, wrong only because of the
+/// state, so the checks must follow the state to catch it.
+pub fn corrupt(op: &str, outcome: Result<Reply, StoreError>) -> Result<Reply, StoreError> {
     let reply = match outcome {
         // A refused bad request that is accepted instead.
         Err(e) if e.kind == ErrorKind::BadRequest => return Ok(Reply::Kept {}),
@@ -34,7 +35,9 @@ pub fn corrupt(outcome: Result<Reply, StoreError>) -> Result<Reply, StoreError> 
             expires_at_ms: expires_at_ms - 1,
         },
         Reply::Lost { .. } => Reply::Renewed { expires_at_ms: 0 },
-        Reply::Released {} | Reply::NotHeld {} => Reply::Kept {},
+        Reply::Released {} if op == "rate.release_slot" => Reply::Unknown {},
+        Reply::Released {} => Reply::NotHeld {},
+        Reply::NotHeld {} => Reply::Released {},
         Reply::Lease(None) => Reply::Lease(Some(LeaseView {
             holder: Some("ghost".into()),
             epoch: 1,

@@ -6,7 +6,7 @@
 //!   the check);
 //! - [`SideEffect`] keeps every answer right but also writes what it must
 //!   not: kept execution ids into Redis, keys outside its prefix, kilobytes
-//!   of padding per tree;
+//!   of padding per tree, a key for a request it refused as bad;
 //! - [`ServerBlind`] never looks at the server it is given (it uses another)
 //!   and [`RefusesAll`] refuses every server: the server-assumption checks
 //!   must catch both.

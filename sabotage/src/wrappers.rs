@@ -1,7 +1,7 @@
 //! Wrappers that turn a correct store into a broken one.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use harness::contract::{Call, ErrorKind, Reply, Request, StoreError};
@@ -18,6 +18,7 @@ pub struct Tampered<F> {
     inner: F,
     at: usize,
     calls: Arc<AtomicUsize>,
+    corrupted: Arc<Mutex<Option<String>>>,
 }
 
 impl<F: StoreFactory> Tampered<F> {
@@ -27,7 +28,13 @@ impl<F: StoreFactory> Tampered<F> {
             inner,
             at,
             calls: Arc::new(AtomicUsize::new(0)),
+            corrupted: Arc::new(Mutex::new(None)),
         }
+    }
+
+    /// The operation whose answer was corrupted, once it was.
+    pub fn corrupted_op(&self) -> Option<String> {
+        self.corrupted.lock().ok().and_then(|op| op.clone())
     }
 
     /// How many calls the run made so far.
@@ -40,6 +47,7 @@ struct TamperedClient {
     inner: Box<dyn StoreClient>,
     at: usize,
     calls: Arc<AtomicUsize>,
+    corrupted: Arc<Mutex<Option<String>>>,
 }
 
 #[async_trait]
@@ -48,7 +56,10 @@ impl StoreClient for TamperedClient {
         let n = self.calls.fetch_add(1, Ordering::SeqCst);
         let outcome = self.inner.call(call, clock_ms).await;
         if n == self.at {
-            corrupt(outcome)
+            if let Ok(mut op) = self.corrupted.lock() {
+                *op = Some(call.op.clone());
+            }
+            corrupt(&call.op, outcome)
         } else {
             outcome
         }
@@ -73,6 +84,7 @@ impl<F: StoreFactory> StoreFactory for Tampered<F> {
                 inner,
                 at: self.at,
                 calls: self.calls.clone(),
+                corrupted: self.corrupted.clone(),
             }),
         ))
     }
@@ -87,6 +99,9 @@ pub enum Extra {
     KeyOutsidePrefix,
     /// Every take also writes 4 KiB of padding under the prefix.
     Padding,
+    /// Every request the store refuses with `bad_request` still writes a
+    /// key under the prefix: refused, but not "before changing anything".
+    WriteOnBadRequest,
 }
 
 /// A store whose answers are right but which writes what it must not.
@@ -123,6 +138,9 @@ impl StoreClient for SideEffectClient {
             }
             (Extra::Padding, Some(Request::LeaseTake { tree, .. })) => {
                 Some((format!("{}pad:{tree}", self.prefix), "p".repeat(4096)))
+            }
+            (Extra::WriteOnBadRequest, _) if matches!(&outcome, Err(e) if e.kind == ErrorKind::BadRequest) => {
+                Some((format!("{}half-done:{}", self.prefix, call.op), "x".into()))
             }
             _ => None,
         };

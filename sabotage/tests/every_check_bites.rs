@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use harness::check::{CheckResult, Level, Verdict};
+use harness::conformance::scenario::Step;
 use harness::conformance::{
     all_checks, run_check, CheckDef, CheckKind, ServerRef, Special, Target,
 };
@@ -61,7 +62,7 @@ fn broken(def: &CheckDef, result: &CheckResult) -> bool {
 
 /// Runs every scenario check of `contract` clean (it must pass), then once per
 /// reply with that reply corrupted (it must fail each time).
-async fn every_reply_is_judged(contract: Contract) {
+async fn every_reply_is_judged(contract: Contract) -> std::collections::BTreeMap<String, usize> {
     let fx = fixture().await;
     let checks: Vec<Arc<CheckDef>> = all_checks()
         .into_iter()
@@ -70,6 +71,8 @@ async fn every_reply_is_judged(contract: Contract) {
     assert!(!checks.is_empty());
     let mut missed = Vec::new();
     let mut runs = 0;
+    // Corrupted runs per operation whose answer was corrupted.
+    let mut by_op: std::collections::BTreeMap<String, usize> = Default::default();
     for (n, def) in checks.iter().enumerate() {
         let counting = Tampered::new(fx.good.clone(), usize::MAX);
         let clean = run_with(&fx, &counting, format!("sp:clean{n}:"), n, def).await;
@@ -80,6 +83,9 @@ async fn every_reply_is_judged(contract: Contract) {
             let tampered = Tampered::new(fx.good.clone(), at);
             let result = run_with(&fx, &tampered, format!("sp:t{n}x{at}:"), n, def).await;
             runs += 1;
+            if let Some(op) = tampered.corrupted_op() {
+                *by_op.entry(op).or_default() += 1;
+            }
             if !broken(def, &result) {
                 missed.push(format!(
                     "{} with reply {at} corrupted: {:?}",
@@ -94,14 +100,21 @@ async fn every_reply_is_judged(contract: Contract) {
         missed.join("\n")
     );
     eprintln!(
-        "{contract}: {} checks, {runs} corrupted runs, every one caught",
+        "{contract}: {} checks, {runs} corrupted runs, every one caught: {by_op:?}",
         checks.len()
     );
+    by_op
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_lease_reply_is_judged() {
-    every_reply_is_judged(Contract::Lease).await;
+    let by_op = every_reply_is_judged(Contract::Lease).await;
+    // Release answers are flipped (released ↔ not_held), a meaningful wrong
+    // answer, and caught every time.
+    assert!(
+        by_op.get("lease.release").is_some_and(|n| *n >= 3),
+        "{by_op:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -111,7 +124,8 @@ async fn every_queue_reply_is_judged() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_rate_reply_is_judged() {
-    every_reply_is_judged(Contract::Rate).await;
+    let by_op = every_reply_is_judged(Contract::Rate).await;
+    assert!(by_op.contains_key("rate.release_slot"), "{by_op:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -170,4 +184,40 @@ async fn server_assumption_checks_catch_blind_and_refusing_stores() {
             );
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_input_checks_catch_a_store_that_refuses_but_writes() {
+    let fx = fixture().await;
+    let bad = SideEffect::new(fx.good.clone(), Extra::WriteOnBadRequest);
+    let mut caught = 0;
+    for (n, def) in all_checks().iter().enumerate() {
+        let CheckKind::Scenario(steps) = def.kind else {
+            continue;
+        };
+        if !steps().iter().any(|s| matches!(s, Step::Raw { .. })) {
+            continue;
+        }
+        let clean = run_with(&fx, &fx.good, format!("sp:bclean{n}:"), n, def).await;
+        assert_eq!(clean.verdict, Verdict::Pass, "{}: {}", def.id, clean.reason);
+        let result = run_with(&fx, &bad, format!("sp:b{n}:"), n, def).await;
+        assert_eq!(
+            result.verdict,
+            Verdict::Fail,
+            "{}: {}",
+            def.id,
+            result.reason
+        );
+        assert!(
+            result
+                .reason
+                .contains("was refused but changed the keyspace"),
+            "{}: {}",
+            def.id,
+            result.reason
+        );
+        caught += 1;
+    }
+    eprintln!("{caught} bad-input checks caught a store that refuses but writes");
+    assert!(caught >= 3, "only {caught} bad-input checks");
 }
