@@ -1,5 +1,7 @@
 //! The `storeproof` command line: parse, run, print any error once, exit
-//! 0 (all checks passed), 1 (a check failed) or 2 (usage or setup error).
+//! 0 (all checks passed), 1 (a check failed), 2 (usage or setup error) or
+//! 3 (incomplete); 130, 143 or 129 when stopped by SIGINT, SIGTERM or
+//! SIGHUP, after removing everything the run started.
 
 mod bench;
 mod certify;
@@ -52,21 +54,28 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // Ctrl-C: kill every managed server and remove its directory before
-    // leaving, so an interrupted run leaves nothing behind.
-    runtime.spawn(async {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            harness::server::cleanup_all();
-            harness::store::external::kill_all();
-            crash::docker::cleanup_all_blocking();
-            // Last: until now the run's stores could still write into it.
-            if let Some(dir) = RUN_WORKDIR.get() {
-                let _ = std::fs::remove_dir_all(dir);
-            }
-            eprintln!("storeproof: interrupted; managed servers stopped, no report written");
-            std::process::exit(130);
+    // Ctrl-C, SIGTERM (CI cancellation, `timeout`, `docker stop`) and
+    // SIGHUP (a closed terminal): kill every managed server, adapter and
+    // container and remove the run's directories before leaving, so an
+    // interrupted run leaves nothing behind. The handlers are installed
+    // before anything starts, so no signal finds the default action (which
+    // would leave everything running).
+    let signals = {
+        let _entered = runtime.enter();
+        Signals::install()
+    };
+    match signals {
+        Ok(signals) => {
+            runtime.spawn(signals.clean_up_and_exit_on_first());
         }
-    });
+        Err(e) => {
+            eprintln!("storeproof: error: cannot install signal handlers: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    // Directories of earlier runs that died without cleaning up (SIGKILL,
+    // a power cut): only ours, only those whose owner is gone.
+    harness::server::reap_dead_runs();
     let result = runtime.block_on(async {
         match cli.command {
             Command::Certify(args) => certify::run(args).await,
@@ -84,8 +93,52 @@ fn main() -> ExitCode {
     }
 }
 
+/// The signals that end a run early, each with its exit code (128 + the
+/// signal's number, as a shell reports it).
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+    hangup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Installs the handlers; needs a runtime context.
+    fn install() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+            hangup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    /// Waits for the first signal, cleans up and exits with its code.
+    async fn clean_up_and_exit_on_first(mut self) {
+        let (what, code) = tokio::select! {
+            _ = self.interrupt.recv() => ("interrupted", 130),
+            _ = self.terminate.recv() => ("terminated (SIGTERM)", 143),
+            _ = self.hangup.recv() => ("hung up (SIGHUP)", 129),
+        };
+        harness::server::cleanup_all();
+        harness::store::external::kill_all();
+        crash::docker::cleanup_all_blocking();
+        // Last: until now the run's stores could still write into it.
+        if let Some(dir) = RUN_WORKDIR.get() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        // Not eprintln!: after SIGHUP the terminal may be gone, and a failed
+        // write must not stop the exit.
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
+            "storeproof: {what}; managed servers, adapters and containers stopped, no report written"
+        );
+        std::process::exit(code);
+    }
+}
+
 /// The run's working directory (durable files of the store under test),
-/// removed by the Ctrl-C handler, which leaves without running destructors.
+/// removed by the signal handler, which leaves without running destructors.
 pub(crate) static RUN_WORKDIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 
 /// Where the report goes when `--out` is not given.
