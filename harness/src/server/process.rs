@@ -214,12 +214,14 @@ where
         .map_err(|_| io::Error::other("the process-spawner thread dropped a request"))
 }
 
-/// A `pre_exec` hook that makes the child get SIGKILL when this process
+/// A `pre_exec` hook that makes the child get `signal` when this process
 /// dies, however it dies (including SIGKILL, where no cleanup code runs).
 /// The child must be forked from the spawner thread (see [`SPAWNER`]).
 /// The signal survives `exec` but not `fork`: the child's own children
 /// are not covered.
-pub(crate) fn die_with_parent() -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
+pub(crate) fn die_with_parent(
+    signal: libc::c_int,
+) -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
     // The closure runs in the forked child before exec, where only
@@ -232,7 +234,7 @@ pub(crate) fn die_with_parent() -> impl FnMut() -> io::Result<()> + Send + Sync 
         if unsafe {
             libc::prctl(
                 libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
+                signal as libc::c_ulong,
                 0,
                 0,
                 0,
@@ -256,7 +258,7 @@ pub(crate) async fn spawn_tied_to_us(mut command: Command) -> io::Result<Child> 
     // SAFETY: the hook only makes async-signal-safe syscalls (see
     // `die_with_parent`).
     unsafe {
-        command.pre_exec(die_with_parent());
+        command.pre_exec(die_with_parent(libc::SIGKILL));
     }
     let (reply, answer) = tokio::sync::oneshot::channel();
     send_to_spawner(Box::new(move || {

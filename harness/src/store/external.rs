@@ -41,6 +41,16 @@ const HELLO_TIMEOUT_AT_LEAST: Duration = Duration::from_secs(30);
 /// How much of an adapter's stderr is kept to show with a failure.
 const STDERR_KEPT: usize = 4096;
 
+/// The shell that runs an adapter's command line (`$1`) and watches over
+/// it. It gets SIGTERM when storeproof dies (a parent-death signal) and
+/// then SIGKILLs its whole process group: the command's shell, the adapter
+/// and whatever they started. Needed because `sh -c` forks the command
+/// instead of exec'ing it (dash), and a parent-death signal is not
+/// inherited across fork. A background job's stdin is /dev/null unless
+/// redirected, hence the copy through fd 3.
+const WATCHDOG: &str =
+    "trap 'kill -KILL 0' TERM; exec 3<&0; sh -c \"$1\" <&3 3<&- & wait $!; exit $?";
+
 /// How much of a malformed line is quoted in a failure.
 const QUOTED: usize = 200;
 
@@ -191,6 +201,8 @@ impl Adapter {
         let runtime = tokio::runtime::Handle::try_current().map_err(|e| cannot_start(&e))?;
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
+            .arg(WATCHDOG)
+            .arg("storeproof-adapter")
             .arg(&factory.command)
             .env("STOREPROOF_WORKDIR", &factory.workdir)
             .env("STOREPROOF_INSTANCE", instance)
@@ -202,7 +214,7 @@ impl Adapter {
             .kill_on_drop(true);
         // SAFETY: the hook only makes async-signal-safe syscalls.
         unsafe {
-            cmd.pre_exec(crate::server::die_with_parent());
+            cmd.pre_exec(crate::server::die_with_parent(libc::SIGTERM));
         }
         // Forked from the spawner thread, which lives as long as the process:
         // the parent-death signal fires when the forking *thread* ends.
