@@ -725,7 +725,7 @@ async fn clock_not_controlled_body() {
     for needle in [
         "redis-server-without-shim",
         "virtual clock",
-        "TIME read",
+        "ms behind it",
         "ms left instead of 52223",
         "STOREPROOF_REDIS_SERVER",
     ] {

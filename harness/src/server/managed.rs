@@ -334,9 +334,11 @@ impl ManagedServer {
         if time_ok && pttl_ok {
             return Ok(());
         }
+        let off = time_ms - want_time;
         let mut detail = format!(
-            "after moving the clock {PROBE_MOVE_MS} ms, TIME read {} ms from the virtual clock",
-            time_ms - want_time
+            "after a move of the virtual clock by {PROBE_MOVE_MS} ms, TIME read {} ms {} it",
+            off.abs(),
+            if off < 0 { "behind" } else { "ahead of" }
         );
         if let Some(p) = pttl {
             detail.push_str(&format!(
