@@ -187,6 +187,23 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
     result.map_err(|e| anyhow::anyhow!(crate::progress::printable(&format!("{e:#}"))))
 }
 
+/// The `--redis-url` server and run prefix whose keys a signal handler must
+/// remove (unset with `--keep-keys` or a managed server).
+static RUN_KEYS: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
+
+/// For the signal handler: removes the keys of an interrupted `--redis-url`
+/// run from the user's server (at most a few seconds; silent, since the
+/// handler prints the one line). Removing them twice is harmless.
+pub(crate) async fn remove_run_keys_after_signal() {
+    if let Some((url, prefix)) = RUN_KEYS.get() {
+        let _ = tokio::time::timeout(
+            Duration::from_secs(5),
+            server::remove_keys_under(url, prefix),
+        )
+        .await;
+    }
+}
+
 /// The run. `pending_keys` is set to (URL, run prefix) while keys of the
 /// run may be on a `--redis-url` server that it must remove.
 async fn certify(
@@ -228,11 +245,10 @@ async fn certify(
     let run_prefix = format!("sp:{run_id}:");
     if let (Some(url), false) = (&args.redis_url, args.keep_keys) {
         *pending_keys = Some((url.clone(), run_prefix.clone()));
+        let _ = RUN_KEYS.set((url.clone(), run_prefix.clone()));
     }
     let opt_out = args.opt_out.map(|_| OPT_OUT_WRITES_MAY_BE_LOST.to_string());
     let quiet = args.quiet;
-    let progress = crate::progress::Progress::new(quiet);
-    let say = |line: String| progress.line(&line);
 
     // The server: managed (the default) or the user's.
     let managed = match &args.redis_url {
@@ -290,6 +306,11 @@ async fn certify(
         opt_out.clone(),
     )
     .await?;
+    // From here on the run is set up: progress starts (a bar that started
+    // earlier would be left on the terminal above a setup error's line).
+    let progress = crate::progress::Progress::new(quiet);
+    let _clear_bar = progress.clears_on_drop();
+    let say = |line: String| progress.line(&line);
     say(format!(
         "storeproof {}: seed {seed}, prefix {run_prefix}",
         env!("CARGO_PKG_VERSION")
@@ -333,14 +354,9 @@ async fn certify(
             progress.part("conformance", defs.len() as u64);
             let mut on_result = |r: &CheckResult| {
                 progress.step(&r.id);
-                let mark = match r.verdict {
-                    Verdict::Pass => return,
-                    Verdict::Fail => "FAIL",
-                    Verdict::Warn => "warn",
-                    Verdict::Skipped => "skip",
-                    Verdict::Unknown => "unknown",
-                };
-                progress.line(&format!("{mark} {}: {}", r.id, r.reason));
+                if r.verdict != Verdict::Pass {
+                    progress.line(&format!("{} {}: {}", mark(r.verdict), r.id, r.reason));
+                }
             };
             let results = conformance::run_suite(&target, defs, &mut on_result).await;
             let secs = started.elapsed().as_secs_f64();
@@ -406,16 +422,8 @@ async fn certify(
             .await
             .map_err(|e| anyhow::anyhow!("the crash suite could not run: {e}"))?;
             for r in &outcome.checks {
-                if !quiet && matches!(r.verdict, Verdict::Fail | Verdict::Warn) {
-                    eprintln!(
-                        "{} {}",
-                        if r.verdict == Verdict::Fail {
-                            "FAIL"
-                        } else {
-                            "warn"
-                        },
-                        r.id
-                    );
+                if r.verdict != Verdict::Pass {
+                    progress.line(&format!("{} {}", mark(r.verdict), r.id));
                 }
             }
             stats.insert("crash".to_string(), outcome.stats);
@@ -459,16 +467,8 @@ async fn certify(
             .context("the explorer stopped unexpectedly")?;
             let secs = started.elapsed().as_secs_f64();
             for r in &outcome.checks {
-                if !quiet && r.verdict != Verdict::Pass {
-                    eprintln!(
-                        "{} {}",
-                        if r.verdict == Verdict::Fail {
-                            "FAIL"
-                        } else {
-                            "    "
-                        },
-                        r.id
-                    );
+                if r.verdict != Verdict::Pass {
+                    progress.line(&format!("{} {}", mark(r.verdict), r.id));
                 }
             }
             let mut figures = outcome.stats;
@@ -561,6 +561,17 @@ fn stop_on_adapter_failure() -> anyhow::Result<()> {
     match harness::store::external::first_adapter_failure() {
         Some(line) => bail!("{line}; no report written"),
         None => Ok(()),
+    }
+}
+
+/// How a progress line marks a check that did not pass.
+fn mark(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Fail => "FAIL",
+        Verdict::Warn => "warn",
+        Verdict::Skipped => "skip",
+        Verdict::Unknown => "unknown",
+        Verdict::Pass => "pass",
     }
 }
 

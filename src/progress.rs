@@ -65,6 +65,21 @@ impl Progress {
             b.finish_and_clear();
         }
     }
+
+    /// A guard that removes the bar when dropped: a run that stops on an
+    /// error leaves its one line, not a bar above it.
+    pub fn clears_on_drop(&self) -> ClearsOnDrop {
+        ClearsOnDrop(self.clone())
+    }
+}
+
+/// Removes the bar of a [`Progress`] when dropped.
+pub struct ClearsOnDrop(Progress);
+
+impl Drop for ClearsOnDrop {
+    fn drop(&mut self) {
+        self.0.done();
+    }
 }
 
 /// `text` as it may be shown on a terminal, on one line: every password in

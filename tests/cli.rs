@@ -1013,3 +1013,52 @@ async fn keep_keys_leaves_the_runs_keys_for_inspection() {
         assert!(key.starts_with(prefix.as_bytes()));
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_interrupted_redis_url_run_removes_its_keys_too() {
+    let server = ManagedServer::start(ServerOptions::default().with_virtual_clock(false))
+        .await
+        .unwrap();
+    let mut conn = server.admin().await.unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("canary")
+        .arg("tweet")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("r");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_storeproof"))
+        .args(["certify", "--suite", "conformance", "--redis-url"])
+        .arg(server.url())
+        .arg("--out")
+        .arg(&out_dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The header's second line comes once the run is set up and checking.
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
+    for line in lines.by_ref() {
+        if line.unwrap().contains("server Redis") {
+            break;
+        }
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // SAFETY: sends SIGINT to our own child process.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{rest:?}");
+    assert!(!out_dir.exists());
+    let left: Vec<String> = keyspace::all_keys(&mut conn)
+        .await
+        .unwrap()
+        .iter()
+        .map(|k| String::from_utf8_lossy(k).into_owned())
+        .collect();
+    assert_eq!(left, ["canary"], "keys of the interrupted run remain");
+}
