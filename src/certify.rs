@@ -369,6 +369,7 @@ async fn certify(
                     "fail": count(Verdict::Fail),
                     "warn": count(Verdict::Warn),
                     "skipped": count(Verdict::Skipped),
+                    "unknown": count(Verdict::Unknown),
                     "seconds": (secs * 1000.0).round() / 1000.0,
                     "bytes_per_tree": results
                         .iter()

@@ -129,7 +129,7 @@ pub fn check_out_dir(dir: &Path) -> Result<(), ReportError> {
     if entries.is_empty() {
         return Ok(());
     }
-    if !entries.iter().any(|e| e.file_name() == MARKER) {
+    if !entries.iter().any(|e| e.file_name() == MARKER) && !is_unmarked_report(dir, &entries) {
         return Err(refuse(format!(
             "the directory is not empty and holds no storeproof report (no {MARKER} file), and storeproof never deletes what it did not write"
         )));
@@ -194,6 +194,21 @@ pub fn replay_file_name(check_id: &str) -> String {
 /// `report.json` as text.
 pub fn render_json(report: &Report) -> Result<String, ReportError> {
     Ok(serde_json::to_string_pretty(report)?)
+}
+
+/// A report of a storeproof from before the marker: only the names a
+/// report has, and a `report.json` that reads as one.
+fn is_unmarked_report(dir: &Path, entries: &[fs::DirEntry]) -> bool {
+    let names_ok = entries
+        .iter()
+        .all(|e| REPORT_ENTRIES.contains(&e.file_name().to_string_lossy().as_ref()));
+    let json = fs::read_to_string(dir.join("report.json")).ok();
+    let value: Option<serde_json::Value> = json.and_then(|t| serde_json::from_str(&t).ok());
+    names_ok
+        && value.is_some_and(|v| {
+            v.get("storeproof").is_some_and(|s| s.is_string())
+                && v.get("checks").is_some_and(|c| c.is_array())
+        })
 }
 
 /// Writes `index.html`, `report.json`, `junit.xml`, the replay files and

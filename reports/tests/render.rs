@@ -229,6 +229,14 @@ fn a_directory_of_someone_elses_files_is_never_replaced() {
     std::fs::write(old.join("my-notes.md"), "keep").unwrap();
     assert!(refusal(&old).contains("my-notes.md"));
     assert!(old.join("my-notes.md").exists() && old.join("report.json").exists());
+    // A report written before the marker existed is still a report.
+    let older = dir.path().join("older");
+    reports::write_all(&report(), &older).unwrap();
+    std::fs::remove_file(older.join(reports::MARKER)).unwrap();
+    reports::check_out_dir(&older).unwrap();
+    // But an index.html and a report.json that is not one are the user's.
+    std::fs::write(older.join("report.json"), "{\"mine\": 1}").unwrap();
+    assert!(refusal(&older).contains("holds no storeproof report"));
     // The current directory, and /.
     assert!(refusal(Path::new(".")).contains("current directory"));
     let cwd = std::env::current_dir().unwrap();
