@@ -122,6 +122,8 @@ impl Signals {
         harness::server::cleanup_all();
         harness::store::external::kill_all();
         crash::docker::cleanup_all_blocking();
+        // A --redis-url run's own keys, off the user's server.
+        certify::remove_run_keys_after_signal().await;
         // Last: until now the run's stores could still write into it.
         if let Some(dir) = RUN_WORKDIR.get() {
             let _ = std::fs::remove_dir_all(dir);
