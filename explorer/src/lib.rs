@@ -8,7 +8,8 @@
 //! the commands already delivered), and the ghost record of every
 //! acknowledged grant; the fingerprint reads times relative to now.
 //!
-//! - [`model`]: the stateright model and the per-thread pool of worlds;
+//! - [`model`]: the model (possible actions, steps) and each thread's world;
+//! - [`search`]: the exhaustive search, level by level on a pool of worlds;
 //! - [`world`]: restore, act, snapshot on a real server;
 //! - [`walk`]: seeded walks of three instances and shrinking;
 //! - [`run`]: both, for every skew, turned into checks and figures.
@@ -17,6 +18,7 @@
 
 pub mod model;
 pub mod run;
+pub mod search;
 pub mod state;
 pub mod walk;
 pub mod world;

@@ -1,13 +1,12 @@
-//! The stateright model: N instances on the lease store against the real
-//! server. `next_state` is a pure function of (state, action): it runs on a
-//! world of the calling thread's own (a server from the pool: one per checker
-//! thread plus the caller), restored to the state's snapshot first.
+//! The model: N instances on the lease store against the real server. A
+//! step is a pure function of (state, action): it runs on a world (a server
+//! of its own), restored to the state's snapshot first. The exhaustive
+//! search gives each worker thread a world of a pool ([`crate::search`]);
+//! walks, shrinking and replays use a world of the calling thread's own.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
-
-use stateright::{Model, Property};
 
 use crate::state::{Action, Op, State, Tick};
 use crate::world::{idle, nearest_expiry, Shared, World};
@@ -52,7 +51,7 @@ pub const ALWAYS: [&str; 5] = [
     "answered",
 ];
 
-/// The lease store with its instances, as stateright sees it.
+/// The lease store with its instances, as the search and the walks see it.
 pub struct LeaseModel {
     /// Which exploration this is: each thread keeps one world per run id.
     pub run: u64,
@@ -109,6 +108,18 @@ impl LeaseModel {
         out.push(Action::Tick(Tick::LongPause));
     }
 
+    /// The initial state: an empty keyspace, one idle instance per skew.
+    pub fn initial(&self) -> State {
+        let mut init = State::initial(self.start_ms, &self.skews);
+        init.absolute_times = self.absolute_times;
+        init
+    }
+
+    /// The next state, computed on `world`.
+    pub fn step_on(&self, world: &mut World, state: &State, action: Action) -> State {
+        world.step(state, action)
+    }
+
     /// The next state, computed on this thread's world.
     pub fn step(&self, state: &State, action: Action) -> State {
         // Every world has a gate per possible instance: a world serves both
@@ -123,46 +134,5 @@ impl LeaseModel {
                 next
             }
         }
-    }
-}
-
-impl Model for LeaseModel {
-    type State = State;
-    type Action = Action;
-
-    fn init_states(&self) -> Vec<State> {
-        let mut init = State::initial(self.start_ms, &self.skews);
-        init.absolute_times = self.absolute_times;
-        vec![init]
-    }
-
-    fn actions(&self, state: &State, actions: &mut Vec<Action>) {
-        self.possible(state, actions);
-    }
-
-    fn next_state(&self, last: &State, action: Action) -> Option<State> {
-        // Never None: the simulation checker rebuilds wrong paths otherwise.
-        Some(self.step(last, action))
-    }
-
-    fn properties(&self) -> Vec<Property<Self>> {
-        vec![
-            Property::always("one-live-holder", |_, s: &State| {
-                !s.broke("one-live-holder")
-            }),
-            Property::always("epoch-monotonic", |_, s: &State| {
-                !s.broke("epoch-monotonic")
-            }),
-            Property::always("zombie-refused", |_, s: &State| !s.broke("zombie-refused")),
-            Property::always("no-tree-stuck", |_, s: &State| !s.broke("no-tree-stuck")),
-            Property::always("answered", |_, s: &State| !s.broke("answered")),
-            Property::always("harness-ok", |_, s: &State| s.harness_error.is_none()),
-            Property::sometimes("zombie-renew-after-takeover", |_, s: &State| {
-                s.zombie_renew_reached
-            }),
-            Property::sometimes("zombie-release-after-takeover", |_, s: &State| {
-                s.zombie_release_reached
-            }),
-        ]
     }
 }

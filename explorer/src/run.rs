@@ -11,9 +11,9 @@ use harness::server::VIRTUAL_EPOCH_MS;
 use harness::store::StoreFactory;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use stateright::{Checker, Model};
 
 use crate::model::{drop_world, LeaseModel, ALWAYS};
+use crate::search::{search, Pool};
 use crate::state::{Action, Op, State, Tick};
 use crate::walk::{play, rng_for, shrink, walk};
 use crate::world::Shared;
@@ -81,6 +81,8 @@ struct Finding {
     found_in: String,
     schedule: Schedule,
     steps: Value,
+    /// Re-running the schedule broke the property again.
+    replays: bool,
 }
 
 static RUNS: AtomicU64 = AtomicU64::new(1);
@@ -124,14 +126,71 @@ fn render(start: &State, path: &[(Action, State)]) -> Value {
     Value::Array(steps)
 }
 
+/// What happened, in words: the violation's message, or the harness's
+/// trouble for `harness-ok`.
 fn violation_of(state: &State, property: &str) -> String {
-    state
-        .violations
-        .iter()
-        .find(|(p, _)| p == property)
-        .map(|(_, m)| m.clone())
-        .or_else(|| state.harness_error.clone())
-        .unwrap_or_default()
+    let found = if property == "harness-ok" {
+        state.harness_error.clone()
+    } else {
+        state
+            .violations
+            .iter()
+            .find(|(p, _)| p == property)
+            .map(|(_, m)| m.clone())
+    };
+    found.unwrap_or_else(|| format!("{property} was not broken (no message recorded)"))
+}
+
+/// A discovery made into a finding. A violation is shrunk, and the shrunk
+/// schedule must break the property again when re-run from the start on a
+/// world of its own; if the discovered schedule does not, the finding says
+/// so (`replays: false`) and is not a verdict on the store. The harness's
+/// trouble is reported as found.
+fn finding(
+    model: &LeaseModel,
+    property: &str,
+    actions: &[Action],
+    found: &State,
+    found_in: String,
+) -> Finding {
+    let schedule = |actions: Vec<Action>| Schedule {
+        skews: model.skews.clone(),
+        actions,
+    };
+    let shrunk = if property == "harness-ok" {
+        None
+    } else {
+        shrink(model, actions, property)
+    };
+    match shrunk {
+        Some((shrunk, last)) => {
+            let (_, steps) = replay_path(model, &shrunk);
+            let found_in = if shrunk.len() < actions.len() {
+                format!("{found_in}, shrunk from {} steps", actions.len())
+            } else {
+                found_in
+            };
+            Finding {
+                property: property.to_string(),
+                message: violation_of(&last, property),
+                found_in,
+                schedule: schedule(shrunk),
+                steps,
+                replays: true,
+            }
+        }
+        None => {
+            let (_, steps) = replay_path(model, actions);
+            Finding {
+                property: property.to_string(),
+                message: violation_of(found, property),
+                found_in,
+                schedule: schedule(actions.to_vec()),
+                steps,
+                replays: property == "harness-ok",
+            }
+        }
+    }
 }
 
 /// Explores `factory`'s lease store; `progress` gets a line per finished part.
@@ -150,7 +209,28 @@ pub fn explore(
     let mut unreached: Vec<(&str, i64)> = Vec::new();
     let started = Instant::now();
 
+    // One world per checker thread, kept for every skew.
+    let mut pool = match Pool::new(&shared, config.threads, MAX_INSTANCES) {
+        Ok(pool) => Some(pool),
+        Err(e) => {
+            findings.push(Finding {
+                property: "harness-ok".into(),
+                message: format!("the exploration's servers could not start: {e}"),
+                found_in: "the exhaustive search's set-up".into(),
+                schedule: Schedule {
+                    skews: vec![],
+                    actions: vec![],
+                },
+                steps: Value::Array(vec![]),
+                replays: false,
+            });
+            None
+        }
+    };
     for &skew in &config.skews {
+        let Some(pool) = pool.as_mut() else {
+            break;
+        };
         let t0 = Instant::now();
         let trips0 = shared.round_trips.load(Ordering::Relaxed);
         let trans0 = shared.transitions.load(Ordering::Relaxed);
@@ -162,61 +242,29 @@ pub fn explore(
             max_steps: config.depth,
             absolute_times: config.absolute_times,
         };
-        let checker = model
-            .checker()
-            .threads(config.threads.max(1))
-            .spawn_bfs()
-            .join();
-        let model = checker.model();
+        let searched = search(&model, pool);
+        let found_in = format!("exhaustive search, second clock {skew:+} ms");
         for property in ALWAYS.iter().copied().chain(["harness-ok"]) {
-            // Rebuilding a path re-runs the store; one that behaves
-            // differently on a re-run makes stateright panic. Report that.
-            let discovery = match rebuilt(&checker, property) {
-                Ok(d) => d,
-                Err(_) => {
-                    findings.push(Finding {
-                        property: "harness-ok".into(),
-                        message: format!(
-                            "the store is not deterministic: re-running the schedule that broke {property} gave other answers"
-                        ),
-                        found_in: format!("exhaustive search, second clock {skew:+} ms"),
-                        schedule: Schedule {
-                            skews: model.skews.clone(),
-                            actions: vec![],
-                        },
-                        steps: Value::Array(vec![]),
-                    });
-                    continue;
-                }
+            let Some(d) = searched.discoveries.get(property) else {
+                continue;
             };
-            if let Some(path) = discovery {
-                if findings.iter().any(|f| f.property == property) {
-                    continue;
-                }
-                // Several checker threads need not find the shortest path
-                // first: shrink it like a walk.
-                let actions = path.into_actions();
-                let (actions, last) = if property == "harness-ok" {
-                    play(model, &actions)
-                } else {
-                    shrink(model, &actions, property)
-                };
-                let (_, steps) = replay_path(model, &actions);
-                findings.push(Finding {
-                    property: property.to_string(),
-                    message: violation_of(&last, property),
-                    found_in: format!("exhaustive search, second clock {skew:+} ms"),
-                    schedule: Schedule {
-                        skews: model.skews.clone(),
-                        actions,
-                    },
-                    steps,
-                });
+            if findings.iter().any(|f| f.property == property) {
+                continue;
             }
+            findings.push(finding(
+                &model,
+                property,
+                &d.actions,
+                &d.state,
+                found_in.clone(),
+            ));
         }
-        let reached = |p| matches!(rebuilt(&checker, p), Ok(Some(_)));
-        let renew = reached("zombie-renew-after-takeover");
-        let release = reached("zombie-release-after-takeover");
+        let renew = searched
+            .discoveries
+            .contains_key("zombie-renew-after-takeover");
+        let release = searched
+            .discoveries
+            .contains_key("zombie-release-after-takeover");
         if !renew {
             unreached.push(("renew", skew));
         }
@@ -229,9 +277,9 @@ pub fn explore(
         let figures = json!({
             "skew_ms": skew,
             "depth": config.depth,
-            "states": checker.state_count(),
-            "unique_states": checker.unique_state_count(),
-            "max_depth": checker.max_depth().saturating_sub(1),
+            "states": searched.states,
+            "unique_states": searched.unique_states,
+            "max_depth": searched.max_depth,
             "transitions": transitions,
             "seconds": (secs * 1000.0).round() / 1000.0,
             "transitions_per_second": (transitions as f64 / secs.max(1e-9)).round(),
@@ -245,6 +293,8 @@ pub fn explore(
         ));
         per_skew.push(figures);
     }
+    // Stop the pool's servers before the walks start theirs.
+    drop(pool);
 
     // Seeded walks of three instances, skews drawn from the same set.
     let t0 = Instant::now();
@@ -285,26 +335,8 @@ pub fn explore(
             if findings.iter().any(|f| f.property == property) {
                 continue;
             }
-            let (actions, last) = if property == "harness-ok" {
-                (w.actions.clone(), w.last.clone())
-            } else {
-                shrink(&model, &w.actions, &property)
-            };
-            let (_, replayed) = replay_path(&model, &actions);
-            findings.push(Finding {
-                message: violation_of(&last, &property),
-                property,
-                found_in: format!(
-                    "walk {n} of seed {} (shrunk from {} steps)",
-                    config.seed,
-                    w.actions.len()
-                ),
-                schedule: Schedule {
-                    skews: w.skews.clone(),
-                    actions: actions.clone(),
-                },
-                steps: replayed,
-            });
+            let found_in = format!("walk {n} of seed {}", config.seed);
+            findings.push(finding(&model, &property, &w.actions, &w.last, found_in));
         }
     }
     let walk_secs = t0.elapsed().as_secs_f64();
@@ -331,18 +363,6 @@ pub fn explore(
         checks: checks(&findings, &unreached, &stats, config),
         stats,
     }
-}
-
-/// The path that made `property` a discovery, rebuilt by re-running the
-/// store from the start. A store that answers differently on a re-run makes
-/// stateright panic while rebuilding; that is `Err`, to be reported as
-/// non-determinism.
-fn rebuilt<C: Checker<LeaseModel>>(
-    checker: &C,
-    property: &'static str,
-) -> Result<Option<stateright::Path<State, Action>>, ()> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| checker.discovery(property)))
-        .map_err(|_| ())
 }
 
 /// Plays a schedule and renders its steps.
@@ -419,6 +439,16 @@ fn checks(
         config.walks,
         config.seed
     );
+    // The harness's own trouble: the schedules past it were not explored,
+    // so what did not break is not known to hold.
+    let harness = findings.iter().find(|f| f.property == "harness-ok");
+    let undecided = |what: &str| {
+        format!(
+            "not decided: {what} held in every schedule explored, but the exploration could not go on ({}; {})",
+            harness.map_or("", |h| h.message.as_str()),
+            harness.map_or("", |h| h.found_in.as_str())
+        )
+    };
     for (property, what) in about {
         let found = findings.iter().find(|f| f.property == property);
         out.push(CheckResult {
@@ -426,18 +456,26 @@ fn checks(
             id: format!("explorer.{property}"),
             suite: "explorer".into(),
             level: Level::Must,
-            verdict: if found.is_some() {
-                Verdict::Fail
-            } else {
-                Verdict::Pass
+            verdict: match found {
+                Some(f) if f.replays => Verdict::Fail,
+                Some(_) => Verdict::Unknown,
+                None if harness.is_some() => Verdict::Unknown,
+                None => Verdict::Pass,
             },
             reason: match found {
-                Some(f) => format!(
+                Some(f) if f.replays => format!(
                     "{} (found in {}; {} steps)",
                     f.message,
                     f.found_in,
                     f.schedule.actions.len()
                 ),
+                Some(f) => format!(
+                    "not decided: {} (found in {}; {} steps), but re-running that schedule from the start did not break it again",
+                    f.message,
+                    f.found_in,
+                    f.schedule.actions.len()
+                ),
+                None if harness.is_some() => undecided(what),
                 None => format!("{what}: held in {scope}"),
             },
             evidence: evidence.clone(),
@@ -482,10 +520,16 @@ fn checks(
             level: Level::Must,
             verdict: match (missing.is_empty(), stopped.is_empty()) {
                 (true, _) => Verdict::Pass,
+                (false, _) if harness.is_some() => Verdict::Unknown,
                 (false, true) => Verdict::Fail,
                 (false, false) => Verdict::Skipped,
             },
-            reason: if !missing.is_empty() && !stopped.is_empty() {
+            reason: if !missing.is_empty() && harness.is_some() {
+                format!(
+                    "not decided: the exploration could not go on before it reached {race} under {}",
+                    missing.join(", ")
+                )
+            } else if !missing.is_empty() && !stopped.is_empty() {
                 format!(
                     "not judged: the search stopped at the violations of {} before it reached {race}",
                     stopped.join(", ")
@@ -503,15 +547,15 @@ fn checks(
             seconds: 0.0,
         });
     }
-    let harness = findings.iter().find(|f| f.property == "harness-ok");
     out.push(CheckResult {
         outside_claim: false,
         id: "explorer.exploration-complete".into(),
         suite: "explorer".into(),
         level: Level::Must,
-        verdict: if harness.is_some() { Verdict::Fail } else { Verdict::Pass },
+        // The harness's trouble is never the store's failure.
+        verdict: if harness.is_some() { Verdict::Unknown } else { Verdict::Pass },
         reason: match harness {
-            Some(f) => format!("the exploration could not go on: {} ({})", f.message, f.found_in),
+            Some(f) => format!("not decided: the exploration could not go on: {} ({})", f.message, f.found_in),
             None => "every transition ran against the real server and re-ran identically".into(),
         },
         evidence,

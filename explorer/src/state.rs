@@ -67,6 +67,17 @@ pub struct KeyDump {
 pub struct Pending {
     /// The operation being run.
     pub op: Op,
+    /// The instance clock the operation was invoked with: it keeps it until
+    /// it answers (a re-run after a tick must send the same commands).
+    pub clock_ms: i64,
+    /// How many grants had been acknowledged when it was invoked (the
+    /// ghost's length then): only those come before it; grants acknowledged
+    /// while it was in flight are concurrent with it.
+    pub acked_before: usize,
+    /// Someone else may have held the tree at some instant since it was
+    /// invoked (see [`State::contended`]): a busy answer is then no sign of
+    /// a stuck tree.
+    pub contended: bool,
     /// The Redis commands delivered so far, each with its reply.
     pub delivered: Vec<Exchange>,
 }
@@ -92,7 +103,7 @@ pub struct Grant {
     /// The epoch granted.
     pub epoch: i64,
     /// Server time until which the holder was promised the lease: the server
-    /// time of the acknowledged take or renew plus its ttl.
+    /// time the acknowledged take or renew was invoked at plus its ttl.
     pub valid_until: i64,
     /// Acknowledged as released by its holder.
     pub released: bool,
@@ -127,15 +138,24 @@ pub struct State {
     /// A release by a holder whose epoch was superseded was reached (the
     /// second takeover race).
     pub zombie_release_reached: bool,
-    /// Something went wrong in the harness, not in the store.
+    /// The latest server instant until which the store may still hold a
+    /// lease nobody is promised: one a crash interrupted while it was being
+    /// taken or renewed (the store may have written it; nobody was told),
+    /// or being released. A refusal before it is not a stuck tree.
+    pub unacked_until: Option<i64>,
+    /// Why the harness could not go on from this state: its own trouble
+    /// (restore, snapshot, clock, a failed connect, a dead adapter, a store
+    /// that sends other commands on a re-run), never a property the store
+    /// broke. It makes the exploration undecided, not failed.
     pub harness_error: Option<String>,
     /// What the last step did (not part of the fingerprint).
     pub note: Note,
     /// Fingerprint times as absolute instants instead of relative to now
     /// (only to measure what the relative reading saves).
     pub absolute_times: bool,
-    /// Steps taken from the initial state (not part of the fingerprint:
-    /// breadth-first search meets every state first at its least depth).
+    /// Steps taken from the initial state (not part of the fingerprint: the
+    /// level-by-level search meets every state first at its least depth,
+    /// see [`crate::search`]).
     pub steps: usize,
 }
 
@@ -212,6 +232,7 @@ impl State {
             violations: Vec::new(),
             zombie_renew_reached: false,
             zombie_release_reached: false,
+            unacked_until: None,
             harness_error: None,
             note: Note::default(),
             absolute_times: false,
@@ -243,6 +264,11 @@ impl State {
                 None => 0u8.hash(h),
                 Some(p) => {
                     p.op.hash(h);
+                    // The instant it was invoked at on the server: a store
+                    // that decides on the caller's clock goes on differently.
+                    rel(p.clock_ms - i.skew_ms, now, far).hash(h);
+                    p.acked_before.hash(h);
+                    p.contended.hash(h);
                     // The replies, not the commands: a deterministic store's
                     // commands follow from the state, and a store that sends
                     // other commands on a re-run must still fingerprint the
@@ -264,6 +290,11 @@ impl State {
                 rel(g.valid_until, now, far).hash(h);
             }
         }
+        // Like a promise: once it ran out it no longer matters.
+        self.unacked_until
+            .filter(|t| *t > self.now)
+            .map(|t| rel(t, now, far))
+            .hash(h);
         for (p, _) in &self.violations {
             p.hash(h);
         }
@@ -272,11 +303,34 @@ impl State {
         self.harness_error.is_some().hash(h);
     }
 
-    /// The grants live at server time now: unreleased and promised beyond now.
+    /// The grants live at server time now: unreleased, promised beyond now,
+    /// and not being released (a holder that asked to release has stopped
+    /// relying on its lease, whether or not the store has answered yet).
     pub fn live_grants(&self) -> impl Iterator<Item = &Grant> {
+        self.ghost.iter().filter(move |g| {
+            !g.released
+                && g.valid_until > self.now
+                && !self.insts.get(g.instance).is_some_and(|i| {
+                    i.held == Some(g.epoch)
+                        && i.pending.as_ref().is_some_and(|p| p.op == Op::Release)
+                })
+        })
+    }
+
+    /// Whether someone other than instance `i` may hold the tree now: an
+    /// unreleased grant promised beyond now, a take or renew of another
+    /// instance in flight, or one a crash interrupted that may still hold.
+    /// A take refused then is mutual exclusion, not a stuck tree.
+    pub fn contended(&self, i: usize) -> bool {
         self.ghost
             .iter()
-            .filter(move |g| !g.released && g.valid_until > self.now)
+            .any(|g| !g.released && g.valid_until > self.now)
+            || self.unacked_until.is_some_and(|t| t > self.now)
+            || self.insts.iter().enumerate().any(|(j, o)| {
+                j != i
+                    && !o.crashed
+                    && matches!(o.pending.as_ref().map(|p| p.op), Some(Op::Take | Op::Renew))
+            })
     }
 
     /// Whether the property `name` has been broken.
@@ -299,7 +353,7 @@ impl Hash for State {
 }
 
 impl State {
-    /// The fingerprint: the relative-time hash stateright dedups on.
+    /// The fingerprint: the relative-time hash the search dedups on.
     pub fn fingerprint(&self) -> u64 {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         self.hash(&mut h);

@@ -68,15 +68,18 @@ pub fn rng_for(seed: u64, n: usize) -> StdRng {
 }
 
 /// Removes steps from a failing schedule while it still breaks `property`:
-/// first halves, then single steps, until no step can go.
-pub fn shrink(model: &LeaseModel, actions: &[Action], property: &str) -> (Vec<Action>, State) {
+/// first halves, then single steps, until no step can go. `None` when the
+/// schedule itself no longer breaks it when re-run.
+pub fn shrink(
+    model: &LeaseModel,
+    actions: &[Action],
+    property: &str,
+) -> Option<(Vec<Action>, State)> {
     let breaks = |candidate: &[Action]| {
         let (taken, last) = play(model, candidate);
         last.broke(property).then_some((taken, last))
     };
-    let Some((mut best, mut last)) = breaks(actions) else {
-        return play(model, actions);
-    };
+    let (mut best, mut last) = breaks(actions)?;
     let mut chunk = best.len() / 2;
     while chunk >= 1 {
         let mut i = 0;
@@ -93,5 +96,5 @@ pub fn shrink(model: &LeaseModel, actions: &[Action], property: &str) -> (Vec<Ac
         }
         chunk /= 2;
     }
-    (best, last)
+    Some((best, last))
 }

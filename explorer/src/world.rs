@@ -2,13 +2,14 @@
 //! the runtime that drives them. `step` is the explorer's transition: restore
 //! the server to a state's snapshot, apply one action, snapshot back. Given
 //! the same state and action it gives the same next state on any world, which
-//! is what lets stateright rebuild paths on whatever thread asks.
+//! is what lets the search run a transition on whichever world is free, and
+//! a replay or a shrink re-run a schedule on a world of its own.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness::contract::{Reply, Request, StoreError};
+use harness::contract::{ErrorKind, Reply, Request, StoreError};
 use harness::gate::{Fault, Gate, Mode};
 use harness::keyspace;
 use harness::server::{ManagedServer, ServerOptions};
@@ -197,16 +198,56 @@ impl Inner {
                 }
             }
             Action::Crash(i) => {
+                // A take or renew cut short may have written its lease
+                // already, valid for at most a lease from now: until then a
+                // refusal is that lease, not a stuck tree.
+                let mut until = None;
+                match next.insts[i].pending.as_ref().map(|p| p.op) {
+                    Some(Op::Take | Op::Renew) => until = Some(next.now + LEASE_MS),
+                    Some(Op::Release) => {
+                        // It had asked to release: it gave its lease up
+                        // then, though the store may still hold it for the
+                        // rest of its promise.
+                        let held = next.insts[i].held;
+                        for g in next.ghost.iter_mut() {
+                            if g.instance == i && Some(g.epoch) == held && !g.released {
+                                g.released = true;
+                                until = until.max(Some(g.valid_until));
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                next.unacked_until = next.unacked_until.max(until);
                 next.insts[i].crashed = true;
                 next.insts[i].pending = None;
                 next.insts[i].held = None;
             }
-            Action::Start(i, op) => self.deliver(next, i, op, Vec::new()).await?,
+            Action::Start(i, op) => {
+                // The instance clock is read once, when the operation is
+                // invoked: it keeps it until it answers.
+                let started = Pending {
+                    op,
+                    clock_ms: next.now + next.insts[i].skew_ms,
+                    acked_before: next.ghost.len(),
+                    contended: next.contended(i),
+                    delivered: Vec::new(),
+                };
+                self.deliver(next, i, started).await?
+            }
             Action::Continue(i) => {
                 let Some(p) = next.insts[i].pending.take() else {
                     return Err(format!("instance {} has nothing to continue", names(i)));
                 };
-                self.deliver(next, i, p.op, p.delivered).await?;
+                self.deliver(next, i, p).await?;
+            }
+        }
+        // An operation still in flight remembers whether someone else may
+        // have held the tree at any instant since it was invoked.
+        for j in 0..next.insts.len() {
+            let contended = next.contended(j);
+            if let Some(p) = next.insts[j].pending.as_mut() {
+                p.contended |= contended;
             }
         }
         self.snapshot(next).await
@@ -293,11 +334,21 @@ impl Inner {
         &mut self,
         next: &mut State,
         i: usize,
-        op: Op,
-        delivered: Vec<harness::gate::Exchange>,
+        pending: Pending,
     ) -> Result<(), String> {
+        let Pending {
+            op,
+            clock_ms,
+            acked_before,
+            contended,
+            delivered,
+        } = pending;
+        let invoked = Invoked {
+            clock_ms,
+            acked_before,
+            contended,
+        };
         let req = request(next, i, op);
-        let clock_ms = next.now + next.insts[i].skew_ms;
         let gate = self.gates[i].clone();
         let mut client = match self.client(i, clock_ms).await {
             Ok(_) => self.clients[i].take().ok_or("no client")?,
@@ -329,9 +380,9 @@ impl Inner {
         let held = match first? {
             Next::Done(client, out) => {
                 // Answered without a scheduled command.
-                self.clients[i] = Some(client);
+                self.keep(i, client, &out);
                 gate.set_mode(Mode::PassThrough);
-                self.answered(next, i, op, &req, out, vec![]);
+                self.answered(next, i, op, &req, out, vec![], invoked);
                 return Ok(());
             }
             Next::Held(h) => h,
@@ -355,9 +406,9 @@ impl Inner {
         let text = vec![format!("{}", exchange.command)];
         match next_event(&gate, &mut task).await? {
             Next::Done(client, out) => {
-                self.clients[i] = Some(client);
+                self.keep(i, client, &out);
                 gate.set_mode(Mode::PassThrough);
-                self.answered(next, i, op, &req, out, text);
+                self.answered(next, i, op, &req, out, text, invoked);
             }
             Next::Held(more) => {
                 // The operation has more commands: remember what was
@@ -369,7 +420,13 @@ impl Inner {
                 let _ = gate.release(more.id);
                 let _ = tokio::time::timeout(STEP_TIMEOUT, task).await;
                 gate.set_mode(Mode::PassThrough);
-                next.insts[i].pending = Some(Pending { op, delivered });
+                next.insts[i].pending = Some(Pending {
+                    op,
+                    clock_ms,
+                    acked_before,
+                    contended,
+                    delivered,
+                });
                 next.note = Note {
                     commands: text,
                     answer: None,
@@ -379,8 +436,19 @@ impl Inner {
         Ok(())
     }
 
+    /// Keeps instance `i`'s client for the next step, unless its adapter
+    /// failed: a dead adapter answers every later call with its failure, and
+    /// the next state explored on this world must start from a live
+    /// instance (a fresh one connects then).
+    fn keep(&mut self, i: usize, client: Box<dyn StoreClient>, out: &Result<Reply, StoreError>) {
+        let dead = matches!(out, Err(e) if e.kind == ErrorKind::AdapterFailed);
+        self.clients[i] = (!dead).then_some(client);
+    }
+
     /// Records an operation's answer: the instance's belief, the ghost, the
-    /// properties it may break and the races it reaches.
+    /// properties it may break and the races it reaches, judged against
+    /// what was known when it was invoked (`invoked`).
+    #[allow(clippy::too_many_arguments)]
     fn answered(
         &self,
         next: &mut State,
@@ -389,7 +457,17 @@ impl Inner {
         req: &Request,
         out: Result<Reply, StoreError>,
         commands: Vec<String>,
+        invoked: Invoked,
     ) {
+        let Invoked {
+            clock_ms,
+            acked_before,
+            contended,
+        } = invoked;
+        // A holder counts its lease from when it asked (all it can know):
+        // the server time the operation was invoked at, which is now for an
+        // operation of one command.
+        let asked_at = clock_ms - next.insts[i].skew_ms;
         next.note = Note {
             commands,
             answer: Some(match &out {
@@ -398,19 +476,30 @@ impl Inner {
             }),
         };
         let now = next.now;
-        let max_epoch = next.ghost.iter().map(|g| g.epoch).max().unwrap_or(0);
         let held = next.insts[i].held;
-        let superseded = |epoch: Option<i64>| {
-            epoch.is_some_and(|e| next.ghost.iter().any(|g| g.epoch > e && g.instance != i))
-        };
-        match (op, &out) {
-            (Op::Renew, _) if superseded(held) => next.zombie_renew_reached = true,
-            (Op::Release, _) if superseded(held) => next.zombie_release_reached = true,
+        // Only grants acknowledged before this operation was invoked come
+        // before it; one acknowledged while it was in flight is concurrent
+        // with it (the store may have ordered them either way).
+        let before = &next.ghost[..acked_before.min(next.ghost.len())];
+        let max_epoch = before.iter().map(|g| g.epoch).max().unwrap_or(0);
+        // Its epoch was superseded: another instance was granted a newer one.
+        let zombie = held.is_some_and(|e| before.iter().any(|g| g.epoch > e && g.instance != i));
+        match op {
+            Op::Renew if zombie => next.zombie_renew_reached = true,
+            Op::Release if zombie => next.zombie_release_reached = true,
             _ => {}
         }
-        let zombie = superseded(held);
         let name = names(i);
         match (op, out) {
+            (_, Err(e)) if e.kind == ErrorKind::AdapterFailed => {
+                // The harness lost the instance (its process died, hung or
+                // wrote no answer): nothing is known of the store's answer.
+                next.harness_error = Some(format!(
+                    "instance {name}'s {} got no answer: {}",
+                    req.op(),
+                    e.message
+                ));
+            }
             (_, Err(e)) => {
                 next.violate(
                     "answered",
@@ -421,13 +510,13 @@ impl Inner {
                 if epoch <= max_epoch {
                     next.violate(
                         "epoch-monotonic",
-                        format!("instance {name} was granted epoch {epoch}, but epoch {max_epoch} was granted before"),
+                        format!("instance {name} was granted epoch {epoch}, but epoch {max_epoch} had been granted before it asked"),
                     );
                 }
                 next.ghost.push(Grant {
                     instance: i,
                     epoch,
-                    valid_until: now + LEASE_MS,
+                    valid_until: asked_at + LEASE_MS,
                     released: false,
                 });
                 next.insts[i].held = Some(epoch);
@@ -459,12 +548,26 @@ impl Inner {
                     .iter()
                     .filter(|g| !g.released)
                     .map(|g| g.valid_until)
+                    .chain(next.unacked_until)
                     .max();
-                // Busy strictly after every promise ran out: the tree is stuck.
-                if promised.is_none_or(|p| now > p) {
+                // If someone else may have held the tree at any instant
+                // since the take was invoked (a live lease, another take in
+                // flight), refusing is mutual exclusion: the property is
+                // about trees whose holders are gone (crashed, or their
+                // leases ran out). The schedule that crashes the one in
+                // flight is explored too. Busy strictly after every promise
+                // ran out: the tree is stuck.
+                if !contended && promised.is_none_or(|p| now > p) {
+                    let why = match promised {
+                        Some(p) => format!("every lease had run out, the last at server time {p}"),
+                        None if next.ghost.is_empty() => {
+                            "no lease had ever been granted and no take was in flight".to_string()
+                        }
+                        None => "every lease granted had been released".to_string(),
+                    };
                     next.violate(
                         "no-tree-stuck",
-                        format!("instance {name}'s take at server time {now} was refused although no lease was live (the last ran out at {})", promised.map_or("never".into(), |p| p.to_string())),
+                        format!("instance {name}'s take at server time {now} was refused (busy) although no lease was live: {why}"),
                     );
                 }
             }
@@ -480,7 +583,7 @@ impl Inner {
                 }
                 for g in next.ghost.iter_mut() {
                     if g.instance == i && Some(g.epoch) == held {
-                        g.valid_until = now + LEASE_MS;
+                        g.valid_until = asked_at + LEASE_MS;
                     }
                 }
                 let live: Vec<&Grant> = next.live_grants().collect();
@@ -515,6 +618,17 @@ impl Inner {
             (_, Ok(_)) => {}
         }
     }
+}
+
+/// What an operation was invoked with, for judging its answer.
+#[derive(Clone, Copy)]
+struct Invoked {
+    /// The instance clock it was invoked with.
+    clock_ms: i64,
+    /// How many grants had been acknowledged when it was invoked.
+    acked_before: usize,
+    /// Someone else may have held the tree at some instant since.
+    contended: bool,
 }
 
 /// Where a tick moves server time.

@@ -140,12 +140,16 @@ fn a_store_that_sends_other_commands_on_a_rerun_is_reported_not_guessed() {
         .iter()
         .find(|c| c.id == "explorer.exploration-complete")
         .unwrap();
-    assert_eq!(check.verdict, Verdict::Fail, "{}", check.reason);
+    // The explorer cannot decide such a store: undecided, not unsafe.
+    assert_eq!(check.verdict, Verdict::Unknown, "{}", check.reason);
     assert!(
         check.reason.contains("not deterministic"),
         "{}",
         check.reason
     );
+    for c in &outcome.checks {
+        assert_ne!(c.verdict, Verdict::Fail, "{}: {}", c.id, c.reason);
+    }
 }
 
 #[test]

@@ -1,0 +1,337 @@
+//! Verdicts that mean what they say (issue 8): the search is the same with
+//! any number of threads; a store on the caller's clock with a take of
+//! several commands is caught and shrunk, not called non-deterministic; an
+//! epoch that starts again is caught; a take still in flight is not a stuck
+//! tree; an adapter that dies is the harness's trouble (unknown), never the
+//! store's failure, and never outlives the state it died in.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use explorer::model::LeaseModel;
+use explorer::state::{Action, Op};
+use explorer::world::Shared;
+use explorer::{explore, replay_schedule, ExplorerConfig, ExplorerOutcome, Schedule, LEASE_MS};
+use harness::check::{CheckResult, Verdict};
+use harness::contract::{Call, ErrorKind, Reply, StoreError};
+use harness::server::VIRTUAL_EPOCH_MS;
+use harness::store::external::ExternalStoreFactory;
+use harness::store::redis::RedisStoreFactory;
+use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
+use redis::aio::MultiplexedConnection;
+
+fn builtin(dir: &tempfile::TempDir) -> RedisStoreFactory {
+    RedisStoreFactory::new(dir.path().join("kept.sqlite"))
+}
+
+fn config(skews: Vec<i64>, depth: usize, threads: usize) -> ExplorerConfig {
+    ExplorerConfig {
+        depth,
+        walks: 0,
+        walk_steps: 20,
+        seed: 8,
+        threads,
+        skews,
+        absolute_times: false,
+    }
+}
+
+fn run(factory: Arc<dyn StoreFactory>, config: &ExplorerConfig) -> ExplorerOutcome {
+    explore(factory, None, "sp:verdicts:".into(), config, &mut |l| {
+        eprintln!("{l}")
+    })
+}
+
+fn check<'a>(outcome: &'a ExplorerOutcome, id: &str) -> &'a CheckResult {
+    outcome
+        .checks
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("no check {id}"))
+}
+
+fn unique_states(outcome: &ExplorerOutcome) -> u64 {
+    outcome.stats["per_skew"][0]["unique_states"]
+        .as_u64()
+        .unwrap()
+}
+
+fn adapter(script: &str, env: &str) -> ExternalStoreFactory {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/adapters/explorer-tests")
+        .join(script);
+    let dir = std::env::temp_dir();
+    // -S: no site packages (the adapter needs none), so that the process
+    // the explorer starts again after each unfinished take starts fast.
+    ExternalStoreFactory::new(format!("{env} python3 -S {}", path.display()), dir)
+}
+
+/// The unique states the search finds for the built-in store at `depth`,
+/// second clock a lease ahead, with 1, 2 and 4 threads.
+fn builtin_counts(depth: usize) -> Vec<u64> {
+    let dir = tempfile::tempdir().unwrap();
+    [1, 2, 4]
+        .iter()
+        .map(|&t| {
+            let started = std::time::Instant::now();
+            let o = run(Arc::new(builtin(&dir)), &config(vec![LEASE_MS], depth, t));
+            eprintln!(
+                "builtin depth {depth}, {t} threads: {} unique states, {:.1}s",
+                unique_states(&o),
+                started.elapsed().as_secs_f64()
+            );
+            unique_states(&o)
+        })
+        .collect()
+}
+
+/// Stateright's multi-threaded BFS dropped states (depth 10, second clock
+/// +1000 ms: 27885 unique states with 4 threads, 27893 with 1 and 2): the
+/// level-by-level search must find the same states whatever the thread
+/// count, for a correct store and for a broken one (where the search stops
+/// at violations). Depth 9 here (about 2.5 minutes in debug on two busy
+/// cores); depth 10 is the ignored test below.
+#[test]
+fn any_thread_count_explores_the_same_states() {
+    let counts = builtin_counts(9);
+    assert_eq!(counts, vec![13779; 3], "depth 9");
+    let dir = tempfile::tempdir().unwrap();
+    let counts: Vec<(u64, Verdict)> = [1, 2, 4]
+        .iter()
+        .map(|&t| {
+            let store = sabotage::ReadThenWriteLease::new(builtin(&dir));
+            let o = run(Arc::new(store), &config(vec![LEASE_MS], 6, t));
+            (
+                unique_states(&o),
+                check(&o, "explorer.one-live-holder").verdict,
+            )
+        })
+        .collect();
+    eprintln!("read-then-write take, depth 6: {counts:?}");
+    assert!(counts.iter().all(|c| *c == counts[0]), "{counts:?}");
+    assert_eq!(counts[0].1, Verdict::Fail);
+}
+
+/// Depth 10, where stateright's 4 threads lost 8 states: about 5 minutes in
+/// debug on two busy cores, too long for every run
+/// (`cargo nextest run -p explorer --run-ignored all -E 'test(depth_10)'`).
+#[test]
+#[ignore = "about 5 minutes in debug"]
+fn any_thread_count_explores_the_same_states_at_depth_10() {
+    assert_eq!(builtin_counts(10), vec![27893; 3], "depth 10");
+}
+
+/// A lock like jedis-lock (SETNX, then GET and GETSET, all on the caller's
+/// clock), as an external adapter: its two live holders are reported and
+/// shrunk, and re-running an unfinished take after a tick is not taken for
+/// non-determinism (the take keeps the clock it was invoked with).
+#[test]
+fn a_jedis_like_lock_on_the_callers_clock_breaks_one_live_holder_shrunk() {
+    let store = Arc::new(adapter("jedis_like_lock.py", ""));
+    let outcome = run(store.clone(), &config(vec![LEASE_MS], 4, 1));
+    for c in &outcome.checks {
+        eprintln!("{} {}: {}", c.id, c.verdict.word(), c.reason);
+    }
+    let complete = check(&outcome, "explorer.exploration-complete");
+    assert_eq!(complete.verdict, Verdict::Pass, "{}", complete.reason);
+    let answered = check(&outcome, "explorer.answered");
+    assert_eq!(answered.verdict, Verdict::Pass, "{}", answered.reason);
+    let holder = check(&outcome, "explorer.one-live-holder");
+    assert_eq!(holder.verdict, Verdict::Fail, "{}", holder.reason);
+    assert!(
+        holder.reason.contains("two live holders"),
+        "{}",
+        holder.reason
+    );
+    let cx = holder.counterexample.as_ref().unwrap();
+    let schedule: Schedule = serde_json::from_value(cx["schedule"].clone()).unwrap();
+    // a takes; time moves; b's take (SETNX, GET, GETSET) sees a's lease
+    // expired on its clock, a lease ahead.
+    assert!(schedule.actions.len() <= 4, "{:?}", schedule.actions);
+    assert!(
+        schedule.actions.contains(&Action::Continue(1)),
+        "{:?}",
+        schedule.actions
+    );
+    let (last, _) = replay_schedule(store, None, "sp:verdicts-replay:".into(), &schedule);
+    assert!(last.broke("one-live-holder"), "the replay did not fail");
+    assert!(last.harness_error.is_none(), "{:?}", last.harness_error);
+}
+
+/// An adapter that dies is the harness's trouble: `unknown`, naming the
+/// instance and the request, never a property the store broke. And the
+/// dead instance does not outlive the state it died in: the next state
+/// explored on the same world starts from a live instance.
+#[test]
+fn a_dead_adapter_is_unknown_and_the_next_state_has_a_live_instance() {
+    let store = Arc::new(adapter(
+        "jedis_like_lock.py",
+        "JEDIS_LIKE_DIE_ON=lease.read",
+    ));
+    let model = LeaseModel {
+        run: 80_001,
+        shared: Shared::new(store.clone(), "sp:verdicts-dead:".into(), None),
+        skews: vec![0, 0],
+        start_ms: VIRTUAL_EPOCH_MS,
+        max_steps: 4,
+        absolute_times: false,
+    };
+    let init = model.initial();
+    let died = model.step(&init, Action::Start(0, Op::Read));
+    let why = died
+        .harness_error
+        .clone()
+        .expect("the adapter's death is harness trouble");
+    assert!(
+        why.contains("instance a") && why.contains("lease.read"),
+        "{why}"
+    );
+    assert!(died.violations.is_empty(), "{:?}", died.violations);
+    let took = model.step(&init, Action::Start(0, Op::Take));
+    assert!(took.harness_error.is_none(), "{:?}", took.harness_error);
+    assert_eq!(took.insts[0].held, Some(1));
+    explorer::model::drop_world(80_001);
+
+    let outcome = run(store, &config(vec![0], 2, 1));
+    for id in explorer::check_ids() {
+        let c = check(&outcome, id);
+        assert_ne!(c.verdict, Verdict::Fail, "{id}: {}", c.reason);
+    }
+    let complete = check(&outcome, "explorer.exploration-complete");
+    assert_eq!(complete.verdict, Verdict::Unknown);
+    assert!(
+        complete.reason.contains("lease.read"),
+        "{}",
+        complete.reason
+    );
+    let answered = check(&outcome, "explorer.answered");
+    assert_eq!(answered.verdict, Verdict::Unknown, "{}", answered.reason);
+}
+
+/// Which extra command a [`Wrapped`] store sends beside the built-in one.
+#[derive(Clone, Copy)]
+enum Extra {
+    /// After a release: deletes the lease record, so the next take starts
+    /// the epochs again at 1 (one live holder still holds).
+    DeleteOnRelease,
+    /// After a take: reads the record back, so the take is in flight (its
+    /// lease written, not yet answered) for one step.
+    ReadAfterTake,
+}
+
+/// The built-in store, with one extra command of its own through the gate.
+struct Wrapped {
+    inner: RedisStoreFactory,
+    extra: Extra,
+}
+
+struct WrappedClient {
+    inner: Box<dyn StoreClient>,
+    conn: MultiplexedConnection,
+    prefix: String,
+    extra: Extra,
+}
+
+fn unavailable(e: redis::RedisError) -> StoreError {
+    StoreError::new(ErrorKind::Unavailable, e.to_string())
+}
+
+#[async_trait]
+impl StoreClient for WrappedClient {
+    async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
+        let out = self.inner.call(call, clock_ms).await?;
+        let key = format!(
+            "{}lease:{}",
+            self.prefix,
+            call.args["tree"].as_str().unwrap_or_default()
+        );
+        let extra = match (self.extra, call.op.as_str(), &out) {
+            (Extra::DeleteOnRelease, "lease.release", Reply::Released {}) => "DEL",
+            (Extra::ReadAfterTake, "lease.take", _) => "HGETALL",
+            _ => return Ok(out),
+        };
+        redis::cmd(extra)
+            .arg(&key)
+            .query_async::<redis::Value>(&mut self.conn)
+            .await
+            .map_err(unavailable)?;
+        Ok(out)
+    }
+}
+
+#[async_trait]
+impl StoreFactory for Wrapped {
+    fn spec(&self) -> String {
+        "test:wrapped".into()
+    }
+
+    async fn connect(
+        &self,
+        hello: &Hello,
+        clock_ms: i64,
+    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
+        let (info, inner) = self.inner.connect(hello, clock_ms).await?;
+        let conn = redis::Client::open(hello.redis_url.as_str())
+            .map_err(unavailable)?
+            .get_multiplexed_async_connection()
+            .await
+            .map_err(unavailable)?;
+        Ok((
+            info,
+            Box::new(WrappedClient {
+                inner,
+                conn,
+                prefix: hello.prefix.clone(),
+                extra: self.extra,
+            }),
+        ))
+    }
+}
+
+/// `explorer.epoch-monotonic` can fail: a store that forgets its lease
+/// record on release grants epoch 1 again.
+#[test]
+fn an_epoch_that_starts_again_breaks_epoch_monotonic() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Wrapped {
+        inner: builtin(&dir),
+        extra: Extra::DeleteOnRelease,
+    });
+    let outcome = run(store.clone(), &config(vec![0], 4, 1));
+    let epoch = check(&outcome, "explorer.epoch-monotonic");
+    assert_eq!(epoch.verdict, Verdict::Fail, "{}", epoch.reason);
+    assert!(epoch.reason.contains("epoch 1"), "{}", epoch.reason);
+    let holder = check(&outcome, "explorer.one-live-holder");
+    assert_eq!(holder.verdict, Verdict::Pass, "{}", holder.reason);
+    let cx = epoch.counterexample.as_ref().unwrap();
+    let schedule: Schedule = serde_json::from_value(cx["schedule"].clone()).unwrap();
+    let (last, _) = replay_schedule(store, None, "sp:verdicts-epoch:".into(), &schedule);
+    assert!(last.broke("epoch-monotonic"));
+}
+
+/// A take refused while another instance's take is in flight (its lease
+/// written, its answer not yet given) is mutual exclusion, not a stuck
+/// tree; once the one in flight crashes, its lease runs out and the tree
+/// can be taken again.
+#[test]
+fn a_take_in_flight_is_not_a_stuck_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Wrapped {
+        inner: builtin(&dir),
+        extra: Extra::ReadAfterTake,
+    });
+    let outcome = run(store, &config(vec![0], 5, 1));
+    // (Its extra command makes the takeover races deeper than 5 steps.)
+    for id in [
+        "explorer.one-live-holder",
+        "explorer.epoch-monotonic",
+        "explorer.zombie-refused",
+        "explorer.no-tree-stuck",
+        "explorer.answered",
+        "explorer.exploration-complete",
+    ] {
+        let c = check(&outcome, id);
+        assert_eq!(c.verdict, Verdict::Pass, "{id}: {}", c.reason);
+    }
+}
