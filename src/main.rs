@@ -165,11 +165,20 @@ fn usage_error(e: clap::Error) -> ExitCode {
         }
         _ => {
             let text = e.to_string();
-            let first = text
-                .lines()
+            let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+            let mut first = lines
                 .next()
                 .unwrap_or("invalid arguments")
-                .trim_start_matches("error: ");
+                .trim_start_matches("error: ")
+                .to_string();
+            // "the following required arguments were not provided:" names
+            // them on the lines below: keep them on the one line.
+            if first.ends_with(':') {
+                let named: Vec<&str> = lines
+                    .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("tip:"))
+                    .collect();
+                first = format!("{} {}", first, named.join(", "));
+            }
             let tip = text
                 .lines()
                 .map(str::trim)

@@ -226,3 +226,23 @@ fn an_unsupported_answer_skips_the_check_with_that_reason() {
         "{reason}"
     );
 }
+
+#[test]
+fn a_reply_the_contract_does_not_allow_fails_the_check_naming_the_field() {
+    let marker = format!("sp-marker-malformed-{}", std::process::id());
+    let (out, out_dir, _dir) = certify_with("malformed", &marker);
+    // The adapter speaks the protocol; its store answered wrongly: that is
+    // the store's failure (exit 1, a report), not a broken adapter (exit 2).
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("report.json")).unwrap())
+            .unwrap();
+    let check = &report["checks"][0];
+    assert_eq!(check["verdict"], "fail");
+    let reason = check["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("malformed_reply") && reason.contains("granted.epoch"),
+        "{reason}"
+    );
+    assert_eq!(leftovers(&marker), Vec::<String>::new());
+}

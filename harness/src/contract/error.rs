@@ -24,6 +24,12 @@ pub enum ErrorKind {
     /// exited, hung past its timeout, or wrote something that is not a JSON
     /// answer. Never sent by a store.
     AdapterFailed,
+    /// Not a store's answer but the harness's finding: the store answered
+    /// `ok` with a reply the contract does not allow for this operation (the
+    /// message names the field). Unlike [`ErrorKind::AdapterFailed`] it is
+    /// the store's doing: the checks judge it as a violation. Never sent by
+    /// a store.
+    MalformedReply,
 }
 
 impl ErrorKind {
@@ -38,6 +44,7 @@ impl ErrorKind {
             ErrorKind::Unsupported => "unsupported",
             ErrorKind::BadRequest => "bad_request",
             ErrorKind::AdapterFailed => "adapter_failed",
+            ErrorKind::MalformedReply => "malformed_reply",
         }
     }
 }

@@ -404,10 +404,14 @@ impl Adapter {
         match (value.get("ok"), value.get("error")) {
             (Some(ok), None) => Ok(Ok(ok.clone())),
             (None, Some(err)) => match serde_json::from_value::<StoreError>(err.clone()) {
-                Ok(e) if e.kind != ErrorKind::AdapterFailed => Ok(Err(StoreError {
-                    message: printable(&e.message),
-                    ..e
-                })),
+                Ok(e)
+                    if !matches!(e.kind, ErrorKind::AdapterFailed | ErrorKind::MalformedReply) =>
+                {
+                    Ok(Err(StoreError {
+                        message: printable(&e.message),
+                        ..e
+                    }))
+                }
                 _ => Err(malformed(
                     "an error that is not {\"kind\", \"message\"} with a known kind",
                 )),
@@ -426,14 +430,18 @@ impl StoreClient for ExternalClient {
     async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
         match self.adapter.request(&call.op, &call.args, clock_ms).await? {
             Err(e) => Err(e),
+            // A well-formed answer line whose `ok` the contract does not
+            // allow is the store's answer, not a broken adapter: the checks
+            // judge it (and fail it, naming the field); the adapter stays up.
             Ok(ok) => Reply::from_wire(&call.op, &ok).map_err(|e| {
-                let e = adapter_failed(format!(
-                    "the adapter of instance {} answered a malformed reply: {e} (the answer was {})",
-                    self.adapter.instance,
-                    quote(&ok.to_string())
-                ));
-                self.adapter.dead = Some(e.clone());
-                e
+                StoreError::new(
+                    ErrorKind::MalformedReply,
+                    printable(&format!(
+                        "instance {} answered a reply the contract does not allow: {e} (the answer was {})",
+                        self.adapter.instance,
+                        quote(&ok.to_string())
+                    )),
+                )
             }),
         }
     }
