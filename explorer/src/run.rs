@@ -229,7 +229,10 @@ pub fn explore(
     };
     for &skew in &config.skews {
         let Some(pool) = pool.as_mut() else {
-            break;
+            // Nothing was explored: nothing was reached.
+            unreached.push(("renew", skew));
+            unreached.push(("release", skew));
+            continue;
         };
         let t0 = Instant::now();
         let trips0 = shared.round_trips.load(Ordering::Relaxed);
@@ -444,7 +447,7 @@ fn checks(
     let harness = findings.iter().find(|f| f.property == "harness-ok");
     let undecided = |what: &str| {
         format!(
-            "not decided: {what} held in every schedule explored, but the exploration could not go on ({}; {})",
+            "not decided: the exploration could not go on ({}; {}); no schedule explored before that broke it ({what})",
             harness.map_or("", |h| h.message.as_str()),
             harness.map_or("", |h| h.found_in.as_str())
         )

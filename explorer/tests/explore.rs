@@ -193,5 +193,16 @@ fn every_property_can_fail() {
         let outcome = run(store, &config);
         let check = outcome.checks.iter().find(|c| c.id == id).unwrap();
         assert_eq!(check.verdict, Verdict::Fail, "{id}: {}", check.reason);
+        // Every failure says what happened in words; a stuck tree says when
+        // the last lease ran out (not "the last ran out at never").
+        assert!(!check.reason.is_empty(), "{id}");
+        if id == "explorer.no-tree-stuck" {
+            assert!(
+                check.reason.contains("the last at server time")
+                    && !check.reason.contains("at never"),
+                "{}",
+                check.reason
+            );
+        }
     }
 }
