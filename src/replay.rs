@@ -216,6 +216,7 @@ async fn replay_crash(
             _ => crash::suite::BackendChoice::Auto,
         },
         sabotage_settings: None,
+        contracts: crash::suite::contracts_of_rerun(&cx),
     };
     let (_workdir, factory) = store_in_workdir("storeproof-replay-", store, args.adapter_timeout)?;
     println!(

@@ -104,26 +104,53 @@ fn a_store_offering_only_rate_limits_gets_the_rest_skipped_with_reasons() {
     let out = dir.path().join("r");
     let output = Command::new(env!("CARGO_BIN_EXE_storeproof"))
         .env("STOREPROOF_ADAPTER_CONTRACTS", "rate")
-        .args(["certify", "--store"])
+        // Every suite; the crash suite small, on the process backend.
+        .args([
+            "certify",
+            "--kills",
+            "1",
+            "--opt-out-kills",
+            "1",
+            "--power-losses",
+            "1",
+            "--crash-backend",
+            "process",
+            "--store",
+        ])
         .arg(format!("cmd:python3 {}", adapter.display()))
         .arg("--out")
         .arg(&out)
         .output()
         .unwrap();
+    eprintln!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert_eq!(output.status.code(), Some(0));
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["store"]["contracts"], serde_json::json!(["rate"]));
+    assert_eq!(report["verdict"], "pass");
+    // The crash checks of the pauses and of the whole workload ran on the
+    // rate limits alone.
+    let decided = [
+        "crash.acknowledged-pauses-survive",
+        "crash.opt-out-loses",
+        "crash.power-loss-always-keeps",
+    ];
     for c in report["checks"].as_array().unwrap() {
         let id = c["id"].as_str().unwrap();
-        if id.starts_with("conformance.rate.") {
+        if id.starts_with("conformance.rate.") || decided.contains(&id) {
             assert_eq!(c["verdict"], "pass", "{id}: {}", c["reason"]);
         } else if id.starts_with("conformance.lease.")
             || id.starts_with("conformance.queue.")
             || id.starts_with("explorer.")
-            || id.starts_with("crash.")
+            || (id.starts_with("crash.")
+                && !["crash.power-loss-everysec-loses", "crash.docker-backend"].contains(&id))
         {
             assert_eq!(c["verdict"], "skipped", "{id}");
+            assert_eq!(c["outside_claim"], true, "{id}");
             assert!(
                 c["reason"].as_str().unwrap().contains("does not offer"),
                 "{id}: {}",
@@ -131,4 +158,6 @@ fn a_store_offering_only_rate_limits_gets_the_rest_skipped_with_reasons() {
             );
         }
     }
+    assert!(report["stats"]["crash"]["total"]["pauses_acknowledged"].as_u64() >= Some(20));
+    assert_eq!(report["stats"]["crash"]["total"]["epochs_acknowledged"], 0);
 }

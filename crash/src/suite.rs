@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use harness::check::{CheckResult, Level, Verdict};
-use harness::contract::{ChildState, ErrorKind, LeaseView, Reply, Request};
+use harness::contract::{ChildState, Contract, ErrorKind, LeaseView, Reply, Request};
 use harness::store::{Hello, StoreClient, StoreFactory, OPT_OUT_WRITES_MAY_BE_LOST};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -56,6 +56,9 @@ pub struct CrashConfig {
     /// (given with the opt-out). Only to prove that their checks can fail:
     /// `None` in every real run.
     pub sabotage_settings: Option<Vec<(String, String)>>,
+    /// The contracts the store claims (its hello): the workload writes only
+    /// to these, and a check about none of them is outside the claim.
+    pub contracts: Vec<Contract>,
 }
 
 /// What a crash run found.
@@ -80,21 +83,66 @@ const POWER_ALWAYS: &str = "crash.power-loss-always-keeps";
 const POWER_EVERYSEC: &str = "crash.power-loss-everysec-loses";
 const DOCKER: &str = "crash.docker-backend";
 
+const LEASE: &[Contract] = &[Contract::Lease];
+const QUEUE: &[Contract] = &[Contract::Queue];
+const RATE: &[Contract] = &[Contract::Rate];
+/// A check of the whole workload is judged on whichever contracts are claimed.
+const WHOLE: &[Contract] = &Contract::ALL;
+
+/// Every crash check in report order, with the contracts it is about: a
+/// check none of whose contracts the store claims is outside the claim.
+const CHECKS: [(&str, &[Contract]); 11] = [
+    (EPOCHS, LEASE),
+    (NEXT_TAKE, LEASE),
+    (RENEWS, LEASE),
+    (CHILDREN, QUEUE),
+    (CLAIMS, QUEUE),
+    (COMPLETED_ONCE, QUEUE),
+    (PAUSES, RATE),
+    (OPT_OUT, WHOLE),
+    (POWER_ALWAYS, WHOLE),
+    (POWER_EVERYSEC, WHOLE),
+    (DOCKER, WHOLE),
+];
+
 /// The ids of the checks a crash run reports, in report order.
 pub fn check_ids() -> [&'static str; 11] {
-    [
-        EPOCHS,
-        NEXT_TAKE,
-        RENEWS,
-        CHILDREN,
-        CLAIMS,
-        COMPLETED_ONCE,
-        PAUSES,
-        OPT_OUT,
-        POWER_ALWAYS,
-        POWER_EVERYSEC,
-        DOCKER,
-    ]
+    CHECKS.map(|(id, _)| id)
+}
+
+/// The contracts crash check `id` is about (empty for an unknown id).
+pub fn check_contracts(id: &str) -> &'static [Contract] {
+    CHECKS
+        .iter()
+        .find(|(i, _)| *i == id)
+        .map_or(&[], |(_, contracts)| contracts)
+}
+
+/// Why check `id` is outside the claim of a store claiming `claimed`, or
+/// `None` when the store claims one of the contracts it is about.
+fn outside_claim(id: &str, claimed: &[Contract]) -> Option<String> {
+    let about = check_contracts(id);
+    if about.iter().any(|c| claimed.contains(c)) {
+        return None;
+    }
+    Some(if about.len() == 1 {
+        format!(
+            "the crash check is about the {} contract, which the store does not offer",
+            about[0]
+        )
+    } else {
+        "the crash workload writes only to the contracts the store claims, and it does not offer any"
+            .to_string()
+    })
+}
+
+/// The contracts a re-run of a crash check (its counterexample) was
+/// recorded with; every contract when it names none (an older report).
+pub fn contracts_of_rerun(rerun: &Value) -> Vec<Contract> {
+    rerun
+        .get("contracts")
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_else(|| Contract::ALL.to_vec())
 }
 
 /// Acknowledged writes a round waits for before its kill may land.
@@ -194,22 +242,40 @@ impl KillFigures {
 
     /// The figures in words: `epochs acknowledged 41, lost 0; renews …`.
     pub fn sentence(&self) -> String {
-        format!(
-            "epochs acknowledged {}, lost {}; renews acknowledged {}, lost {}; children saved {}, lost {}; \
-             claims acknowledged {}, lost {}; completions acknowledged {}, lost {}; pauses acknowledged {}, lost {}",
-            self.epochs_acknowledged,
-            self.epochs_lost,
-            self.renews_acknowledged,
-            self.renews_lost,
-            self.children_acknowledged,
-            self.children_lost,
-            self.claims_acknowledged,
-            self.claims_lost,
-            self.completions_acknowledged,
-            self.completions_lost,
-            self.pauses_acknowledged,
-            self.pauses_lost
-        )
+        self.sentence_of(&Contract::ALL)
+    }
+
+    /// The figures of the writes of `contracts` in words (the others are
+    /// never written, so their zeros say nothing).
+    pub fn sentence_of(&self, contracts: &[Contract]) -> String {
+        let mut parts = Vec::new();
+        if contracts.contains(&Contract::Lease) {
+            parts.push(format!(
+                "epochs acknowledged {}, lost {}; renews acknowledged {}, lost {}",
+                self.epochs_acknowledged,
+                self.epochs_lost,
+                self.renews_acknowledged,
+                self.renews_lost
+            ));
+        }
+        if contracts.contains(&Contract::Queue) {
+            parts.push(format!(
+                "children saved {}, lost {}; claims acknowledged {}, lost {}; completions acknowledged {}, lost {}",
+                self.children_acknowledged,
+                self.children_lost,
+                self.claims_acknowledged,
+                self.claims_lost,
+                self.completions_acknowledged,
+                self.completions_lost
+            ));
+        }
+        if contracts.contains(&Contract::Rate) {
+            parts.push(format!(
+                "pauses acknowledged {}, lost {}",
+                self.pauses_acknowledged, self.pauses_lost
+            ));
+        }
+        parts.join("; ")
     }
 }
 
@@ -376,10 +442,13 @@ async fn ask(
 }
 
 /// Checks every acknowledged write of a round after the restart; figures
-/// and findings go into `round`. `Err` is harness trouble.
+/// and findings go into `round`. `Err` is harness trouble. Only the
+/// `contracts` the store claims were written, so only they are asked about:
+/// a store is never sent an operation it does not offer.
 async fn verify(
     client: &mut Box<dyn StoreClient>,
     acked: &Acked,
+    contracts: &[Contract],
     round: &mut Round,
     verifier: &str,
 ) -> Result<(), String> {
@@ -483,7 +552,9 @@ async fn verify(
     // The next take continues above every acknowledged epoch. Short leases
     // have run out by now; a live one (renewed, or taken in flight) is
     // released in its holder's name first.
-    tokio::time::sleep(Duration::from_millis(LEASE_MS as u64 + 20)).await;
+    if !acked.grants.is_empty() {
+        tokio::time::sleep(Duration::from_millis(LEASE_MS as u64 + 20)).await;
+    }
     for (tree, grants) in &acked.grants {
         let top = grants.iter().map(|g| g.epoch).max().unwrap_or(0);
         let take = Request::LeaseTake {
@@ -669,7 +740,11 @@ async fn verify(
 
     // Drain what is claimable: no completed or live-claimed child may be
     // handed out again. The verifier's own writes are never counted.
-    let bound = acked.saved.len() + acked.in_flight.len() + 1;
+    let bound = if contracts.contains(&Contract::Queue) {
+        acked.saved.len() + acked.in_flight.len() + 1
+    } else {
+        0
+    };
     for _ in 0..bound {
         let claim = Request::QueueClaim {
             instance: verifier.into(),
@@ -772,6 +847,7 @@ async fn series(
             config.instances,
             rng.random::<u64>(),
             rng.random_range(0..150),
+            &config.contracts,
             plan.power,
             &mut *server,
             k,
@@ -790,7 +866,7 @@ async fn series(
                     },
                     k + 1,
                     plan.kills,
-                    round.figures.sentence()
+                    round.figures.sentence_of(&config.contracts)
                 ));
                 out.rounds.push(round);
             }
@@ -817,6 +893,7 @@ async fn kill_round(
     instances: usize,
     seed: u64,
     delay_ms: u64,
+    contracts: &[Contract],
     power: bool,
     server: &mut dyn CrashBackend,
     k: usize,
@@ -828,6 +905,7 @@ async fn kill_round(
         |i| hello(format!("w{i}")),
         instances,
         seed,
+        contracts,
         &acked,
         &stop,
     )
@@ -887,7 +965,7 @@ async fn kill_round(
         },
         ..Round::default()
     };
-    verify(&mut client, &acked, &mut round, &h.instance).await?;
+    verify(&mut client, &acked, contracts, &mut round, &h.instance).await?;
     Ok(round)
 }
 
@@ -1038,6 +1116,21 @@ pub async fn run(
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<CrashOutcome, String> {
     let started = Instant::now();
+    let claimed = &config.contracts;
+    if claimed.is_empty() {
+        // Nothing to write: no server is started, every check is outside the claim.
+        let checks = check_ids()
+            .iter()
+            .map(|id| {
+                let why = outside_claim(id, claimed).unwrap_or_default();
+                CheckResult::outside_claim(id, "crash", why)
+            })
+            .collect();
+        return Ok(CrashOutcome {
+            checks,
+            stats: json!({"contracts": claimed, "kills": 0}),
+        });
+    }
     if config.backend != BackendChoice::Process {
         // What runs killed with SIGKILL left behind goes first (no engine:
         // nothing to reap, and the backend choice says the rest).
@@ -1137,6 +1230,7 @@ pub async fn run(
     let everysec_stats = series_stats(&power_everysec);
     let stats = json!({
         "backend": backend,
+        "contracts": claimed,
         "docker_unavailable": durable.fallback,
         "kills": durable.rounds.len(),
         "acknowledged": durable_stats["acknowledged"],
@@ -1165,6 +1259,7 @@ pub async fn run(
             "power_losses": config.power_losses,
             "instances": config.instances,
             "backend": backend,
+            "contracts": claimed,
             "found": found.iter().take(5).collect::<Vec<_>>(),
         })
     };
@@ -1265,21 +1360,31 @@ pub async fn run(
             format!(
                 "kill {} lost nothing ({})",
                 r.figures.kill,
-                r.figures.sentence()
+                r.figures.sentence_of(claimed)
             )
         })
         .collect();
     let opted_total = KillFigures::total(&opted.figures());
+    let regranted = if claimed.contains(&Contract::Lease) {
+        format!("; {} epochs granted again", opted.findings(NEXT_TAKE).len())
+    } else {
+        String::new()
+    };
+    // The loss shown first: an epoch granted again when leases are claimed.
+    let example = opted
+        .findings(NEXT_TAKE)
+        .into_iter()
+        .chain(opted.all_findings())
+        .next();
     checks.push(judge(Judgement {
         id: OPT_OUT,
         level: Level::Must,
         series: &opted,
         pass: format!(
             "as expected with appendonly no and the opt-out, every one of {} kills lost acknowledged writes \
-             ({} in all; {} epochs granted again): {}",
+             ({} in all{regranted}): {}",
             opted.rounds.len(),
             opted_total.lost(),
-            opted.findings(NEXT_TAKE).len(),
             opted
                 .rounds
                 .iter()
@@ -1293,7 +1398,7 @@ pub async fn run(
             opted.rounds.len()
         ),
         none_asked: "not run: no opted-out kill was asked for (--opt-out-kills 0)",
-        evidence: json!({"figures": opted_stats, "example": opted.findings(NEXT_TAKE).first()}),
+        evidence: json!({"figures": opted_stats, "example": example}),
         rerun: rerun(&[]),
         found: quiet,
     }));
@@ -1308,13 +1413,13 @@ pub async fn run(
             "with appendfsync always, {} simulated power cuts (SIGKILL, then the append-only file cut back \
              to its last fsync) lost nothing: {}",
             power_always.rounds.len(),
-            always_total.sentence()
+            always_total.sentence_of(claimed)
         ),
         fail: format!(
             "{} of {} acknowledged writes lost in power cuts with appendfsync always ({})",
             always_total.lost(),
             always_total.acknowledged(),
-            always_total.sentence()
+            always_total.sentence_of(claimed)
         ),
         none_asked: "not run: no power cut was asked for (--power-losses 0)",
         evidence: json!({"figures": always_stats, "found": always_found}),
@@ -1366,6 +1471,18 @@ pub async fn run(
         config.backend,
         json!({"figures": stats}),
     ));
+    // The checks about contracts the store does not claim were never
+    // written to: they are outside the claim, whatever their zeros say.
+    let checks = checks
+        .into_iter()
+        .map(|c| match outside_claim(&c.id, claimed) {
+            Some(why) => CheckResult {
+                level: c.level,
+                ..CheckResult::outside_claim(&c.id, "crash", why)
+            },
+            None => c,
+        })
+        .collect();
     Ok(CrashOutcome { checks, stats })
 }
 
@@ -1418,6 +1535,95 @@ mod tests {
         );
         let t = KillFigures::total(&[k.clone(), k]);
         assert_eq!((t.kill, t.epochs_acknowledged, t.lost()), (2, 82, 4));
+    }
+
+    #[test]
+    fn each_check_is_outside_the_claim_only_when_it_is_about_no_claimed_contract() {
+        for id in check_ids() {
+            assert!(!check_contracts(id).is_empty(), "{id}");
+        }
+        let rate = [Contract::Rate];
+        let epochs = outside_claim(EPOCHS, &rate).unwrap_or_default();
+        assert!(
+            epochs.contains("the lease contract") && epochs.contains("does not offer"),
+            "{epochs}"
+        );
+        assert_eq!(outside_claim(PAUSES, &rate), None);
+        assert_eq!(
+            outside_claim(CHILDREN, &[Contract::Queue, Contract::Rate]),
+            None
+        );
+        // The whole workload is judged on whatever is claimed.
+        for id in [OPT_OUT, POWER_ALWAYS, POWER_EVERYSEC, DOCKER] {
+            assert_eq!(outside_claim(id, &rate), None, "{id}");
+            assert!(outside_claim(id, &[]).is_some(), "{id}");
+        }
+    }
+
+    #[test]
+    fn figures_in_words_name_only_the_claimed_kinds() {
+        let k = KillFigures {
+            pauses_acknowledged: 12,
+            ..KillFigures::default()
+        };
+        assert_eq!(
+            k.sentence_of(&[Contract::Rate]),
+            "pauses acknowledged 12, lost 0"
+        );
+        assert!(k.sentence().starts_with("epochs acknowledged 0"));
+    }
+
+    #[test]
+    fn a_rerun_keeps_its_contracts_and_an_older_one_means_all() {
+        let narrowed = json!({"kind": "crash-run", "contracts": ["lease"]});
+        assert_eq!(contracts_of_rerun(&narrowed), vec![Contract::Lease]);
+        assert_eq!(
+            contracts_of_rerun(&json!({"kind": "crash-run"})),
+            Contract::ALL.to_vec()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_store_claiming_nothing_has_every_check_outside_the_claim_and_no_server() {
+        struct Unreachable;
+        #[async_trait::async_trait]
+        impl StoreFactory for Unreachable {
+            fn spec(&self) -> String {
+                "test:unreachable".into()
+            }
+            async fn connect(
+                &self,
+                _: &Hello,
+                _: i64,
+            ) -> Result<
+                (harness::store::StoreInfo, Box<dyn StoreClient>),
+                harness::contract::StoreError,
+            > {
+                panic!("nothing is written to a store that claims nothing")
+            }
+        }
+        let config = CrashConfig {
+            kills: 1,
+            opt_out_kills: 1,
+            power_losses: 1,
+            instances: 1,
+            seed: 1,
+            backend: BackendChoice::Process,
+            sabotage_settings: None,
+            contracts: vec![],
+        };
+        let outcome = run(
+            Arc::new(Unreachable),
+            "sp:none:".into(),
+            &config,
+            &mut |_| {},
+        )
+        .await
+        .unwrap();
+        assert_eq!(outcome.checks.len(), check_ids().len());
+        for c in &outcome.checks {
+            assert!(c.outside_claim && !c.leaves_incomplete(), "{}", c.id);
+        }
     }
 
     #[test]

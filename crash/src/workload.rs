@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use harness::contract::{Reply, Request};
+use harness::contract::{Contract, Reply, Request};
 use harness::store::{StoreClient, StoreFactory};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -135,27 +135,81 @@ pub fn wall_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// One instance writing until `stop` is set or the server goes away.
+/// A kind of write the workload issues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Take,
+    Renew,
+    Release,
+    Save,
+    Claim,
+    Complete,
+    Pause,
+}
+
+/// The writes of each contract, each as often as it appears (a roll picks
+/// one entry): with every contract claimed, 3 in 10 are takes and 1 in 10
+/// a pause, as before contracts were narrowed.
+const OPS: [(Contract, Op); 10] = [
+    (Contract::Lease, Op::Take),
+    (Contract::Lease, Op::Take),
+    (Contract::Lease, Op::Take),
+    (Contract::Lease, Op::Renew),
+    (Contract::Lease, Op::Release),
+    (Contract::Queue, Op::Save),
+    (Contract::Queue, Op::Save),
+    (Contract::Queue, Op::Claim),
+    (Contract::Queue, Op::Complete),
+    (Contract::Rate, Op::Pause),
+];
+
+/// The writes a store claiming `contracts` is sent, and the write issued
+/// when the one rolled needs a lease or claim the instance does not hold
+/// (`None` when no contract is claimed: nothing to write).
+fn ops_of(contracts: &[Contract]) -> Option<(Vec<Op>, Op)> {
+    let ops: Vec<Op> = OPS
+        .iter()
+        .filter(|(c, _)| contracts.contains(c))
+        .map(|(_, op)| *op)
+        .collect();
+    // A pause needs nothing held; so do a take and a save.
+    let fallback = [Op::Pause, Op::Take, Op::Save]
+        .into_iter()
+        .find(|op| ops.contains(op))?;
+    Some((ops, fallback))
+}
+
+/// One instance writing until `stop` is set or the server goes away; it
+/// writes only to the `contracts` the store claims (none: it writes nothing).
 pub async fn instance(
     mut client: Box<dyn StoreClient>,
     name: String,
     seed: u64,
+    contracts: Vec<Contract>,
     acked: Arc<Mutex<Acked>>,
     stop: Arc<AtomicBool>,
 ) {
+    let Some((ops, fallback)) = ops_of(&contracts) else {
+        return;
+    };
     let mut rng = StdRng::seed_from_u64(seed);
     let mut held: Vec<(String, i64)> = Vec::new();
     let mut claimed: Vec<(String, i64)> = Vec::new();
     let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
         n += 1;
-        let req = match rng.random_range(0..10) {
-            0..=2 => Request::LeaseTake {
+        let op = match ops[rng.random_range(0..ops.len())] {
+            Op::Renew | Op::Release if held.is_empty() => fallback,
+            Op::Complete if claimed.is_empty() => fallback,
+            op => op,
+        };
+        let req = match op {
+            Op::Take => Request::LeaseTake {
                 tree: format!("tree-{}", rng.random_range(0..TREES)),
                 holder: name.clone(),
                 ttl_ms: LEASE_MS,
             },
-            3 if !held.is_empty() => {
+            Op::Renew => {
                 let (tree, epoch) = held[rng.random_range(0..held.len())].clone();
                 Request::LeaseRenew {
                     tree,
@@ -164,7 +218,7 @@ pub async fn instance(
                     ttl_ms: RENEW_MS,
                 }
             }
-            4 if !held.is_empty() => {
+            Op::Release => {
                 let (tree, epoch) = held.swap_remove(rng.random_range(0..held.len()));
                 Request::LeaseRelease {
                     tree,
@@ -172,16 +226,16 @@ pub async fn instance(
                     epoch,
                 }
             }
-            5 | 6 => Request::QueueSave {
+            Op::Save => Request::QueueSave {
                 child: format!("child-{name}-{n}"),
                 depth: rng.random_range(0..4),
                 payload: format!("payload {n}"),
             },
-            7 => Request::QueueClaim {
+            Op::Claim => Request::QueueClaim {
                 instance: name.clone(),
                 claim_ttl_ms: CLAIM_MS,
             },
-            8 if !claimed.is_empty() => {
+            Op::Complete => {
                 let (child, attempt) = claimed.swap_remove(0);
                 Request::QueueComplete {
                     child,
@@ -189,7 +243,7 @@ pub async fn instance(
                     attempt,
                 }
             }
-            _ => Request::RatePause {
+            Op::Pause => Request::RatePause {
                 provider: format!("provider-{}", rng.random_range(0..PROVIDERS)),
                 until_ms: wall_ms() + 3_600_000 + n as i64,
             },
@@ -223,12 +277,14 @@ pub async fn instance(
     }
 }
 
-/// Starts `instances` writers on `factory`; they stop when `stop` is set.
+/// Starts `instances` writers on `factory`, writing to the `contracts` the
+/// store claims; they stop when `stop` is set.
 pub async fn start(
     factory: &Arc<dyn StoreFactory>,
     hello: impl Fn(usize) -> harness::store::Hello,
     instances: usize,
     seed: u64,
+    contracts: &[Contract],
     acked: &Arc<Mutex<Acked>>,
     stop: &Arc<AtomicBool>,
 ) -> Result<Vec<tokio::task::JoinHandle<()>>, String> {
@@ -247,6 +303,7 @@ pub async fn start(
             client,
             h.instance.clone(),
             seed.wrapping_add(i as u64 * 7919),
+            contracts.to_vec(),
             acked.clone(),
             stop.clone(),
         )));

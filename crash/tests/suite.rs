@@ -3,12 +3,13 @@
 //! and the opt-out, every kill shows the loss; nothing of the run is left.
 
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use crash::suite::{run, BackendChoice, CrashConfig, KillFigures};
 use harness::check::{CheckResult, Report, RunVerdict, Verdict};
-use harness::contract::{Call, ErrorKind, Reply, Request, StoreError};
+use harness::contract::{Call, Contract, ErrorKind, Reply, Request, StoreError};
 use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 
@@ -21,6 +22,7 @@ fn config(backend: BackendChoice, seed: u64) -> CrashConfig {
         seed,
         backend,
         sabotage_settings: None,
+        contracts: Contract::ALL.to_vec(),
     }
 }
 
@@ -381,4 +383,155 @@ async fn trouble_after_a_restart_is_unknown_and_a_wrong_answer_fails() {
     let epochs = verdict_of(&wrong, "crash.acknowledged-epochs-survive");
     assert_eq!(epochs.verdict, Verdict::Fail, "{}", epochs.reason);
     assert!(epochs.reason.contains("bad_request"), "{}", epochs.reason);
+}
+
+/// The built-in Redis store offering only some contracts, as a store that
+/// implements only those would: its hello lists them, every other operation
+/// is answered `unsupported` and counted.
+struct Narrowed {
+    inner: RedisStoreFactory,
+    contracts: Vec<Contract>,
+    strays: Arc<AtomicUsize>,
+}
+
+struct NarrowedClient {
+    inner: Box<dyn StoreClient>,
+    contracts: Vec<Contract>,
+    strays: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl StoreFactory for Narrowed {
+    fn spec(&self) -> String {
+        "test:narrowed".into()
+    }
+
+    async fn connect(
+        &self,
+        hello: &Hello,
+        clock_ms: i64,
+    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
+        let (mut info, inner) = self.inner.connect(hello, clock_ms).await?;
+        info.contracts = self.contracts.clone();
+        let client = NarrowedClient {
+            inner,
+            contracts: self.contracts.clone(),
+            strays: self.strays.clone(),
+        };
+        Ok((info, Box::new(client)))
+    }
+}
+
+#[async_trait]
+impl StoreClient for NarrowedClient {
+    async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
+        match Contract::of_op(&call.op) {
+            Some(c) if !self.contracts.contains(&c) => {
+                self.strays.fetch_add(1, Ordering::Relaxed);
+                Err(StoreError::new(
+                    ErrorKind::Unsupported,
+                    format!("{} is not offered", call.op),
+                ))
+            }
+            _ => self.inner.call(call, clock_ms).await,
+        }
+    }
+}
+
+/// One kill, one opted-out kill and one power cut of each setting on a
+/// store claiming only `contracts`; also how many calls it was sent that
+/// it does not offer.
+async fn narrowed_run(contracts: &[Contract], seed: u64) -> (crash::suite::CrashOutcome, usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let strays = Arc::new(AtomicUsize::new(0));
+    let factory: Arc<dyn StoreFactory> = Arc::new(Narrowed {
+        inner: RedisStoreFactory::new(dir.path().join("kept.sqlite")),
+        contracts: contracts.to_vec(),
+        strays: strays.clone(),
+    });
+    let mut config = config(BackendChoice::Process, seed);
+    config.kills = 1;
+    config.opt_out_kills = 1;
+    config.power_losses = 1;
+    config.contracts = contracts.to_vec();
+    let outcome = run(factory, "sp:crash-narrowed:".into(), &config, &mut |l| {
+        eprintln!("{l}")
+    })
+    .await
+    .expect("the crash suite runs");
+    (outcome, strays.load(Ordering::Relaxed))
+}
+
+/// The checks about `decided` contracts and the whole workload are decided
+/// and hold; the others are outside the claim, naming what is not offered.
+fn assert_only_claimed_decided(outcome: &crash::suite::CrashOutcome, decided: &[&str]) {
+    for c in &outcome.checks {
+        let about = crash::suite::check_contracts(&c.id);
+        if decided.contains(&c.id.as_str()) {
+            assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
+        } else if about.len() == 1 {
+            assert_eq!(c.verdict, Verdict::Skipped, "{}: {}", c.id, c.reason);
+            assert!(c.outside_claim, "{}", c.id);
+            assert!(
+                c.reason.contains(&format!("the {} contract", about[0]))
+                    && c.reason.contains("does not offer"),
+                "{}: {}",
+                c.id,
+                c.reason
+            );
+        } else {
+            // The whole workload: judged on what the store claims.
+            assert!(!c.outside_claim, "{}: {}", c.id, c.reason);
+            assert_ne!(c.verdict, Verdict::Fail, "{}: {}", c.id, c.reason);
+            assert_ne!(c.verdict, Verdict::Unknown, "{}: {}", c.id, c.reason);
+        }
+    }
+    for id in ["crash.opt-out-loses", "crash.power-loss-always-keeps"] {
+        let c = verdict_of(outcome, id);
+        assert_eq!(c.verdict, Verdict::Pass, "{id}: {}", c.reason);
+    }
+    assert_eq!(Report::verdict_of(&outcome.checks), RunVerdict::Pass);
+    assert_eq!(outcome.stats["opt_out"]["kills_showing_loss"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_store_claiming_only_leases_gets_its_epochs_checked_across_kills() {
+    let (outcome, strays) = narrowed_run(&[Contract::Lease], 31).await;
+    assert_only_claimed_decided(
+        &outcome,
+        &[
+            "crash.acknowledged-epochs-survive",
+            "crash.next-take-continues",
+            "crash.acknowledged-renews-survive",
+        ],
+    );
+    assert_eq!(strays, 0, "the store was sent operations it does not offer");
+    let k = &per_kill(&outcome.stats)[0];
+    assert!(k.epochs_acknowledged >= 20, "{k:?}");
+    assert_eq!(
+        k.acknowledged(),
+        k.epochs_acknowledged + k.renews_acknowledged
+    );
+    let opted = verdict_of(&outcome, "crash.opt-out-loses");
+    assert!(
+        opted.reason.contains("epochs granted again") && !opted.reason.contains("pauses"),
+        "{}",
+        opted.reason
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_store_claiming_only_rate_limits_gets_its_pauses_checked_across_kills() {
+    let (outcome, strays) = narrowed_run(&[Contract::Rate], 32).await;
+    assert_only_claimed_decided(&outcome, &["crash.acknowledged-pauses-survive"]);
+    assert_eq!(strays, 0, "the store was sent operations it does not offer");
+    let k = &per_kill(&outcome.stats)[0];
+    assert!(k.pauses_acknowledged >= 20, "{k:?}");
+    assert_eq!(k.acknowledged(), k.pauses_acknowledged);
+    let always = verdict_of(&outcome, "crash.power-loss-always-keeps");
+    assert!(
+        always.reason.contains("pauses acknowledged") && !always.reason.contains("epochs"),
+        "{}",
+        always.reason
+    );
 }
