@@ -231,16 +231,7 @@ pub(crate) fn die_with_parent(
     move || {
         // SAFETY: prctl with PR_SET_PDEATHSIG only sets a flag of the
         // calling process.
-        if unsafe {
-            libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                signal as libc::c_ulong,
-                0,
-                0,
-                0,
-            )
-        } != 0
-        {
+        if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0) } != 0 {
             return Err(io::Error::last_os_error());
         }
         // If we died between fork and prctl, the signal was never armed.
