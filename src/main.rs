@@ -10,6 +10,7 @@ mod replay;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
@@ -77,12 +78,26 @@ fn main() -> ExitCode {
     // a power cut): only ours, only those whose owner is gone.
     harness::server::reap_dead_runs();
     let result = runtime.block_on(async {
-        match cli.command {
-            Command::Certify(args) => certify::run(args).await,
-            Command::Replay(args) => replay::run(args).await,
-            Command::Bench(b) => bench::run(b).await,
+        let run = async {
+            match cli.command {
+                Command::Certify(args) => certify::run(args).await,
+                Command::Replay(args) => replay::run(args).await,
+                Command::Bench(b) => bench::run(b).await,
+            }
+        };
+        tokio::select! {
+            result = run => Some(result),
+            _ = STOP.asked.notified() => None,
         }
     });
+    let Some(result) = result else {
+        // The signal handler asked: the run is dropped (an in-process store
+        // writes no more, so the keys it removes stay removed); it now
+        // cleans up and exits the process.
+        STOP.dropped.notify_one();
+        runtime.block_on(std::future::pending::<()>());
+        return ExitCode::from(2);
+    };
     match result {
         Ok(code) => code,
         Err(e) => {
@@ -119,6 +134,11 @@ impl Signals {
             _ = self.terminate.recv() => ("terminated (SIGTERM)", 143),
             _ = self.hangup.recv() => ("hung up (SIGHUP)", 129),
         };
+        // First stop the run itself, so that nothing of ours writes while
+        // the rest is removed; a run stuck in blocking code is not waited
+        // for long.
+        STOP.asked.notify_one();
+        let _ = tokio::time::timeout(Duration::from_secs(2), STOP.dropped.notified()).await;
         harness::server::cleanup_all();
         harness::store::external::kill_all();
         crash::docker::cleanup_all_blocking();
@@ -138,6 +158,18 @@ impl Signals {
         std::process::exit(code);
     }
 }
+
+/// How the signal handler stops the run before cleaning up: it notifies
+/// `asked`; `main` drops the run and notifies `dropped`.
+struct Stop {
+    asked: tokio::sync::Notify,
+    dropped: tokio::sync::Notify,
+}
+
+static STOP: std::sync::LazyLock<Stop> = std::sync::LazyLock::new(|| Stop {
+    asked: tokio::sync::Notify::new(),
+    dropped: tokio::sync::Notify::new(),
+});
 
 /// The run's working directory (durable files of the store under test),
 /// removed by the signal handler, which leaves without running destructors.
