@@ -86,45 +86,40 @@ fn builtin_counts(depth: usize) -> Vec<u64> {
         .collect()
 }
 
-/// The unique-state count and one-live-holder verdict of the read-then-
-/// write sabotage at `depth` with 1, 2 and 4 threads.
-fn sabotage_counts(depth: usize) -> Vec<(u64, Verdict)> {
+/// Stateright's multi-threaded BFS dropped states (depth 10, second clock
+/// +1000 ms: 27885 unique states with 4 threads, 27893 with 1 and 2): the
+/// level-by-level search must find the same states whatever the thread
+/// count, for a correct store and for a broken one (where the search stops
+/// at violations). Depth 9 here (about 2.5 minutes in debug on two busy
+/// cores); depth 10 is the ignored test below.
+#[test]
+fn any_thread_count_explores_the_same_states() {
+    let counts = builtin_counts(9);
+    assert_eq!(counts, vec![13779; 3], "depth 9");
     let dir = tempfile::tempdir().unwrap();
-    [1, 2, 4]
+    let counts: Vec<(u64, Verdict)> = [1, 2, 4]
         .iter()
         .map(|&t| {
             let store = sabotage::ReadThenWriteLease::new(builtin(&dir));
-            let o = run(Arc::new(store), &config(vec![LEASE_MS], depth, t));
+            let o = run(Arc::new(store), &config(vec![LEASE_MS], 6, t));
             (
                 unique_states(&o),
                 check(&o, "explorer.one-live-holder").verdict,
             )
         })
-        .collect()
-}
-
-/// Stateright's multi-threaded BFS dropped states (depth 9, second clock
-/// +1000 ms: 13764 unique states with 4 threads where 1 thread found 13779;
-/// depth 10: 27885 with 4 threads, 27893 with 1 and 2): the level-by-level
-/// search must find the same states whatever the thread count, for a
-/// correct store and for a broken one (whose search stops at violations).
-#[test]
-fn any_thread_count_explores_the_same_states_at_depth_9() {
-    assert_eq!(builtin_counts(9), vec![13779; 3], "depth 9");
-    let counts = sabotage_counts(9);
-    eprintln!("read-then-write take, depth 9: {counts:?}");
+        .collect();
+    eprintln!("read-then-write take, depth 6: {counts:?}");
     assert!(counts.iter().all(|c| *c == counts[0]), "{counts:?}");
     assert_eq!(counts[0].1, Verdict::Fail);
 }
 
-/// The same at depth 10, where the lost states were seen with 4 threads.
+/// Depth 10, where stateright's 4 threads lost 8 states: about 5 minutes in
+/// debug on two busy cores, too long for every run
+/// (`cargo nextest run -p explorer --run-ignored all -E 'test(depth_10)'`).
 #[test]
+#[ignore = "about 5 minutes in debug"]
 fn any_thread_count_explores_the_same_states_at_depth_10() {
     assert_eq!(builtin_counts(10), vec![27893; 3], "depth 10");
-    let counts = sabotage_counts(10);
-    eprintln!("read-then-write take, depth 10: {counts:?}");
-    assert!(counts.iter().all(|c| *c == counts[0]), "{counts:?}");
-    assert_eq!(counts[0].1, Verdict::Fail);
 }
 
 /// A lock like jedis-lock (SETNX, then GET and GETSET, all on the caller's
