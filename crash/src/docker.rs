@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bollard::errors::Error as DockerError;
-use bollard::models::{ContainerCreateBody, HostConfig, PortBinding, VolumeCreateRequest};
+use bollard::models::{
+    ContainerCreateBody, ContainerSummary, HostConfig, PortBinding, Volume, VolumeCreateRequest,
+};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, KillContainerOptionsBuilder, ListContainersOptionsBuilder,
     ListVolumesOptionsBuilder, LogsOptionsBuilder, RemoveContainerOptionsBuilder,
@@ -469,13 +471,14 @@ pub fn cleanup_all_blocking() {
     report_leftovers(remove_blocking(containers, volumes));
 }
 
-/// Everything labelled `storeproof.run=<label>`: the containers (id and
-/// names, as Docker lists them with a leading `/`) and the volume names.
-pub async fn list_labelled(
+/// Every container and volume carrying `label_filter` (a Docker label
+/// filter: `key` or `key=value`); `what` names them in an error.
+async fn list_by_label(
     docker: &Docker,
-    label: &str,
-) -> Result<(Vec<(String, Vec<String>)>, Vec<String>), CrashError> {
-    let filters = HashMap::from([("label".to_string(), vec![format!("{RUN_LABEL}={label}")])]);
+    label_filter: String,
+    what: &str,
+) -> Result<(Vec<ContainerSummary>, Vec<Volume>), CrashError> {
+    let filters = HashMap::from([("label".to_string(), vec![label_filter])]);
     let containers = docker
         .list_containers(Some(
             ListContainersOptionsBuilder::default()
@@ -484,10 +487,7 @@ pub async fn list_labelled(
                 .build(),
         ))
         .await
-        .map_err(|e| CrashError(format!("cannot list the containers labelled {label}: {e}")))?
-        .into_iter()
-        .filter_map(|c| c.id.map(|id| (id, c.names.unwrap_or_default())))
-        .collect();
+        .map_err(|e| CrashError(format!("cannot list the containers {what}: {e}")))?;
     let volumes = docker
         .list_volumes(Some(
             ListVolumesOptionsBuilder::default()
@@ -495,13 +495,31 @@ pub async fn list_labelled(
                 .build(),
         ))
         .await
-        .map_err(|e| CrashError(format!("cannot list the volumes labelled {label}: {e}")))?
+        .map_err(|e| CrashError(format!("cannot list the volumes {what}: {e}")))?
         .volumes
-        .unwrap_or_default()
-        .into_iter()
-        .map(|v| v.name)
-        .collect();
+        .unwrap_or_default();
     Ok((containers, volumes))
+}
+
+/// Everything labelled `storeproof.run=<label>`: the containers (id and
+/// names, as Docker lists them with a leading `/`) and the volume names.
+pub async fn list_labelled(
+    docker: &Docker,
+    label: &str,
+) -> Result<(Vec<(String, Vec<String>)>, Vec<String>), CrashError> {
+    let (containers, volumes) = list_by_label(
+        docker,
+        format!("{RUN_LABEL}={label}"),
+        &format!("labelled {label}"),
+    )
+    .await?;
+    Ok((
+        containers
+            .into_iter()
+            .filter_map(|c| c.id.map(|id| (id, c.names.unwrap_or_default())))
+            .collect(),
+        volumes.into_iter().map(|v| v.name).collect(),
+    ))
 }
 
 /// Removes every container (force) and then every volume labelled
@@ -612,16 +630,8 @@ pub struct Reaped {
 /// Objects of live runs, of other hosts, and without an owner are left alone.
 pub async fn reap_dead_runs(docker: &Docker) -> Result<Reaped, CrashError> {
     let me = Owner::me();
-    let filters = HashMap::from([("label".to_string(), vec![RUN_LABEL.to_string()])]);
-    let containers = docker
-        .list_containers(Some(
-            ListContainersOptionsBuilder::default()
-                .all(true)
-                .filters(&filters)
-                .build(),
-        ))
-        .await
-        .map_err(|e| CrashError(format!("cannot list storeproof's containers: {e}")))?;
+    let (containers, volumes) =
+        list_by_label(docker, RUN_LABEL.to_string(), "of storeproof").await?;
     let mut reaped = Reaped::default();
     for c in containers {
         let (Some(id), Some(labels)) = (c.id, c.labels) else {
@@ -638,16 +648,6 @@ pub async fn reap_dead_runs(docker: &Docker) -> Result<Reaped, CrashError> {
             reaped.containers.push(name);
         }
     }
-    let volumes = docker
-        .list_volumes(Some(
-            ListVolumesOptionsBuilder::default()
-                .filters(&filters)
-                .build(),
-        ))
-        .await
-        .map_err(|e| CrashError(format!("cannot list storeproof's volumes: {e}")))?
-        .volumes
-        .unwrap_or_default();
     for v in volumes {
         if owner_dead(&v.labels, &me) {
             remove_volume(docker, &v.name).await?;
