@@ -12,7 +12,7 @@ use clap::{Args, ValueEnum};
 use serde_json::json;
 
 use harness::check::{CheckResult, Report, ServerSection, StoreSection, Verdict};
-use harness::conformance::{self, ServerRef, Target};
+use conformance::{self, ServerRef, Target};
 use harness::contract::{Contract, ErrorKind};
 use harness::server::{self, ManagedServer, ServerOptions};
 use harness::store::external::ExternalStoreFactory;

@@ -9,7 +9,7 @@ use clap::Args;
 use serde::Deserialize;
 
 use harness::check::Verdict;
-use harness::conformance::{self, ServerRef, Target};
+use conformance::{self, ServerRef, Target};
 use harness::server::{ManagedServer, ServerOptions};
 
 use crate::certify::{check_store_spec, probe, store_in_workdir};

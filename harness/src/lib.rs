@@ -8,7 +8,6 @@
 #![warn(missing_docs)]
 
 pub mod check;
-pub mod conformance;
 pub mod contract;
 pub mod gate;
 pub mod history;

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use harness::check::{CheckResult, Level, Verdict};
-use harness::conformance::scenario::Step;
-use harness::conformance::{
+use conformance::scenario::Step;
+use conformance::{
     all_checks, run_check, CheckDef, CheckKind, ServerRef, Special, Target,
 };
 use harness::contract::Contract;

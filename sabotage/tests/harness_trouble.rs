@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 use harness::check::{Level, Verdict};
-use harness::conformance::{all_checks, run_check, CheckKind, ServerRef, Target};
+use conformance::{all_checks, run_check, CheckKind, ServerRef, Target};
 use harness::contract::{Call, Contract, ErrorKind, Reply, StoreError};
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::redis::RedisStoreFactory;

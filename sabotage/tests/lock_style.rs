@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use harness::check::Verdict;
-use harness::conformance::{all_checks, run_check, CheckKind, ServerRef, Target};
+use conformance::{all_checks, run_check, CheckKind, ServerRef, Target};
 use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::external::ExternalStoreFactory;

@@ -3,7 +3,7 @@
 //! with the interleaved commands that make two holders as evidence.
 
 use harness::check::Verdict;
-use harness::conformance::{all_checks, run_check, CheckKind, ServerRef, Target};
+use conformance::{all_checks, run_check, CheckKind, ServerRef, Target};
 use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::redis::RedisStoreFactory;

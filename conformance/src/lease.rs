@@ -5,8 +5,8 @@ use serde_json::json;
 use super::scenario::*;
 use super::special::Special;
 use super::{scenario_check, CheckDef, CheckKind};
-use crate::check::Level::{Must, Should};
-use crate::contract::Contract::Lease;
+use harness::check::Level::{Must, Should};
+use harness::contract::Contract::Lease;
 
 const TTL: i64 = 1000;
 

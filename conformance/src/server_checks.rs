@@ -9,10 +9,10 @@ use serde_json::{json, Value};
 use super::runner::{outcome_json, Outcome, Target};
 use super::CheckDef;
 use super::CheckKind;
-use crate::check::Level::Must;
-use crate::contract::{ErrorKind, Request};
-use crate::server::{ManagedServer, Preset, ServerOptions};
-use crate::store::{Hello, OPT_OUT_WRITES_MAY_BE_LOST};
+use harness::check::Level::Must;
+use harness::contract::{ErrorKind, Request};
+use harness::server::{ManagedServer, Preset, ServerOptions};
+use harness::store::{Hello, OPT_OUT_WRITES_MAY_BE_LOST};
 
 /// A server the check starts, and what the store must answer on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,7 +162,7 @@ struct Started {
 
 impl ServerCase {
     async fn start(&self) -> Result<Started, String> {
-        let fail = |e: crate::server::ServerError| format!("could not start the server: {e}");
+        let fail = |e: harness::server::ServerError| format!("could not start the server: {e}");
         match &self.setup {
             Setup::Server(preset, extra) => {
                 let mut opts = ServerOptions::with_preset(*preset).with_virtual_clock(false);
@@ -233,7 +233,7 @@ impl ServerCase {
         });
         let connected = target
             .factory
-            .connect(&hello, crate::server::VIRTUAL_EPOCH_MS)
+            .connect(&hello, harness::server::VIRTUAL_EPOCH_MS)
             .await;
         // An adapter that failed is bad input, not the store's verdict on
         // the server: nothing can be judged.
@@ -249,7 +249,7 @@ impl ServerCase {
                     holder: "a".into(),
                     ttl_ms: 1000,
                 };
-                let answer = if target.contracts.contains(&crate::contract::Contract::Lease) {
+                let answer = if target.contracts.contains(&harness::contract::Contract::Lease) {
                     Some(client.call(&take.to_call(), 0).await)
                 } else {
                     None

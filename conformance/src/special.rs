@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 use serde_json::{json, Value};
 
 use super::runner::{outcome_json, Outcome, Target};
-use crate::check::Verdict;
-use crate::contract::{Contract, Reply, Request};
-use crate::keyspace;
+use harness::check::Verdict;
+use harness::contract::{Contract, Reply, Request};
+use harness::keyspace;
 
 /// The checks that inspect the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,11 +30,11 @@ const MAX_BYTES_PER_TREE: u64 = 1024;
 
 /// One call from an instance, recorded into `log` for the evidence.
 async fn call(
-    client: &mut Box<dyn crate::store::StoreClient>,
+    client: &mut Box<dyn harness::store::StoreClient>,
     req: Request,
     clock_ms: i64,
     log: &mut Vec<Value>,
-) -> Result<Reply, crate::contract::StoreError> {
+) -> Result<Reply, harness::contract::StoreError> {
     let outcome = client.call(&req.to_call(), clock_ms).await;
     log.push(json!({"call": req.to_call(), "answer": outcome_json(&outcome)}));
     outcome
@@ -56,7 +56,7 @@ fn now(target: &Target<'_>) -> i64 {
         .server
         .managed()
         .and_then(|s| s.clock())
-        .map_or(crate::server::VIRTUAL_EPOCH_MS, |c| c.now_ms())
+        .map_or(harness::server::VIRTUAL_EPOCH_MS, |c| c.now_ms())
 }
 
 async fn kept_not_in_redis(target: &Target<'_>, prefix: &str) -> Outcome {

@@ -23,8 +23,8 @@ pub use runner::{run_check, run_suite, ServerRef, Target};
 pub use server_checks::ServerCase;
 pub use special::Special;
 
-use crate::check::Level;
-use crate::contract::Contract;
+use harness::check::Level;
+use harness::contract::Contract;
 use scenario::Step;
 
 /// How a check runs.

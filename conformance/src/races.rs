@@ -23,10 +23,10 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::runner::{outcome_json, Outcome, Target};
-use crate::check::Verdict;
-use crate::contract::{ContractModel, ErrorKind, Judgement, Reply, Request, StoreError};
-use crate::gate::{Gate, Mode};
-use crate::store::StoreClient;
+use harness::check::Verdict;
+use harness::contract::{ContractModel, ErrorKind, Judgement, Reply, Request, StoreError};
+use harness::gate::{Gate, Mode};
+use harness::store::StoreClient;
 
 /// How long an operation may take to send its next command or answer.
 const STEP_TIMEOUT: Duration = Duration::from_secs(5);
@@ -233,7 +233,7 @@ async fn explore(
     target: &Target<'_>,
     race: &Race,
     prefix: &str,
-    clock: &crate::server::VirtualClock,
+    clock: &harness::server::VirtualClock,
     run: &mut usize,
 ) -> RaceResult {
     let mut stack: Vec<Vec<usize>> = vec![vec![]];
@@ -371,7 +371,7 @@ async fn run_schedule(
     race: &Race,
     prefix: &str,
     forced: &[usize],
-    clock: &crate::server::VirtualClock,
+    clock: &harness::server::VirtualClock,
     start: i64,
 ) -> Result<Schedule, ScheduleError> {
     use ScheduleError::{Harness, Store};

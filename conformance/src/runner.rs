@@ -11,12 +11,12 @@ use serde_json::{json, Value};
 
 use super::scenario::{needs_server_clock, Patch, Step};
 use super::{CheckDef, CheckKind};
-use crate::check::{CheckResult, Level, Verdict};
-use crate::contract::{Contract, ContractModel, ErrorKind, Judgement, Reply, Request, StoreError};
-use crate::history::History;
-use crate::keyspace;
-use crate::server::{ManagedServer, VIRTUAL_EPOCH_MS};
-use crate::store::{Hello, StoreClient, StoreFactory};
+use harness::check::{CheckResult, Level, Verdict};
+use harness::contract::{Contract, ContractModel, ErrorKind, Judgement, Reply, Request, StoreError};
+use harness::history::History;
+use harness::keyspace;
+use harness::server::{ManagedServer, VIRTUAL_EPOCH_MS};
+use harness::store::{Hello, StoreClient, StoreFactory};
 
 /// Where the checks run.
 pub enum ServerRef<'a> {
@@ -547,7 +547,7 @@ pub(crate) async fn run_scenario(target: &Target<'_>, prefix: &str, steps: &[Ste
 fn adapter_failed(
     outcome: &Result<Reply, StoreError>,
     instance: &str,
-    call: &crate::contract::Call,
+    call: &harness::contract::Call,
     history: &History,
 ) -> Option<Outcome> {
     match outcome {
@@ -578,7 +578,7 @@ fn judge_within(
     lo: i64,
     hi: i64,
     clock_ms: i64,
-    outcome: &Result<Reply, crate::contract::StoreError>,
+    outcome: &Result<Reply, harness::contract::StoreError>,
 ) -> Judgement {
     let ttl = match req {
         Request::LeaseTake { ttl_ms, .. } | Request::LeaseRenew { ttl_ms, .. } => Some(*ttl_ms),
@@ -607,7 +607,7 @@ fn judge_within(
 }
 
 /// A store's answer as wire JSON: the reply, or `{"error": …}`.
-pub(crate) fn outcome_json(outcome: &Result<Reply, crate::contract::StoreError>) -> Value {
+pub(crate) fn outcome_json(outcome: &Result<Reply, harness::contract::StoreError>) -> Value {
     match outcome {
         Ok(r) => serde_json::to_value(r).unwrap_or(Value::Null),
         Err(e) => json!({"error": e}),

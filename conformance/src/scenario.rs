@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::contract::{Call, Contract, Request};
+use harness::contract::{Call, Contract, Request};
 
 /// A year in milliseconds, for clocks "decades off".
 pub const YEAR_MS: i64 = 365 * 24 * 3_600_000;
@@ -364,7 +364,7 @@ pub fn bad_inputs(instance: &str, op: &str, good: Value) -> Vec<Step> {
         if name.ends_with("_ms") && name != "until_ms" {
             with(json!(0));
             with(json!(-1));
-            with(json!(crate::contract::MAX_DURATION_MS + 1));
+            with(json!(harness::contract::MAX_DURATION_MS + 1));
         }
         let mut missing = good.clone();
         if let Some(o) = missing.as_object_mut() {
