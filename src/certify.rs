@@ -11,8 +11,8 @@ use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
-use harness::check::{CheckResult, Report, ServerSection, StoreSection, Verdict};
 use conformance::{self, ServerRef, Target};
+use harness::check::{CheckResult, Report, ServerSection, StoreSection, Verdict};
 use harness::contract::{Contract, ErrorKind};
 use harness::server::{self, ManagedServer, ServerOptions};
 use harness::store::external::ExternalStoreFactory;
@@ -345,7 +345,7 @@ async fn certify(
         .filter(|d| selected(d.id))
         .collect();
     let mut checks: Vec<CheckResult> = Vec::new();
-    let mut stats = BTreeMap::new();
+    let mut stats = harness::figures::Stats::default();
     for suite in &suites {
         stop_on_adapter_failure()?;
         if *suite == Suite::Conformance && !conformance_defs.is_empty() {
@@ -361,22 +361,19 @@ async fn certify(
             let results = conformance::run_suite(&target, defs, &mut on_result).await;
             let secs = started.elapsed().as_secs_f64();
             let count = |v: Verdict| results.iter().filter(|r| r.verdict == v).count();
-            stats.insert(
-                "conformance".to_string(),
-                json!({
-                    "checks": results.len(),
-                    "pass": count(Verdict::Pass),
-                    "fail": count(Verdict::Fail),
-                    "warn": count(Verdict::Warn),
-                    "skipped": count(Verdict::Skipped),
-                    "unknown": count(Verdict::Unknown),
-                    "seconds": (secs * 1000.0).round() / 1000.0,
-                    "bytes_per_tree": results
-                        .iter()
-                        .find(|r| r.id == "conformance.lease.bytes-per-tree")
-                        .and_then(|r| r.evidence.get("bytes_per_tree").cloned()),
-                }),
-            );
+            stats.conformance = Some(harness::figures::ConformanceFigures {
+                checks: results.len(),
+                pass: count(Verdict::Pass),
+                fail: count(Verdict::Fail),
+                warn: count(Verdict::Warn),
+                skipped: count(Verdict::Skipped),
+                unknown: count(Verdict::Unknown),
+                seconds: (secs * 1000.0).round() / 1000.0,
+                bytes_per_tree: results
+                    .iter()
+                    .find(|r| r.id == "conformance.lease.bytes-per-tree")
+                    .and_then(|r| r.evidence.get("bytes_per_tree").cloned()),
+            });
             checks.extend(results);
         }
         if *suite == Suite::Crash && crash::suite::check_ids().iter().any(|id| selected(id)) {
@@ -417,7 +414,7 @@ async fn certify(
                     progress.line(&format!("{} {}", mark(r.verdict), r.id));
                 }
             }
-            stats.insert("crash".to_string(), outcome.stats);
+            stats.crash = Some(outcome.stats);
             checks.extend(outcome.checks);
         }
         if *suite == Suite::Explorer && explorer::check_ids().iter().any(|id| selected(id)) {
@@ -464,7 +461,7 @@ async fn certify(
             }
             let mut figures = outcome.stats;
             figures["wall_seconds"] = json!((secs * 1000.0).round() / 1000.0);
-            stats.insert("explorer".to_string(), figures);
+            stats.explorer = Some(figures);
             checks.extend(outcome.checks);
         }
     }

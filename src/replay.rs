@@ -8,8 +8,8 @@ use anyhow::{bail, Context};
 use clap::Args;
 use serde::Deserialize;
 
-use harness::check::Verdict;
 use conformance::{self, ServerRef, Target};
+use harness::check::Verdict;
 use harness::server::{ManagedServer, ServerOptions};
 
 use crate::certify::{check_store_spec, probe, store_in_workdir};

@@ -156,7 +156,7 @@ pub struct Report {
     /// Every check run, in report order.
     pub checks: Vec<CheckResult>,
     /// Figures per suite: checks run, seconds, and suite-specific ones.
-    pub stats: BTreeMap<String, Value>,
+    pub stats: crate::figures::Stats,
     /// How this run can be repeated: command line and run prefix.
     pub run: BTreeMap<String, Value>,
 }

@@ -9,8 +9,10 @@
 
 pub mod check;
 pub mod contract;
+pub mod figures;
 pub mod gate;
 pub mod history;
 pub mod keyspace;
 pub mod server;
 pub mod store;
+pub mod suite;

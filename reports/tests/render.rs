@@ -8,6 +8,7 @@ use std::path::Path;
 use harness::check::{
     CheckResult, Level, Report, RunVerdict, ServerSection, StoreSection, Verdict,
 };
+use harness::figures::{ConformanceFigures, Stats};
 use serde_json::json;
 
 fn check(id: &str, level: Level, verdict: Verdict, reason: &str) -> CheckResult {
@@ -77,42 +78,43 @@ fn report() -> Report {
             ),
             failing,
         ],
-        stats: BTreeMap::from([
-            ("conformance".into(), json!({"checks": 3, "seconds": 0.5})),
-            (
-                "explorer".into(),
-                json!({
-                    "depth": 8, "walks": 200, "walk_steps": 4000, "seed": 1, "wall_seconds": 40.0,
-                    "per_skew": [{"skew_ms": 0, "states": 27016, "unique_states": 6677, "max_depth": 8,
-                                  "seconds": 4.0, "transitions_per_second": 6754.0,
-                                  "round_trips_per_transition": 2.43,
-                                  "zombie_renew_reached": true, "zombie_release_reached": false}],
-                }),
-            ),
-            (
-                "crash".into(),
-                json!({
-                    "backend": "docker", "docker_unavailable": null, "kills": 1,
-                    "acknowledged": 60, "lost": 0, "trouble": null,
-                    "per_kill": [{"kill": 1, "epochs_acknowledged": 20, "epochs_lost": 0,
-                                  "renews_acknowledged": 5, "renews_not_judged": 0, "renews_lost": 0,
-                                  "children_acknowledged": 15, "children_lost": 0,
-                                  "claims_acknowledged": 6, "claims_lost": 0,
-                                  "completions_acknowledged": 4, "completions_lost": 0,
-                                  "pauses_acknowledged": 10, "pauses_lost": 0, "in_flight": 4}],
-                    "opt_out": {"kills": 1, "acknowledged": 50, "lost": 31, "kills_showing_loss": 1,
-                                "trouble": null,
-                                "per_kill": [{"kill": 1, "epochs_acknowledged": 18, "epochs_lost": 12,
-                                              "renews_acknowledged": 3, "renews_not_judged": 0, "renews_lost": 3,
-                                              "children_acknowledged": 12, "children_lost": 12,
-                                              "claims_acknowledged": 4, "claims_lost": 4,
-                                              "completions_acknowledged": 3, "completions_lost": 0,
-                                              "pauses_acknowledged": 10, "pauses_lost": 0, "in_flight": 4}]},
-                    "power_loss": {"always": {"kills": 0, "per_kill": [],
-                                              "trouble": "kill 1 of 1: could not restart the server: <gone>"}},
-                }),
-            ),
-        ]),
+        stats: Stats {
+            conformance: Some(ConformanceFigures {
+                checks: 3,
+                pass: 1,
+                skipped: 1,
+                fail: 1,
+                seconds: 0.5,
+                ..Default::default()
+            }),
+            explorer: Some(json!({
+                "depth": 8, "walks": 200, "walk_steps": 4000, "seed": 1, "wall_seconds": 40.0,
+                "per_skew": [{"skew_ms": 0, "states": 27016, "unique_states": 6677, "max_depth": 8,
+                              "seconds": 4.0, "transitions_per_second": 6754.0,
+                              "round_trips_per_transition": 2.43,
+                              "zombie_renew_reached": true, "zombie_release_reached": false}],
+            })),
+            crash: Some(json!({
+                "backend": "docker", "docker_unavailable": null, "kills": 1,
+                "acknowledged": 60, "lost": 0, "trouble": null,
+                "per_kill": [{"kill": 1, "epochs_acknowledged": 20, "epochs_lost": 0,
+                              "renews_acknowledged": 5, "renews_not_judged": 0, "renews_lost": 0,
+                              "children_acknowledged": 15, "children_lost": 0,
+                              "claims_acknowledged": 6, "claims_lost": 0,
+                              "completions_acknowledged": 4, "completions_lost": 0,
+                              "pauses_acknowledged": 10, "pauses_lost": 0, "in_flight": 4}],
+                "opt_out": {"kills": 1, "acknowledged": 50, "lost": 31, "kills_showing_loss": 1,
+                            "trouble": null,
+                            "per_kill": [{"kill": 1, "epochs_acknowledged": 18, "epochs_lost": 12,
+                                          "renews_acknowledged": 3, "renews_not_judged": 0, "renews_lost": 3,
+                                          "children_acknowledged": 12, "children_lost": 12,
+                                          "claims_acknowledged": 4, "claims_lost": 4,
+                                          "completions_acknowledged": 3, "completions_lost": 0,
+                                          "pauses_acknowledged": 10, "pauses_lost": 0, "in_flight": 4}]},
+                "power_loss": {"always": {"kills": 0, "per_kill": [],
+                                          "trouble": "kill 1 of 1: could not restart the server: <gone>"}},
+            })),
+        },
         run: BTreeMap::from([
             ("seed".into(), json!(1)),
             ("store".into(), json!("builtin:redis")),

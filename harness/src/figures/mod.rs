@@ -1,0 +1,56 @@
+//! Each suite's figures, typed: the suites fill them, the report's `stats`
+//! carries them, `reports`, `bench` and `replay` read them by field.
+//!
+//! A new suite adds its figures type here (a file of its own) and a field
+//! of [`Stats`].
+
+mod conformance;
+mod crash;
+mod explorer;
+
+use serde::{Deserialize, Serialize};
+
+pub use conformance::ConformanceFigures;
+pub use crash::CrashFigures;
+pub use explorer::ExplorerFigures;
+
+/// What one suite's run measured.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Figures {
+    /// The conformance suite's.
+    Conformance(ConformanceFigures),
+    /// The explorer's.
+    Explorer(ExplorerFigures),
+    /// The crash suite's.
+    Crash(CrashFigures),
+}
+
+/// The report's `stats`: the figures of every suite that ran, under its name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    /// The conformance suite's figures, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conformance: Option<ConformanceFigures>,
+    /// The crash suite's figures, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crash: Option<CrashFigures>,
+    /// The explorer's figures, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explorer: Option<ExplorerFigures>,
+}
+
+impl Stats {
+    /// Files `figures` under its suite's name.
+    pub fn add(&mut self, figures: Figures) {
+        match figures {
+            Figures::Conformance(f) => self.conformance = Some(f),
+            Figures::Explorer(f) => self.explorer = Some(f),
+            Figures::Crash(f) => self.crash = Some(f),
+        }
+    }
+
+    /// Whether no suite left figures.
+    pub fn is_empty(&self) -> bool {
+        self.conformance.is_none() && self.crash.is_none() && self.explorer.is_none()
+    }
+}

@@ -1,0 +1,330 @@
+//! One shape for every suite: the store under test as one [`Subject`], each
+//! suite's checks declared once as [`CheckSpec`]s, and the [`Suite`] trait
+//! `certify` drives (subject → suites → report).
+//!
+//! Whether a check can be decided at all is settled here, the same way for
+//! every suite, before the suite runs: a check about contracts the store does
+//! not claim is outside the claim; a check whose [`Needs`] the run cannot meet
+//! is skipped with the reason. The suite then runs only what is left.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use redis::aio::MultiplexedConnection;
+use thiserror::Error;
+
+use crate::check::{CheckResult, Level, Verdict};
+use crate::contract::{Contract, StoreError};
+use crate::figures::Figures;
+use crate::server::ManagedServer;
+use crate::store::{Hello, StoreClient, StoreFactory};
+
+/// What a check needs from the run to be decided at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// Any server the store can reach, the user's too: only keys under the
+    /// run's prefix are read and written.
+    AnyServer,
+    /// The server the store is pointed at must be one storeproof started:
+    /// its clock is moved, its keyspace read whole, it is restored or flushed.
+    ManagedServer,
+    /// Servers of the check's own, started by storeproof from a local
+    /// `redis-server` (or a container built from it).
+    OwnServers,
+}
+
+/// A check as its suite declares it, once: the only place its id is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckSpec {
+    /// Stable id named for what it checks, e.g. `explorer.one-live-holder`.
+    pub id: &'static str,
+    /// MUST or SHOULD: whether a failure fails the run or only warns.
+    pub level: Level,
+    /// The contracts it is about; outside the claim when the store offers
+    /// none of them. Empty: about the server, within every claim.
+    pub contracts: &'static [Contract],
+    /// What the run must offer for the check to be decided.
+    pub needs: Needs,
+    /// One sentence: what passing proves.
+    pub about: &'static str,
+}
+
+impl CheckSpec {
+    /// Why the check is outside the claim of a store offering `claimed`, or
+    /// `None` when the store claims a contract it is about.
+    pub fn outside_claim(&self, claimed: &[Contract]) -> Option<String> {
+        if self.contracts.is_empty() || self.contracts.iter().any(|c| claimed.contains(c)) {
+            return None;
+        }
+        let names: Vec<&str> = self.contracts.iter().map(|c| c.name()).collect();
+        Some(format!(
+            "the check is about the {} contract{}, which the store does not offer (its hello listed {})",
+            names.join(" and "),
+            if names.len() == 1 { "" } else { "s" },
+            if claimed.is_empty() {
+                "none".to_string()
+            } else {
+                claimed
+                    .iter()
+                    .map(|c| c.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        ))
+    }
+
+    /// Why the run cannot decide the check, or `None` when its needs are met.
+    pub fn unmet_needs(&self, subject: &Subject<'_>) -> Option<&'static str> {
+        match self.needs {
+            Needs::AnyServer => None,
+            Needs::ManagedServer if subject.server.managed().is_none() => Some(
+                "needs a managed server: it moves the server's clock, reads or restores its whole keyspace (this run uses --redis-url)",
+            ),
+            Needs::ManagedServer => None,
+            Needs::OwnServers if !subject.may_start_servers => Some(
+                "needs servers of its own, started from a local redis-server, and none was found (install redis-server or run scripts/setup)",
+            ),
+            Needs::OwnServers => None,
+        }
+    }
+
+    /// The result of this check with `verdict` and `reason` (a SHOULD
+    /// check's failure is a warning); evidence and counterexample empty.
+    pub fn result(&self, suite: &str, verdict: Verdict, reason: impl Into<String>) -> CheckResult {
+        CheckResult {
+            id: self.id.to_string(),
+            suite: suite.to_string(),
+            level: self.level,
+            verdict: match (verdict, self.level) {
+                (Verdict::Fail, Level::Should) => Verdict::Warn,
+                (v, _) => v,
+            },
+            outside_claim: false,
+            reason: reason.into(),
+            evidence: serde_json::Value::Null,
+            counterexample: None,
+            seconds: 0.0,
+        }
+    }
+}
+
+/// Where the store under test is pointed.
+pub enum ServerRef<'a> {
+    /// A server storeproof started: clock control and whole-keyspace reads allowed.
+    Managed(&'a ManagedServer),
+    /// A server someone else runs: only keys under the run's prefix are touched.
+    External {
+        /// The server's URL, e.g. `redis://127.0.0.1:6379/`.
+        url: String,
+    },
+}
+
+impl ServerRef<'_> {
+    /// The URL stores connect to.
+    pub fn url(&self) -> String {
+        match self {
+            ServerRef::Managed(s) => s.url(),
+            ServerRef::External { url } => url.clone(),
+        }
+    }
+
+    /// Whether storeproof controls this server.
+    pub fn managed(&self) -> Option<&ManagedServer> {
+        match self {
+            ServerRef::Managed(s) => Some(s),
+            ServerRef::External { .. } => None,
+        }
+    }
+}
+
+/// The store under test, once: what every suite gets.
+pub struct Subject<'a> {
+    /// What `--store` named, secrets redacted (e.g. `builtin:redis`).
+    pub spec: String,
+    /// Connects the store's instances.
+    pub factory: Arc<dyn StoreFactory>,
+    /// The opt-out passed to the store in every hello, if any.
+    pub opt_out: Option<String>,
+    /// Every key of the run starts with it; each suite adds its own part.
+    pub prefix: String,
+    /// The contracts the store claims (from its hello).
+    pub contracts: Vec<Contract>,
+    /// The server the store is pointed at.
+    pub server: ServerRef<'a>,
+    /// The seed of every random choice of the run.
+    pub seed: u64,
+    /// Whether checks may start servers of their own.
+    pub may_start_servers: bool,
+}
+
+impl Subject<'_> {
+    /// Whether the store claims `contract`.
+    pub fn claims(&self, contract: Contract) -> bool {
+        self.contracts.contains(&contract)
+    }
+
+    /// A fresh connection of storeproof's own to the target server.
+    pub async fn admin(&self) -> Result<MultiplexedConnection, String> {
+        let url = self.server.url();
+        let client = redis::Client::open(url.as_str()).map_err(|e| e.to_string())?;
+        client
+            .get_multiplexed_async_connection()
+            .await
+            .map_err(|e| {
+                format!(
+                    "cannot connect to {}: {e}",
+                    crate::server::redact_secrets(&url)
+                )
+            })
+    }
+
+    /// Connects instance `name` of the store under `prefix` to `url` (the
+    /// server, or a gate in front of it). The error names the instance.
+    pub async fn connect_to(
+        &self,
+        name: &str,
+        prefix: &str,
+        url: &str,
+        clock_ms: i64,
+    ) -> Result<Box<dyn StoreClient>, StoreError> {
+        let hello = Hello {
+            instance: name.into(),
+            redis_url: url.into(),
+            prefix: prefix.into(),
+            opt_out: self.opt_out.clone(),
+        };
+        self.factory
+            .connect(&hello, clock_ms)
+            .await
+            .map(|(_, client)| client)
+            .map_err(|e| StoreError {
+                message: format!("instance {name} could not connect: {}", e.message),
+                ..e
+            })
+    }
+}
+
+/// Where a suite says how far it is (a progress bar on a terminal).
+pub trait Progress: Send + Sync {
+    /// A new part of `steps` steps begins, e.g. the crash suite's kills.
+    fn part(&self, name: &str, steps: u64);
+    /// One step of the current part is done.
+    fn step(&self, label: &str);
+    /// A line worth printing (a finding, a finished part).
+    fn line(&self, text: &str);
+}
+
+/// A progress sink that says nothing (tests, benches).
+pub struct Silent;
+
+impl Progress for Silent {
+    fn part(&self, _: &str, _: u64) {}
+    fn step(&self, _: &str) {}
+    fn line(&self, _: &str) {}
+}
+
+/// What a suite's run found: one result per check it was asked to run, in
+/// declaration order, and its figures.
+pub struct SuiteRun {
+    /// One result per check run.
+    pub checks: Vec<CheckResult>,
+    /// The suite's figures for the report's `stats`.
+    pub figures: Figures,
+}
+
+/// Why a suite could not run at all: the run ends with this one line and no
+/// report (exit 2). The store's own misbehaviour is never this: it is judged.
+#[derive(Debug, Error)]
+pub enum SuiteError {
+    /// The store's adapter broke (exited, hung, wrote garbage): bad input.
+    #[error("{0}")]
+    AdapterFailed(String),
+    /// The suite could not be set up (no Docker when asked for, no image).
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// A suite: its checks declared once, and how to run them.
+#[async_trait]
+pub trait Suite: Send + Sync {
+    /// Its name as `--suite` and the report write it, e.g. `conformance`.
+    fn name(&self) -> &'static str;
+
+    /// Every check it can report, in report order.
+    fn checks(&self) -> Vec<CheckSpec>;
+
+    /// Runs `to_run` (checks of [`Suite::checks`], each within the store's
+    /// claim and with its needs met) on `subject`; one result per check.
+    async fn run(
+        &self,
+        subject: &Subject<'_>,
+        to_run: &[CheckSpec],
+        progress: &dyn Progress,
+    ) -> Result<SuiteRun, SuiteError>;
+}
+
+/// Splits `checks` (already selected by `--check`) into the results that
+/// need no run (outside the claim, or needs unmet: skipped with the reason)
+/// and the checks the suite must run.
+pub fn plan(
+    suite: &str,
+    checks: Vec<CheckSpec>,
+    subject: &Subject<'_>,
+) -> (Vec<CheckResult>, Vec<CheckSpec>) {
+    let mut settled = Vec::new();
+    let mut to_run = Vec::new();
+    for spec in checks {
+        if let Some(why) = spec.outside_claim(&subject.contracts) {
+            settled.push(CheckResult {
+                level: spec.level,
+                ..CheckResult::outside_claim(spec.id, suite, why)
+            });
+        } else if let Some(why) = spec.unmet_needs(subject) {
+            settled.push(CheckResult {
+                level: spec.level,
+                ..CheckResult::undecided(spec.id, suite, Verdict::Skipped, why)
+            });
+        } else {
+            to_run.push(spec);
+        }
+    }
+    (settled, to_run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LEASE_CHECK: CheckSpec = CheckSpec {
+        id: "x.lease",
+        level: Level::Must,
+        contracts: &[Contract::Lease],
+        needs: Needs::AnyServer,
+        about: "a lease check",
+    };
+
+    #[test]
+    fn a_check_is_outside_the_claim_only_when_none_of_its_contracts_is_claimed() {
+        assert!(LEASE_CHECK.outside_claim(&[Contract::Lease]).is_none());
+        let why = LEASE_CHECK.outside_claim(&[Contract::Queue]).unwrap();
+        assert!(why.contains("lease contract"), "{why}");
+        let server = CheckSpec {
+            contracts: &[],
+            ..LEASE_CHECK
+        };
+        assert!(server.outside_claim(&[]).is_none());
+    }
+
+    #[test]
+    fn a_should_check_that_breaks_is_a_warning() {
+        let should = CheckSpec {
+            level: Level::Should,
+            ..LEASE_CHECK
+        };
+        assert_eq!(should.result("x", Verdict::Fail, "").verdict, Verdict::Warn);
+        assert_eq!(
+            LEASE_CHECK.result("x", Verdict::Fail, "").verdict,
+            Verdict::Fail
+        );
+    }
+}
