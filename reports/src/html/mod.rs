@@ -8,6 +8,9 @@ use serde_json::Value;
 
 use crate::escape;
 
+mod crash;
+mod explorer;
+
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:72em;color:#222}\
 h1{margin:.2em 0}.verdict{font-size:1.6em;font-weight:700;padding:.4em .8em;border-radius:6px;display:inline-block}\
 .pass{background:#d9f2dd;color:#145a22}.fail{background:#f8d7d7;color:#8a1111}.warn{background:#fff1c9;color:#6b5200}\
@@ -75,90 +78,8 @@ pub fn render_html(report: &Report) -> String {
         ));
     }
     h.push_str("</table>");
-    if let Some((e, per_skew)) = report
-        .stats
-        .explorer
-        .as_ref()
-        .and_then(|e| Some((e, e["per_skew"].as_array()?)))
-    {
-        h.push_str(&format!(
-            "<h2>Explorer</h2><p>Every schedule of two instances {} steps deep per second-clock skew; {} seeded walks of three ({} steps, seed <code>{}</code>); {} s in all.</p>",
-            e["depth"], e["walks"], e["walk_steps"], e["seed"], e["wall_seconds"]
-        ));
-        h.push_str("<table><tr><th>second clock</th><th>states</th><th>unique</th><th>depth</th><th>seconds</th><th>transitions/s</th><th>round trips / transition</th><th>zombie renew reached</th><th>zombie release reached</th></tr>");
-        for r in per_skew {
-            let yes = |v: &Value| if v == true { "yes" } else { "<b>no</b>" };
-            h.push_str(&format!(
-                "<tr><td>{:+} ms</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                r["skew_ms"].as_i64().unwrap_or(0),
-                r["states"],
-                r["unique_states"],
-                r["max_depth"],
-                r["seconds"],
-                r["transitions_per_second"],
-                r["round_trips_per_transition"],
-                yes(&r["zombie_renew_reached"]),
-                yes(&r["zombie_release_reached"])
-            ));
-        }
-        h.push_str("</table>");
-    }
-    if let Some(c) = report.stats.crash.as_ref() {
-        // One row per kill, each kind of write in its own column.
-        let count = |k: &Value, kind: &str| -> String {
-            format!(
-                "{} / {}",
-                k[format!("{kind}_acknowledged")],
-                k[format!("{kind}_lost")]
-            )
-        };
-        h.push_str(&format!(
-            "<h2>Crash log</h2><p>Backend: <b>{}</b>{}. Each kill runs on keys of its own; each cell is acknowledged / lost.</p>",
-            escape(c["backend"].as_str().unwrap_or("")),
-            c["docker_unavailable"]
-                .as_str()
-                .map(|e| format!(" (Docker unavailable: {})", escape(e)))
-                .unwrap_or_default(),
-        ));
-        h.push_str(
-            "<table><tr><th>setting</th><th>kill</th><th>epochs</th><th>renews</th>\
-             <th>children</th><th>claims</th><th>completions</th><th>pauses</th>\
-             <th>in flight (not judged)</th></tr>",
-        );
-        let settings = [
-            ("required settings, SIGKILL", c),
-            ("appendonly no, opted out, SIGKILL", &c["opt_out"]),
-            ("appendfsync always, power cut", &c["power_loss"]["always"]),
-            (
-                "appendfsync everysec, opted out, power cut",
-                &c["power_loss"]["everysec_opted_out"],
-            ),
-        ];
-        for (setting, figures) in settings {
-            for k in figures["per_kill"].as_array().into_iter().flatten() {
-                h.push_str(&format!(
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-                     <td>{}</td><td>{}</td><td>{}</td></tr>",
-                    setting,
-                    k["kill"],
-                    count(k, "epochs"),
-                    count(k, "renews"),
-                    count(k, "children"),
-                    count(k, "claims"),
-                    count(k, "completions"),
-                    count(k, "pauses"),
-                    k["in_flight"]
-                ));
-            }
-            if let Some(trouble) = figures["trouble"].as_str() {
-                h.push_str(&format!(
-                    "<tr><td>{setting}</td><td colspan=\"8\">not decided: {}</td></tr>",
-                    escape(trouble)
-                ));
-            }
-        }
-        h.push_str("</table>");
-    }
+    explorer::section(&mut h, report);
+    crash::section(&mut h, report);
     if !report.stats.is_empty() {
         h.push_str("<h2>Figures</h2><table>");
         let stats = serde_json::to_value(&report.stats).unwrap_or_default();
