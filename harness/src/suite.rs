@@ -146,7 +146,7 @@ pub struct Subject<'a> {
     /// The opt-out passed to the store in every hello, if any.
     pub opt_out: Option<String>,
     /// Every key of the run starts with it; each suite adds its own part.
-    pub prefix: String,
+    pub run_prefix: String,
     /// The contracts the store claims (from its hello).
     pub contracts: Vec<Contract>,
     /// The server the store is pointed at.
@@ -180,7 +180,7 @@ impl Subject<'_> {
 
     /// Connects instance `name` of the store under `prefix` to `url` (the
     /// server, or a gate in front of it). The error names the instance.
-    pub async fn connect_to(
+    pub async fn connect_store(
         &self,
         name: &str,
         prefix: &str,
