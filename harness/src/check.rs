@@ -90,6 +90,19 @@ impl CheckResult {
             }
     }
 
+    /// The line progress prints for a check that did not pass (`FAIL id:
+    /// reason`, `warn …`, `skip …`, `unknown …`); none for a pass.
+    pub fn progress_line(&self) -> Option<String> {
+        let mark = match self.verdict {
+            Verdict::Pass => return None,
+            Verdict::Fail => "FAIL",
+            Verdict::Warn => "warn",
+            Verdict::Skipped => "skip",
+            Verdict::Unknown => "unknown",
+        };
+        Some(format!("{mark} {}: {}", self.id, self.reason))
+    }
+
     /// A MUST check of `suite` that was not run because the store does not
     /// claim the contract it is about (`reason` says which): not INCOMPLETE.
     pub fn outside_claim(id: &str, suite: &str, reason: impl Into<String>) -> Self {

@@ -8,7 +8,11 @@ mod conformance;
 mod crash;
 mod explorer;
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
+
+use crate::check::{CheckResult, Verdict};
 
 pub use conformance::ConformanceFigures;
 pub use crash::CrashFigures;
@@ -23,6 +27,29 @@ pub enum Figures {
     Explorer(ExplorerFigures),
     /// The crash suite's.
     Crash(CrashFigures),
+}
+
+impl Figures {
+    /// The figures with the suite's own tally over `results` (every check
+    /// it reported, those settled before it ran included) and its wall time.
+    pub fn tallied(self, results: &[CheckResult], took: Duration) -> Figures {
+        match self {
+            Figures::Conformance(f) => {
+                let count = |v: Verdict| results.iter().filter(|r| r.verdict == v).count();
+                Figures::Conformance(ConformanceFigures {
+                    checks: results.len(),
+                    pass: count(Verdict::Pass),
+                    fail: count(Verdict::Fail),
+                    warn: count(Verdict::Warn),
+                    skipped: count(Verdict::Skipped),
+                    unknown: count(Verdict::Unknown),
+                    seconds: (took.as_secs_f64() * 1000.0).round() / 1000.0,
+                    ..f
+                })
+            }
+            other => other,
+        }
+    }
 }
 
 /// The report's `stats`: the figures of every suite that ran, under its name.
