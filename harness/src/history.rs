@@ -1,11 +1,16 @@
 //! What happened: a list of events (invoke, ok, fail, info) with instance,
 //! operation, server time and instance clock. Every suite produces one; every
 //! checker and the report read one.
+//!
+//! The events are typed (an invoke carries the wire [`Call`], an ok the
+//! [`Reply`], a fail or info the [`StoreError`]); their JSON keeps the flat
+//! shape the report reads: `index`, `instance`, `kind`, `op`, `value`,
+//! `server_ms`, `clock_ms`, with `value` the arguments, reply or error.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::contract::{Call, Reply, StoreError};
+use crate::contract::{Call, ErrorKind, Reply, StoreError};
 
 /// The kind of an event, after Jepsen: `info` means the outcome is unknown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -21,23 +26,178 @@ pub enum EventKind {
     Info,
 }
 
+/// What an event says happened.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Happened {
+    /// A request was sent, as it went on the wire.
+    Invoke(Call),
+    /// The store answered `op` with a reply.
+    Ok {
+        /// The operation's wire name, e.g. `lease.take`.
+        op: String,
+        /// The reply.
+        reply: Reply,
+    },
+    /// The store refused `op` for certain (an error other than `unavailable`).
+    Fail {
+        /// The operation's wire name.
+        op: String,
+        /// The refusal.
+        error: StoreError,
+    },
+    /// The outcome of `op` is unknown (`unavailable`).
+    Info {
+        /// The operation's wire name.
+        op: String,
+        /// The error that left it unknown.
+        error: StoreError,
+    },
+}
+
+impl Happened {
+    /// The completion of `op` with `outcome`: ok for a reply, info for
+    /// `unavailable` (the outcome is unknown), fail for any other error.
+    pub fn completion(op: &str, outcome: &Result<Reply, StoreError>) -> Self {
+        let op = op.to_string();
+        match outcome {
+            Ok(reply) => Happened::Ok {
+                op,
+                reply: reply.clone(),
+            },
+            Err(e) if e.kind == ErrorKind::Unavailable => Happened::Info {
+                op,
+                error: e.clone(),
+            },
+            Err(e) => Happened::Fail {
+                op,
+                error: e.clone(),
+            },
+        }
+    }
+
+    /// Invoke, ok, fail or info.
+    pub fn kind(&self) -> EventKind {
+        match self {
+            Happened::Invoke(_) => EventKind::Invoke,
+            Happened::Ok { .. } => EventKind::Ok,
+            Happened::Fail { .. } => EventKind::Fail,
+            Happened::Info { .. } => EventKind::Info,
+        }
+    }
+
+    /// The operation's wire name.
+    pub fn op(&self) -> &str {
+        match self {
+            Happened::Invoke(call) => &call.op,
+            Happened::Ok { op, .. } | Happened::Fail { op, .. } | Happened::Info { op, .. } => op,
+        }
+    }
+
+    /// A completion as the store's answer; `None` for an invoke.
+    pub fn outcome(&self) -> Option<Result<Reply, StoreError>> {
+        match self {
+            Happened::Invoke(_) => None,
+            Happened::Ok { reply, .. } => Some(Ok(reply.clone())),
+            Happened::Fail { error, .. } | Happened::Info { error, .. } => Some(Err(error.clone())),
+        }
+    }
+}
+
 /// One event of a history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "FlatEvent", try_from = "FlatEvent")]
 pub struct Event {
     /// Its position in the history, from 0.
     pub index: usize,
     /// The instance that sent the request.
     pub instance: String,
-    /// Invoke, ok, fail or info.
-    pub kind: EventKind,
-    /// The operation's wire name, e.g. `lease.take`.
-    pub op: String,
-    /// The arguments for an invoke; the reply or error otherwise.
-    pub value: Value,
+    /// What happened.
+    pub what: Happened,
     /// Server time when known (managed servers).
     pub server_ms: Option<i64>,
     /// The instance clock sent with the request.
     pub clock_ms: i64,
+}
+
+impl Event {
+    /// Invoke, ok, fail or info.
+    pub fn kind(&self) -> EventKind {
+        self.what.kind()
+    }
+
+    /// The operation's wire name, e.g. `lease.take`.
+    pub fn op(&self) -> &str {
+        self.what.op()
+    }
+}
+
+/// An event as JSON has it: the typed payload flattened to `op` and `value`.
+#[derive(Serialize, Deserialize)]
+struct FlatEvent {
+    index: usize,
+    instance: String,
+    kind: EventKind,
+    op: String,
+    value: Value,
+    server_ms: Option<i64>,
+    clock_ms: i64,
+}
+
+impl From<Event> for FlatEvent {
+    fn from(e: Event) -> Self {
+        let kind = e.kind();
+        let (op, value) = match e.what {
+            Happened::Invoke(call) => (call.op, call.args),
+            Happened::Ok { op, reply } => (op, serde_json::to_value(reply).unwrap_or(Value::Null)),
+            Happened::Fail { op, error } | Happened::Info { op, error } => {
+                (op, serde_json::to_value(error).unwrap_or(Value::Null))
+            }
+        };
+        FlatEvent {
+            index: e.index,
+            instance: e.instance,
+            kind,
+            op,
+            value,
+            server_ms: e.server_ms,
+            clock_ms: e.clock_ms,
+        }
+    }
+}
+
+impl TryFrom<FlatEvent> for Event {
+    type Error = String;
+
+    fn try_from(f: FlatEvent) -> Result<Self, String> {
+        let bad = |what: &str, e: serde_json::Error| {
+            format!("event {}: the value is not {what}: {e}", f.index)
+        };
+        let what = match f.kind {
+            EventKind::Invoke => Happened::Invoke(Call {
+                op: f.op.clone(),
+                args: f.value.clone(),
+            }),
+            EventKind::Ok => Happened::Ok {
+                op: f.op.clone(),
+                reply: serde_json::from_value(f.value.clone()).map_err(|e| bad("a reply", e))?,
+            },
+            EventKind::Fail => Happened::Fail {
+                op: f.op.clone(),
+                error: serde_json::from_value(f.value.clone()).map_err(|e| bad("an error", e))?,
+            },
+            EventKind::Info => Happened::Info {
+                op: f.op.clone(),
+                error: serde_json::from_value(f.value.clone()).map_err(|e| bad("an error", e))?,
+            },
+        };
+        Ok(Event {
+            index: f.index,
+            instance: f.instance,
+            what,
+            server_ms: f.server_ms,
+            clock_ms: f.clock_ms,
+        })
+    }
 }
 
 /// An append-only history.
@@ -50,14 +210,7 @@ pub struct History {
 impl History {
     /// Records an invocation.
     pub fn invoke(&mut self, instance: &str, call: &Call, server_ms: Option<i64>, clock_ms: i64) {
-        self.push(
-            instance,
-            EventKind::Invoke,
-            &call.op,
-            call.args.clone(),
-            server_ms,
-            clock_ms,
-        );
+        self.push(instance, Happened::Invoke(call.clone()), server_ms, clock_ms);
     }
 
     /// Records a completion: ok for a reply, fail for a definite refusal, info
@@ -70,40 +223,71 @@ impl History {
         server_ms: Option<i64>,
         clock_ms: i64,
     ) {
-        let (kind, value) = match outcome {
-            Ok(r) => (
-                EventKind::Ok,
-                serde_json::to_value(r).unwrap_or(Value::Null),
-            ),
-            Err(e) if e.kind == crate::contract::ErrorKind::Unavailable => (
-                EventKind::Info,
-                serde_json::to_value(e).unwrap_or(Value::Null),
-            ),
-            Err(e) => (
-                EventKind::Fail,
-                serde_json::to_value(e).unwrap_or(Value::Null),
-            ),
-        };
-        self.push(instance, kind, op, value, server_ms, clock_ms);
+        self.push(
+            instance,
+            Happened::completion(op, outcome),
+            server_ms,
+            clock_ms,
+        );
     }
 
-    fn push(
-        &mut self,
-        instance: &str,
-        kind: EventKind,
-        op: &str,
-        value: Value,
-        server_ms: Option<i64>,
-        clock_ms: i64,
-    ) {
+    fn push(&mut self, instance: &str, what: Happened, server_ms: Option<i64>, clock_ms: i64) {
         self.events.push(Event {
             index: self.events.len(),
             instance: instance.to_string(),
-            kind,
-            op: op.to_string(),
-            value,
+            what,
             server_ms,
             clock_ms,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn events_keep_the_flat_json_shape_and_read_back_typed() {
+        let mut h = History::default();
+        let call = Call {
+            op: "lease.take".into(),
+            args: json!({"tree": "t", "holder": "a", "ttl_ms": 1000}),
+        };
+        h.invoke("a", &call, Some(5), 7);
+        h.complete(
+            "a",
+            "lease.take",
+            &Ok(Reply::Granted {
+                epoch: 1,
+                expires_at_ms: 1005,
+            }),
+            Some(5),
+            7,
+        );
+        h.complete(
+            "a",
+            "lease.take",
+            &Err(StoreError::new(ErrorKind::Unavailable, "gone")),
+            None,
+            7,
+        );
+        let v = serde_json::to_value(&h).unwrap();
+        assert_eq!(v["events"][0]["kind"], "invoke");
+        assert_eq!(v["events"][0]["value"]["tree"], "t");
+        assert_eq!(v["events"][1]["kind"], "ok");
+        assert_eq!(v["events"][1]["value"]["granted"]["epoch"], 1);
+        assert_eq!(v["events"][2]["kind"], "info");
+        assert_eq!(v["events"][2]["value"]["kind"], "unavailable");
+        let back: History = serde_json::from_value(v).unwrap();
+        assert_eq!(back, h);
+    }
+
+    #[test]
+    fn an_ok_event_whose_value_is_no_reply_does_not_read() {
+        let v = json!({"events": [{"index": 0, "instance": "a", "kind": "ok", "op": "lease.take",
+            "value": {"nonsense": 1}, "server_ms": null, "clock_ms": 0}]});
+        let err = serde_json::from_value::<History>(v).unwrap_err().to_string();
+        assert!(err.contains("not a reply"), "{err}");
     }
 }
