@@ -105,10 +105,11 @@ pub async fn run(bench: Bench) -> anyhow::Result<ExitCode> {
     };
     let (full, wall) = run(false, explorer::skews(), args.walks).await?;
     let (absolute, _) = run(true, vec![0], 0).await?;
-    let transitions = full.stats["transitions"].as_f64().unwrap_or(0.0);
-    let trips = full.stats["round_trips"].as_f64().unwrap_or(0.0);
+    let transitions = full.figures.transitions as f64;
+    let trips = full.figures.round_trips as f64;
     let tps = transitions / wall.max(1e-9);
-    let unique = |o: &explorer::ExplorerOutcome| o.stats["per_skew"][0]["unique_states"].clone();
+    let unique =
+        |o: &explorer::ExplorerOutcome| o.figures.per_skew.first().map_or(0, |s| s.unique_states);
     println!(
         "storeproof bench explorer (depth {}, {} walks, {} threads)",
         args.depth, args.walks, args.threads

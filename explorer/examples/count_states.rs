@@ -31,8 +31,8 @@ fn main() {
         let out = explore(factory, None, "sp:count:".into(), &config, &mut |_| {});
         println!(
             "depth {depth} skew {skew:+} threads {t}: {} unique of {} states, {:.1}s",
-            out.stats["per_skew"][0]["unique_states"],
-            out.stats["per_skew"][0]["states"],
+            out.figures.per_skew[0].unique_states,
+            out.figures.per_skew[0].states,
             started.elapsed().as_secs_f64()
         );
     }

@@ -12,18 +12,26 @@
 //! - [`search`]: the exhaustive search, level by level on a pool of worlds;
 //! - [`world`]: restore, act, snapshot on a real server;
 //! - [`walk`]: seeded walks of three instances and shrinking;
-//! - [`run`]: both, for every skew, turned into checks and figures.
+//! - [`run`]: both, for every skew, turned into checks and figures;
+//! - [`property`]: what is looked for, each named once with its check;
+//! - [`suite`]: the explorer as a [`harness::suite::Suite`], what `certify` runs.
 
 #![warn(missing_docs)]
 
 pub mod model;
+pub mod property;
 pub mod run;
 pub mod search;
 pub mod state;
+pub mod suite;
 pub mod walk;
 pub mod world;
 
-pub use run::{explore, replay_schedule, ExplorerConfig, ExplorerOutcome, Schedule};
+pub use property::Property;
+pub use run::{
+    explore, replay_schedule, Counterexample, ExplorerConfig, ExplorerOutcome, Schedule,
+};
+pub use suite::ExplorerSuite;
 
 /// The lease length every exploration uses (ms).
 pub const LEASE_MS: i64 = 1000;
@@ -48,14 +56,5 @@ pub fn skews() -> Vec<i64> {
 
 /// The ids of the checks an exploration reports, in report order.
 pub fn check_ids() -> [&'static str; 8] {
-    [
-        "explorer.one-live-holder",
-        "explorer.epoch-monotonic",
-        "explorer.zombie-refused",
-        "explorer.no-tree-stuck",
-        "explorer.answered",
-        "explorer.zombie-renew-race-reached",
-        "explorer.zombie-release-race-reached",
-        "explorer.exploration-complete",
-    ]
+    Property::ALL.map(Property::id)
 }

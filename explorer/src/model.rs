@@ -42,15 +42,6 @@ pub fn drop_world(run: u64) {
     });
 }
 
-/// The properties every exploration checks, with the check ids they feed.
-pub const ALWAYS: [&str; 5] = [
-    "one-live-holder",
-    "epoch-monotonic",
-    "zombie-refused",
-    "no-tree-stuck",
-    "answered",
-];
-
 /// The lease store with its instances, as the search and the walks see it.
 pub struct LeaseModel {
     /// Which exploration this is: each thread keeps one world per run id.

@@ -6,17 +6,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use harness::check::{CheckResult, Level, Verdict};
+use harness::check::{CheckResult, Verdict};
+use harness::figures::ExplorerFigures;
 use harness::server::VIRTUAL_EPOCH_MS;
 use harness::store::StoreFactory;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::model::{drop_world, LeaseModel, ALWAYS};
+use crate::model::{drop_world, LeaseModel};
+use crate::property::Property;
 use crate::search::{search, Pool};
 use crate::state::{Action, Op, State, Tick};
 use crate::walk::{play, rng_for, shrink, walk};
-use crate::world::Shared;
+use crate::world::{names, Shared};
 
 /// The largest number of instances any exploration uses: every world has a
 /// gate for each.
@@ -67,16 +69,36 @@ pub struct Schedule {
 
 /// What an exploration found.
 pub struct ExplorerOutcome {
-    /// One result per explorer check: the properties and the races reached.
+    /// One result per explorer check ([`Property::ALL`] order): the
+    /// properties and the races reached.
     pub checks: Vec<CheckResult>,
     /// The explorer's figures for the report's `stats`: schedules, states,
     /// depth, seconds, walks and seed.
-    pub stats: Value,
+    pub figures: ExplorerFigures,
+}
+
+/// A check's counterexample: the schedule that broke `property`, replayable
+/// with `storeproof replay`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Counterexample {
+    /// Always [`Counterexample::KIND`].
+    pub kind: String,
+    /// The property the schedule broke.
+    pub property: Property,
+    /// The schedule, from the initial state.
+    pub schedule: Schedule,
+    /// The schedule's steps as the report shows them.
+    pub steps: Value,
+}
+
+impl Counterexample {
+    /// The kind every explorer counterexample carries.
+    pub const KIND: &'static str = "explorer-schedule";
 }
 
 /// A violation found, with where.
 struct Finding {
-    property: String,
+    property: Property,
     message: String,
     found_in: String,
     schedule: Schedule,
@@ -88,7 +110,7 @@ struct Finding {
 static RUNS: AtomicU64 = AtomicU64::new(1);
 
 fn describe(a: &Action) -> String {
-    let n = |i: &usize| ["a", "b", "c", "d"].get(*i).copied().unwrap_or("x");
+    let n = |i: &usize| names(*i);
     match a {
         Action::Start(i, op) => format!(
             "{}: {}",
@@ -127,18 +149,16 @@ fn render(start: &State, path: &[(Action, State)]) -> Value {
 }
 
 /// What happened, in words: the violation's message, or the harness's
-/// trouble for `harness-ok`.
-fn violation_of(state: &State, property: &str) -> String {
-    let found = if property == "harness-ok" {
-        state.harness_error.clone()
-    } else {
-        state
-            .violations
-            .iter()
-            .find(|(p, _)| p == property)
-            .map(|(_, m)| m.clone())
+/// trouble for [`Property::HarnessOk`].
+fn violation_of(state: &State, property: Property) -> String {
+    let found = match property {
+        Property::HarnessOk => state.harness_error.as_deref(),
+        p => state.violation(p),
     };
-    found.unwrap_or_else(|| format!("{property} was not broken (no message recorded)"))
+    found.map_or_else(
+        || format!("{property} was not broken (no message recorded)"),
+        str::to_string,
+    )
 }
 
 /// A discovery made into a finding. A violation is shrunk, and the shrunk
@@ -148,7 +168,7 @@ fn violation_of(state: &State, property: &str) -> String {
 /// trouble is reported as found.
 fn finding(
     model: &LeaseModel,
-    property: &str,
+    property: Property,
     actions: &[Action],
     found: &State,
     found_in: String,
@@ -157,7 +177,7 @@ fn finding(
         skews: model.skews.clone(),
         actions,
     };
-    let shrunk = if property == "harness-ok" {
+    let shrunk = if property == Property::HarnessOk {
         None
     } else {
         shrink(model, actions, property)
@@ -171,7 +191,7 @@ fn finding(
                 found_in
             };
             Finding {
-                property: property.to_string(),
+                property,
                 message: violation_of(&last, property),
                 found_in,
                 schedule: schedule(shrunk),
@@ -182,12 +202,12 @@ fn finding(
         None => {
             let (_, steps) = replay_path(model, actions);
             Finding {
-                property: property.to_string(),
+                property,
                 message: violation_of(found, property),
                 found_in,
                 schedule: schedule(actions.to_vec()),
                 steps,
-                replays: property == "harness-ok",
+                replays: property == Property::HarnessOk,
             }
         }
     }
@@ -206,7 +226,7 @@ pub fn explore(
     let mut findings: Vec<Finding> = Vec::new();
     let mut per_skew = Vec::new();
     // (which race, skew) pairs the search never reached.
-    let mut unreached: Vec<(&str, i64)> = Vec::new();
+    let mut unreached: Vec<(Property, i64)> = Vec::new();
     let started = Instant::now();
 
     // One world per checker thread, kept for every skew.
@@ -214,7 +234,7 @@ pub fn explore(
         Ok(pool) => Some(pool),
         Err(e) => {
             findings.push(Finding {
-                property: "harness-ok".into(),
+                property: Property::HarnessOk,
                 message: format!("the exploration's servers could not start: {e}"),
                 found_in: "the exhaustive search's set-up".into(),
                 schedule: Schedule {
@@ -230,8 +250,7 @@ pub fn explore(
     for &skew in &config.skews {
         let Some(pool) = pool.as_mut() else {
             // Nothing was explored: nothing was reached.
-            unreached.push(("renew", skew));
-            unreached.push(("release", skew));
+            unreached.extend(Property::RACES.map(|race| (race, skew)));
             continue;
         };
         let t0 = Instant::now();
@@ -247,8 +266,8 @@ pub fn explore(
         };
         let searched = search(&model, pool);
         let found_in = format!("exhaustive search, second clock {skew:+} ms");
-        for property in ALWAYS.iter().copied().chain(["harness-ok"]) {
-            let Some(d) = searched.discoveries.get(property) else {
+        for property in Property::ALWAYS.into_iter().chain([Property::HarnessOk]) {
+            let Some(d) = searched.discoveries.get(&property) else {
                 continue;
             };
             if findings.iter().any(|f| f.property == property) {
@@ -262,39 +281,38 @@ pub fn explore(
                 found_in.clone(),
             ));
         }
-        let renew = searched
-            .discoveries
-            .contains_key("zombie-renew-after-takeover");
-        let release = searched
-            .discoveries
-            .contains_key("zombie-release-after-takeover");
-        if !renew {
-            unreached.push(("renew", skew));
-        }
-        if !release {
-            unreached.push(("release", skew));
+        for race in Property::RACES {
+            if !searched.discoveries.contains_key(&race) {
+                unreached.push((race, skew));
+            }
         }
         let secs = t0.elapsed().as_secs_f64();
         let transitions = shared.transitions.load(Ordering::Relaxed) - trans0;
         let trips = shared.round_trips.load(Ordering::Relaxed) - trips0;
-        let figures = json!({
-            "skew_ms": skew,
-            "depth": config.depth,
-            "states": searched.states,
-            "unique_states": searched.unique_states,
-            "max_depth": searched.max_depth,
-            "transitions": transitions,
-            "seconds": (secs * 1000.0).round() / 1000.0,
-            "transitions_per_second": (transitions as f64 / secs.max(1e-9)).round(),
-            "round_trips_per_transition": if transitions > 0 { ((trips as f64 / transitions as f64) * 100.0).round() / 100.0 } else { 0.0 },
-            "zombie_renew_reached": renew,
-            "zombie_release_reached": release,
-        });
+        let mut row = ExplorerFigures::skew_row(skew);
+        row.depth = config.depth;
+        row.states = searched.states;
+        row.unique_states = searched.unique_states;
+        row.max_depth = searched.max_depth;
+        row.transitions = transitions;
+        row.seconds = millis(secs);
+        row.transitions_per_second = (transitions as f64 / secs.max(1e-9)).round();
+        row.round_trips_per_transition = if transitions > 0 {
+            ((trips as f64 / transitions as f64) * 100.0).round() / 100.0
+        } else {
+            0.0
+        };
+        row.zombie_renew_reached = searched
+            .discoveries
+            .contains_key(&Property::ZombieRenewRace);
+        row.zombie_release_reached = searched
+            .discoveries
+            .contains_key(&Property::ZombieReleaseRace);
         progress(&format!(
             "explorer: second clock {skew:+} ms: {} states ({} unique), depth {}, {:.1}s",
-            figures["states"], figures["unique_states"], figures["max_depth"], secs
+            row.states, row.unique_states, row.max_depth, secs
         ));
-        per_skew.push(figures);
+        per_skew.push(row);
     }
     // Stop the pool's servers before the walks start theirs.
     drop(pool);
@@ -322,24 +340,19 @@ pub fn explore(
         let w = walk(&model, config.walk_steps, &mut rng);
         walk_steps += w.actions.len();
         std::hash::Hash::hash(&(&w.skews, &w.actions), &mut digest);
-        let broken: Vec<String> = w
+        let broken: Vec<Property> = w
             .last
             .violations
             .iter()
-            .map(|(p, _)| p.clone())
-            .chain(
-                w.last
-                    .harness_error
-                    .as_ref()
-                    .map(|_| "harness-ok".to_string()),
-            )
+            .map(|(p, _)| *p)
+            .chain(w.last.harness_error.as_ref().map(|_| Property::HarnessOk))
             .collect();
         for property in broken {
             if findings.iter().any(|f| f.property == property) {
                 continue;
             }
             let found_in = format!("walk {n} of seed {}", config.seed);
-            findings.push(finding(&model, &property, &w.actions, &w.last, found_in));
+            findings.push(finding(&model, property, &w.actions, &w.last, found_in));
         }
     }
     let walk_secs = t0.elapsed().as_secs_f64();
@@ -350,22 +363,28 @@ pub fn explore(
     drop_world(run);
 
     let total_secs = started.elapsed().as_secs_f64();
-    let stats = json!({
-        "per_skew": per_skew,
-        "walks": config.walks,
-        "walk_steps": walk_steps,
-        "walk_seconds": (walk_secs * 1000.0).round() / 1000.0,
-        "walk_digest": format!("{:016x}", std::hash::Hasher::finish(&digest)),
-        "seed": config.seed,
-        "depth": config.depth,
-        "seconds": (total_secs * 1000.0).round() / 1000.0,
-        "transitions": shared.transitions.load(Ordering::Relaxed),
-        "round_trips": shared.round_trips.load(Ordering::Relaxed),
-    });
+    let figures = ExplorerFigures {
+        per_skew,
+        depth: config.depth,
+        walks: config.walks,
+        walk_steps,
+        walk_seconds: millis(walk_secs),
+        walk_digest: format!("{:016x}", std::hash::Hasher::finish(&digest)),
+        seed: config.seed,
+        seconds: millis(total_secs),
+        transitions: shared.transitions.load(Ordering::Relaxed),
+        round_trips: shared.round_trips.load(Ordering::Relaxed),
+        wall_seconds: None,
+    };
     ExplorerOutcome {
-        checks: checks(&findings, &unreached, &stats, config),
-        stats,
+        checks: checks(&findings, &unreached, &figures, config),
+        figures,
     }
+}
+
+/// Seconds to the millisecond, as the figures show them.
+pub(crate) fn millis(secs: f64) -> f64 {
+    (secs * 1000.0).round() / 1000.0
 }
 
 /// Plays a schedule and renders its steps.
@@ -405,36 +424,25 @@ pub fn replay_schedule(
     (last, rendered)
 }
 
+/// The counterexample of `f`, as a check carries it.
+fn counterexample(f: &Finding) -> Option<Value> {
+    serde_json::to_value(Counterexample {
+        kind: Counterexample::KIND.into(),
+        property: f.property,
+        schedule: f.schedule.clone(),
+        steps: f.steps.clone(),
+    })
+    .ok()
+}
+
+/// One result per property, in [`Property::ALL`] order.
 fn checks(
     findings: &[Finding],
-    unreached: &[(&str, i64)],
-    stats: &Value,
+    unreached: &[(Property, i64)],
+    figures: &ExplorerFigures,
     config: &ExplorerConfig,
 ) -> Vec<CheckResult> {
-    let about = [
-        (
-            "one-live-holder",
-            "at no server instant do two grants both hold an unexpired, unreleased lease",
-        ),
-        (
-            "epoch-monotonic",
-            "every grant's epoch is greater than every earlier grant's",
-        ),
-        (
-            "zombie-refused",
-            "a renew or release naming a superseded epoch never succeeds",
-        ),
-        (
-            "no-tree-stuck",
-            "once every lease has run out (say its holder crashed), the tree can be taken again",
-        ),
-        (
-            "answered",
-            "every operation gets an answer from the store, not an error",
-        ),
-    ];
-    let evidence = json!({"figures": stats});
-    let mut out = Vec::new();
+    let evidence = json!({ "figures": figures });
     let scope = format!(
         "every schedule of two instances {} steps deep for {} clock skews, and {} seeded walks of three (seed {})",
         config.depth,
@@ -444,128 +452,102 @@ fn checks(
     );
     // The harness's own trouble: the schedules past it were not explored,
     // so what did not break is not known to hold.
-    let harness = findings.iter().find(|f| f.property == "harness-ok");
-    let undecided = |what: &str| {
-        format!(
-            "not decided: the exploration could not go on ({}; {}); no schedule explored before that broke it ({what})",
-            harness.map_or("", |h| h.message.as_str()),
-            harness.map_or("", |h| h.found_in.as_str())
-        )
+    let harness = findings.iter().find(|f| f.property == Property::HarnessOk);
+    // A search that stopped at a violation cannot be asked to reach more.
+    let stopped: Vec<&str> = findings
+        .iter()
+        .filter(|f| f.property != Property::HarnessOk)
+        .map(|f| f.property.name())
+        .collect();
+    let result = |property: Property, verdict: Verdict, reason: String| CheckResult {
+        evidence: evidence.clone(),
+        ..property.check().result("explorer", verdict, reason)
     };
-    for (property, what) in about {
-        let found = findings.iter().find(|f| f.property == property);
-        out.push(CheckResult {
-            outside_claim: false,
-            id: format!("explorer.{property}"),
-            suite: "explorer".into(),
-            level: Level::Must,
-            verdict: match found {
-                Some(f) if f.replays => Verdict::Fail,
-                Some(_) => Verdict::Unknown,
-                None if harness.is_some() => Verdict::Unknown,
-                None => Verdict::Pass,
-            },
-            reason: match found {
-                Some(f) if f.replays => format!(
-                    "{} (found in {}; {} steps)",
-                    f.message,
-                    f.found_in,
-                    f.schedule.actions.len()
-                ),
-                Some(f) => format!(
-                    "not decided: {} (found in {}; {} steps), but re-running that schedule from the start did not break it again",
-                    f.message,
-                    f.found_in,
-                    f.schedule.actions.len()
-                ),
-                None if harness.is_some() => undecided(what),
-                None => format!("{what}: held in {scope}"),
-            },
-            evidence: evidence.clone(),
-            counterexample: found.map(|f| {
-                json!({
-                    "kind": "explorer-schedule",
-                    "property": f.property,
-                    "schedule": f.schedule,
-                    "steps": f.steps,
-                })
-            }),
-            seconds: 0.0,
-        });
-    }
-    for (id, kind, race) in [
-        (
-            "explorer.zombie-renew-race-reached",
-            "renew",
-            "a zombie renew after another instance took over",
-        ),
-        (
-            "explorer.zombie-release-race-reached",
-            "release",
-            "a zombie release after another instance took over",
-        ),
-    ] {
-        // A search that stopped at a violation cannot be asked to reach more.
-        let stopped: Vec<&str> = findings
-            .iter()
-            .filter(|f| f.property != "harness-ok")
-            .map(|f| f.property.as_str())
-            .collect();
-        let missing: Vec<String> = unreached
-            .iter()
-            .filter(|(k, _)| *k == kind)
-            .map(|(_, skew)| format!("second clock {skew:+} ms"))
-            .collect();
-        out.push(CheckResult {
-            outside_claim: false,
-            id: id.into(),
-            suite: "explorer".into(),
-            level: Level::Must,
-            verdict: match (missing.is_empty(), stopped.is_empty()) {
-                (true, _) => Verdict::Pass,
-                (false, _) if harness.is_some() => Verdict::Unknown,
-                (false, true) => Verdict::Fail,
-                (false, false) => Verdict::Skipped,
-            },
-            reason: if !missing.is_empty() && harness.is_some() {
-                format!(
-                    "not decided: the exploration could not go on before it reached {race} under {}",
-                    missing.join(", ")
-                )
-            } else if !missing.is_empty() && !stopped.is_empty() {
-                format!(
-                    "not judged: the search stopped at the violations of {} before it reached {race}",
-                    stopped.join(", ")
-                )
-            } else if missing.is_empty() {
-                format!("{race} was reached under every clock skew")
-            } else {
-                format!(
-                    "the exploration never reached {race} under {}; a deeper search (--depth) is needed",
-                    missing.join(", ")
-                )
-            },
-            evidence: evidence.clone(),
-            counterexample: None,
-            seconds: 0.0,
-        });
-    }
-    out.push(CheckResult {
-        outside_claim: false,
-        id: "explorer.exploration-complete".into(),
-        suite: "explorer".into(),
-        level: Level::Must,
-        // The harness's trouble is never the store's failure.
-        verdict: if harness.is_some() { Verdict::Unknown } else { Verdict::Pass },
-        reason: match harness {
-            Some(f) => format!("not decided: the exploration could not go on: {} ({})", f.message, f.found_in),
-            None => "every transition ran against the real server and re-ran identically".into(),
-        },
-        evidence,
-        counterexample: harness.map(|f| {
-            json!({"kind": "explorer-schedule", "property": "harness-ok", "schedule": f.schedule, "steps": f.steps})
-        }),
-        seconds: 0.0,
-    });
-    out
+    Property::ALL
+        .into_iter()
+        .map(|property| {
+            let what = property.check().about;
+            match property {
+                Property::HarnessOk => CheckResult {
+                    counterexample: harness.and_then(counterexample),
+                    ..result(
+                        property,
+                        // The harness's trouble is never the store's failure.
+                        if harness.is_some() { Verdict::Unknown } else { Verdict::Pass },
+                        match harness {
+                            Some(f) => format!(
+                                "not decided: the exploration could not go on: {} ({})",
+                                f.message, f.found_in
+                            ),
+                            None => what.to_string(),
+                        },
+                    )
+                },
+                Property::ZombieRenewRace | Property::ZombieReleaseRace => {
+                    let missing: Vec<String> = unreached
+                        .iter()
+                        .filter(|(k, _)| *k == property)
+                        .map(|(_, skew)| format!("second clock {skew:+} ms"))
+                        .collect();
+                    let verdict = match (missing.is_empty(), stopped.is_empty()) {
+                        (true, _) => Verdict::Pass,
+                        (false, _) if harness.is_some() => Verdict::Unknown,
+                        (false, true) => Verdict::Fail,
+                        (false, false) => Verdict::Skipped,
+                    };
+                    let reason = if !missing.is_empty() && harness.is_some() {
+                        format!(
+                            "not decided: the exploration could not go on before it reached {what} under {}",
+                            missing.join(", ")
+                        )
+                    } else if !missing.is_empty() && !stopped.is_empty() {
+                        format!(
+                            "not judged: the search stopped at the violations of {} before it reached {what}",
+                            stopped.join(", ")
+                        )
+                    } else if missing.is_empty() {
+                        format!("{what} was reached under every clock skew")
+                    } else {
+                        format!(
+                            "the exploration never reached {what} under {}; a deeper search (--depth) is needed",
+                            missing.join(", ")
+                        )
+                    };
+                    result(property, verdict, reason)
+                }
+                _ => {
+                    let found = findings.iter().find(|f| f.property == property);
+                    let verdict = match found {
+                        Some(f) if f.replays => Verdict::Fail,
+                        Some(_) => Verdict::Unknown,
+                        None if harness.is_some() => Verdict::Unknown,
+                        None => Verdict::Pass,
+                    };
+                    let reason = match (found, harness) {
+                        (Some(f), _) if f.replays => format!(
+                            "{} (found in {}; {} steps)",
+                            f.message,
+                            f.found_in,
+                            f.schedule.actions.len()
+                        ),
+                        (Some(f), _) => format!(
+                            "not decided: {} (found in {}; {} steps), but re-running that schedule from the start did not break it again",
+                            f.message,
+                            f.found_in,
+                            f.schedule.actions.len()
+                        ),
+                        (None, Some(h)) => format!(
+                            "not decided: the exploration could not go on ({}; {}); no schedule explored before that broke it ({what})",
+                            h.message, h.found_in
+                        ),
+                        (None, None) => format!("{what}: held in {scope}"),
+                    };
+                    CheckResult {
+                        counterexample: found.and_then(counterexample),
+                        ..result(property, verdict, reason)
+                    }
+                }
+            }
+        })
+        .collect()
 }

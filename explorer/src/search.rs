@@ -22,31 +22,18 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::model::{LeaseModel, ALWAYS};
+use crate::model::LeaseModel;
+use crate::property::Property;
 use crate::state::{Action, State};
 use crate::world::{Shared, World};
 
-/// The properties a search looks for, in the order they are reported: the
-/// five that must always hold, the harness's own trouble, and the two races
-/// that must sometimes be reached.
-pub const LOOKED_FOR: [&str; 8] = [
-    ALWAYS[0],
-    ALWAYS[1],
-    ALWAYS[2],
-    ALWAYS[3],
-    ALWAYS[4],
-    "harness-ok",
-    "zombie-renew-after-takeover",
-    "zombie-release-after-takeover",
-];
-
 /// Whether `state` is a discovery for `property` (a violation of one that
 /// must always hold, the harness's trouble, or a race reached).
-pub fn discovers(state: &State, property: &str) -> bool {
+pub fn discovers(state: &State, property: Property) -> bool {
     match property {
-        "harness-ok" => state.harness_error.is_some(),
-        "zombie-renew-after-takeover" => state.zombie_renew_reached,
-        "zombie-release-after-takeover" => state.zombie_release_reached,
+        Property::HarnessOk => state.harness_error.is_some(),
+        Property::ZombieRenewRace => state.zombie_renew_reached,
+        Property::ZombieReleaseRace => state.zombie_release_reached,
         p => state.broke(p),
     }
 }
@@ -70,7 +57,7 @@ pub struct Searched {
     /// The deepest level that holds a new state.
     pub max_depth: usize,
     /// The first discovery of each property met, in level order.
-    pub discoveries: BTreeMap<&'static str, Discovery>,
+    pub discoveries: BTreeMap<Property, Discovery>,
 }
 
 /// A pool of worlds, one per worker thread, kept for a whole exploration
@@ -136,8 +123,8 @@ pub fn search(model: &LeaseModel, pool: &mut Pool) -> Searched {
 
 /// Records `state` as the discovery of every property it is the first for.
 fn note(out: &mut Searched, state: &State, path: &[Action]) {
-    for property in LOOKED_FOR {
-        if discovers(state, property) && !out.discoveries.contains_key(property) {
+    for property in Property::ALL {
+        if discovers(state, property) && !out.discoveries.contains_key(&property) {
             out.discoveries.insert(
                 property,
                 Discovery {

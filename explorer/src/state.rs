@@ -7,6 +7,8 @@ use harness::gate::Exchange;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::property::Property;
+
 /// The operations an idle instance may start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -131,7 +133,7 @@ pub struct State {
     /// judged against.
     pub ghost: Vec<Grant>,
     /// Broken properties (sticky): (property, what happened).
-    pub violations: Vec<(String, String)>,
+    pub violations: Vec<(Property, String)>,
     /// A renew by a holder whose epoch was superseded was reached (the first
     /// takeover race).
     pub zombie_renew_reached: bool,
@@ -333,14 +335,22 @@ impl State {
             })
     }
 
-    /// Whether the property `name` has been broken.
-    pub fn broke(&self, name: &str) -> bool {
-        self.violations.iter().any(|(p, _)| p == name)
+    /// Whether `property` has been broken.
+    pub fn broke(&self, property: Property) -> bool {
+        self.violations.iter().any(|(p, _)| *p == property)
     }
 
-    pub(crate) fn violate(&mut self, property: &str, what: String) {
+    /// What happened when `property` was broken, if it was.
+    pub fn violation(&self, property: Property) -> Option<&str> {
+        self.violations
+            .iter()
+            .find(|(p, _)| *p == property)
+            .map(|(_, m)| m.as_str())
+    }
+
+    pub(crate) fn violate(&mut self, property: Property, what: String) {
         if !self.broke(property) {
-            self.violations.push((property.to_string(), what));
+            self.violations.push((property, what));
         }
     }
 }

@@ -6,6 +6,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 use crate::model::LeaseModel;
+use crate::property::Property;
 use crate::state::{Action, State};
 
 /// One walk's schedule and where it ended.
@@ -73,7 +74,7 @@ pub fn rng_for(seed: u64, n: usize) -> StdRng {
 pub fn shrink(
     model: &LeaseModel,
     actions: &[Action],
-    property: &str,
+    property: Property,
 ) -> Option<(Vec<Action>, State)> {
     let breaks = |candidate: &[Action]| {
         let (taken, last) = play(model, candidate);

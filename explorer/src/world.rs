@@ -17,6 +17,7 @@ use harness::store::{Hello, StoreClient, StoreFactory};
 use redis::aio::MultiplexedConnection;
 use serde_json::json;
 
+use crate::property::Property;
 use crate::state::{Action, Grant, Inst, KeyDump, Note, Op, Pending, State, Tick};
 use crate::{LEASE_MS, TREE};
 
@@ -96,7 +97,8 @@ struct Inner {
     server: ManagedServer,
 }
 
-fn names(i: usize) -> &'static str {
+/// Instance `i`'s name: its holder name, and how counterexamples call it.
+pub fn names(i: usize) -> &'static str {
     ["a", "b", "c", "d"].get(i).copied().unwrap_or("x")
 }
 
@@ -157,11 +159,6 @@ impl World {
             },
             runtime,
         })
-    }
-
-    /// The server this world runs.
-    pub fn server(&self) -> &ManagedServer {
-        &self.inner.server
     }
 
     /// The next state after `action` in `state`. Never fails: a harness
@@ -502,14 +499,14 @@ impl Inner {
             }
             (_, Err(e)) => {
                 next.violate(
-                    "answered",
+                    Property::Answered,
                     format!("instance {name}'s {} answered the error {e}", req.op()),
                 );
             }
             (Op::Take, Ok(Reply::Granted { epoch, .. })) => {
                 if epoch <= max_epoch {
                     next.violate(
-                        "epoch-monotonic",
+                        Property::EpochMonotonic,
                         format!("instance {name} was granted epoch {epoch}, but epoch {max_epoch} had been granted before it asked"),
                     );
                 }
@@ -534,7 +531,7 @@ impl Inner {
                         })
                         .collect();
                     next.violate(
-                        "one-live-holder",
+                        Property::OneLiveHolder,
                         format!(
                             "two live holders at server time {now}: {}",
                             who.join(" and ")
@@ -566,7 +563,7 @@ impl Inner {
                         None => "every lease granted had been released".to_string(),
                     };
                     next.violate(
-                        "no-tree-stuck",
+                        Property::NoTreeStuck,
                         format!("instance {name}'s take at server time {now} was refused (busy) although no lease was live: {why}"),
                     );
                 }
@@ -574,7 +571,7 @@ impl Inner {
             (Op::Renew, Ok(Reply::Renewed { .. })) => {
                 if zombie {
                     next.violate(
-                        "zombie-refused",
+                        Property::ZombieRefused,
                         format!(
                             "instance {name} renewed epoch {} after a newer epoch was granted",
                             held.unwrap_or(0)
@@ -589,7 +586,7 @@ impl Inner {
                 let live: Vec<&Grant> = next.live_grants().collect();
                 if live.len() > 1 {
                     next.violate(
-                        "one-live-holder",
+                        Property::OneLiveHolder,
                         format!(
                             "instance {name}'s renew left two live holders at server time {now}"
                         ),
@@ -600,7 +597,7 @@ impl Inner {
             (Op::Release, Ok(Reply::Released {})) => {
                 if zombie {
                     next.violate(
-                        "zombie-refused",
+                        Property::ZombieRefused,
                         format!(
                             "instance {name} released epoch {} after a newer epoch was granted",
                             held.unwrap_or(0)

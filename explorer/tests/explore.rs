@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use explorer::{explore, replay_schedule, ExplorerConfig, ExplorerOutcome, Schedule, LEASE_MS};
+use explorer::{
+    explore, replay_schedule, ExplorerConfig, ExplorerOutcome, Property, Schedule, LEASE_MS,
+};
 use harness::check::Verdict;
 use harness::store::redis::RedisStoreFactory;
 use harness::store::StoreFactory;
@@ -49,10 +51,11 @@ fn the_builtin_store_passes_and_both_takeover_races_are_reached() {
     for c in &outcome.checks {
         assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
     }
-    for skew in outcome.stats["per_skew"].as_array().unwrap() {
-        assert_eq!(skew["zombie_renew_reached"], true);
-        assert_eq!(skew["zombie_release_reached"], true);
-        assert!(skew["unique_states"].as_u64().unwrap() > 10);
+    assert_eq!(outcome.figures.per_skew.len(), 2);
+    for skew in &outcome.figures.per_skew {
+        assert!(skew.zombie_renew_reached, "{skew:?}");
+        assert!(skew.zombie_release_reached, "{skew:?}");
+        assert!(skew.unique_states > 10, "{skew:?}");
     }
 }
 
@@ -80,7 +83,7 @@ fn a_lease_on_the_callers_clock_breaks_one_live_holder_and_replays() {
         );
         let (last, _) = replay_schedule(store, None, "sp:replay:".into(), &schedule);
         assert!(
-            last.broke("one-live-holder"),
+            last.broke(Property::OneLiveHolder),
             "the replay did not fail the same way"
         );
     }
@@ -113,8 +116,8 @@ fn the_same_seed_gives_the_same_walks_and_verdicts() {
     config.walks = 15;
     let a = run(Arc::new(builtin(&dir)), &config);
     let b = run(Arc::new(builtin(&dir)), &config);
-    assert_eq!(a.stats["walk_digest"], b.stats["walk_digest"]);
-    assert_eq!(a.stats["walk_steps"], b.stats["walk_steps"]);
+    assert_eq!(a.figures.walk_digest, b.figures.walk_digest);
+    assert_eq!(a.figures.walk_steps, b.figures.walk_steps);
     let verdicts = |o: &ExplorerOutcome| {
         o.checks
             .iter()
@@ -124,7 +127,7 @@ fn the_same_seed_gives_the_same_walks_and_verdicts() {
     assert_eq!(verdicts(&a), verdicts(&b));
     config.seed = 43;
     let c = run(Arc::new(builtin(&dir)), &config);
-    assert_ne!(a.stats["walk_digest"], c.stats["walk_digest"]);
+    assert_ne!(a.figures.walk_digest, c.figures.walk_digest);
 }
 
 #[test]
@@ -205,4 +208,47 @@ fn every_property_can_fail() {
             );
         }
     }
+}
+
+/// The suite runs what it is asked for, in declaration order, with its
+/// figures (the wall time included) and the subject's seed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_suite_reports_only_the_checks_it_was_asked_for() {
+    use harness::figures::Figures;
+    use harness::server::{ManagedServer, ServerOptions};
+    use harness::suite::{ServerRef, Silent, Subject, Suite};
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = ManagedServer::start(ServerOptions::default())
+        .await
+        .unwrap();
+    let subject = Subject {
+        spec: "builtin:redis".into(),
+        factory: Arc::new(builtin(&dir)),
+        opt_out: None,
+        run_prefix: "sp:suite:".into(),
+        contracts: vec![harness::contract::Contract::Lease],
+        server: ServerRef::Managed(&server),
+        seed: 7,
+        may_start_servers: true,
+    };
+    let mut config = small(vec![0], 1);
+    config.depth = 2;
+    config.walks = 2;
+    let suite = explorer::ExplorerSuite::new(config);
+    let all = suite.checks();
+    let to_run = [all[4], all[0]];
+    let run = suite.run(&subject, &to_run, &Silent).await.unwrap();
+    let ids: Vec<&str> = run.checks.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, vec![to_run[0].id, to_run[1].id]);
+    for c in &run.checks {
+        assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
+        assert_eq!(c.suite, "explorer");
+    }
+    let Figures::Explorer(figures) = run.figures else {
+        panic!("not the explorer's figures");
+    };
+    assert_eq!(figures.seed, 7);
+    assert_eq!(figures.per_skew.len(), 1);
+    assert!(figures.wall_seconds.is_some());
 }

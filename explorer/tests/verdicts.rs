@@ -12,7 +12,9 @@ use async_trait::async_trait;
 use explorer::model::LeaseModel;
 use explorer::state::{Action, Op};
 use explorer::world::Shared;
-use explorer::{explore, replay_schedule, ExplorerConfig, ExplorerOutcome, Schedule, LEASE_MS};
+use explorer::{
+    explore, replay_schedule, ExplorerConfig, ExplorerOutcome, Property, Schedule, LEASE_MS,
+};
 use harness::check::{CheckResult, Verdict};
 use harness::contract::{Call, ErrorKind, Reply, StoreError};
 use harness::server::VIRTUAL_EPOCH_MS;
@@ -52,9 +54,7 @@ fn check<'a>(outcome: &'a ExplorerOutcome, id: &str) -> &'a CheckResult {
 }
 
 fn unique_states(outcome: &ExplorerOutcome) -> u64 {
-    outcome.stats["per_skew"][0]["unique_states"]
-        .as_u64()
-        .unwrap()
+    outcome.figures.per_skew[0].unique_states as u64
 }
 
 fn adapter(script: &str, env: &str) -> ExternalStoreFactory {
@@ -171,7 +171,10 @@ fn a_jedis_like_lock_on_the_callers_clock_breaks_one_live_holder_shrunk() {
         schedule.actions
     );
     let (last, _) = replay_schedule(store, None, "sp:verdicts-replay:".into(), &schedule);
-    assert!(last.broke("one-live-holder"), "the replay did not fail");
+    assert!(
+        last.broke(Property::OneLiveHolder),
+        "the replay did not fail"
+    );
     assert!(last.harness_error.is_none(), "{:?}", last.harness_error);
 }
 
@@ -323,7 +326,7 @@ fn an_epoch_that_starts_again_breaks_epoch_monotonic() {
     let cx = epoch.counterexample.as_ref().unwrap();
     let schedule: Schedule = serde_json::from_value(cx["schedule"].clone()).unwrap();
     let (last, _) = replay_schedule(store, None, "sp:verdicts-epoch:".into(), &schedule);
-    assert!(last.broke("epoch-monotonic"));
+    assert!(last.broke(Property::EpochMonotonic));
 }
 
 /// A take refused while another instance's take is in flight (its lease

@@ -1,0 +1,149 @@
+//! The explorer as a [`Suite`]: its checks declared once (one per
+//! [`Property`], each about the lease contract and needing a managed server,
+//! so `plan` settles them for other stores and runs), and a run that explores
+//! on a blocking thread and reports what the run asked for.
+
+use std::time::Instant;
+
+use async_trait::async_trait;
+use harness::check::Verdict;
+use harness::figures::Figures;
+use harness::store::external::first_adapter_failure;
+use harness::suite::{CheckSpec, Progress, Subject, Suite, SuiteError, SuiteRun};
+
+use crate::property::Property;
+use crate::run::{explore, millis, ExplorerConfig, ExplorerOutcome};
+
+/// The suite's name, as `--suite` and the report write it.
+const NAME: &str = "explorer";
+
+/// The interleaving explorer, sized by its config; the seed and the store
+/// come from the [`Subject`].
+pub struct ExplorerSuite {
+    config: ExplorerConfig,
+}
+
+impl ExplorerSuite {
+    /// The explorer with `config`'s depth, walks, threads and skews (its
+    /// `seed` is replaced by the subject's when it runs).
+    pub fn new(config: ExplorerConfig) -> ExplorerSuite {
+        ExplorerSuite { config }
+    }
+}
+
+/// How a progress line marks a check that did not pass.
+fn mark(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Fail => "FAIL",
+        Verdict::Warn => "warn",
+        Verdict::Skipped => "skip",
+        Verdict::Unknown => "unknown",
+        Verdict::Pass => "pass",
+    }
+}
+
+#[async_trait]
+impl Suite for ExplorerSuite {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn checks(&self) -> Vec<CheckSpec> {
+        Property::ALL.map(Property::check).to_vec()
+    }
+
+    /// Explores every skew and the walks, whatever `to_run` holds (one
+    /// exploration decides every check), and returns the results of
+    /// `to_run` only. Nothing to run: nothing is explored.
+    async fn run(
+        &self,
+        subject: &Subject<'_>,
+        to_run: &[CheckSpec],
+        progress: &dyn Progress,
+    ) -> Result<SuiteRun, SuiteError> {
+        let config = ExplorerConfig {
+            seed: subject.seed,
+            ..self.config.clone()
+        };
+        if to_run.is_empty() {
+            return Ok(SuiteRun {
+                checks: Vec::new(),
+                figures: Figures::Explorer(Default::default()),
+            });
+        }
+        let started = Instant::now();
+        let factory = subject.factory.clone();
+        let opt_out = subject.opt_out.clone();
+        let prefix = format!("{}x:", subject.run_prefix);
+        progress.part(NAME, config.skews.len() as u64 + 1);
+        // The exploration blocks (each world drives its own runtime): its
+        // progress lines come back over a channel while it runs.
+        let (lines, mut said) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let mut task = tokio::task::spawn_blocking(move || {
+            explore(factory, opt_out, prefix, &config, &mut |line| {
+                let _ = lines.send(line.to_string());
+            })
+        });
+        let outcome: ExplorerOutcome = loop {
+            tokio::select! {
+                Some(line) = said.recv() => {
+                    progress.step("");
+                    progress.line(&line);
+                }
+                joined = &mut task => {
+                    // Lines sent just before it returned.
+                    while let Ok(line) = said.try_recv() {
+                        progress.step("");
+                        progress.line(&line);
+                    }
+                    break joined.map_err(|e| {
+                        SuiteError::Setup(format!("the explorer stopped unexpectedly: {e}"))
+                    })?;
+                }
+            }
+        };
+        if let Some(line) = first_adapter_failure() {
+            return Err(SuiteError::AdapterFailed(line));
+        }
+        let ExplorerOutcome {
+            checks,
+            mut figures,
+        } = outcome;
+        figures.wall_seconds = Some(millis(started.elapsed().as_secs_f64()));
+        let checks: Vec<_> = to_run
+            .iter()
+            .filter_map(|spec| checks.iter().find(|c| c.id == spec.id).cloned())
+            .collect();
+        for r in checks.iter().filter(|r| r.verdict != Verdict::Pass) {
+            progress.line(&format!("{} {}", mark(r.verdict), r.id));
+        }
+        Ok(SuiteRun {
+            checks,
+            figures: Figures::Explorer(figures),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness::check::Level;
+    use harness::contract::Contract;
+    use harness::suite::Needs;
+
+    #[test]
+    fn every_check_is_a_must_about_leases_on_a_managed_server() {
+        let suite = ExplorerSuite::new(ExplorerConfig::default());
+        let checks = suite.checks();
+        assert_eq!(
+            checks.iter().map(|c| c.id).collect::<Vec<_>>(),
+            crate::check_ids().to_vec()
+        );
+        for c in checks {
+            assert_eq!(c.level, Level::Must, "{}", c.id);
+            assert_eq!(c.contracts, &[Contract::Lease], "{}", c.id);
+            assert_eq!(c.needs, Needs::ManagedServer, "{}", c.id);
+            assert!(!c.about.is_empty(), "{}", c.id);
+        }
+    }
+}
