@@ -6,7 +6,6 @@
 use std::time::Instant;
 
 use async_trait::async_trait;
-use harness::check::Verdict;
 use harness::figures::Figures;
 use harness::store::external::first_adapter_failure;
 use harness::suite::{CheckSpec, Progress, Subject, Suite, SuiteError, SuiteRun};
@@ -28,17 +27,6 @@ impl ExplorerSuite {
     /// `seed` is replaced by the subject's when it runs).
     pub fn new(config: ExplorerConfig) -> ExplorerSuite {
         ExplorerSuite { config }
-    }
-}
-
-/// How a progress line marks a check that did not pass.
-fn mark(verdict: Verdict) -> &'static str {
-    match verdict {
-        Verdict::Fail => "FAIL",
-        Verdict::Warn => "warn",
-        Verdict::Skipped => "skip",
-        Verdict::Unknown => "unknown",
-        Verdict::Pass => "pass",
     }
 }
 
@@ -114,8 +102,8 @@ impl Suite for ExplorerSuite {
             .iter()
             .filter_map(|spec| checks.iter().find(|c| c.id == spec.id).cloned())
             .collect();
-        for r in checks.iter().filter(|r| r.verdict != Verdict::Pass) {
-            progress.line(&format!("{} {}", mark(r.verdict), r.id));
+        for line in checks.iter().filter_map(|r| r.progress_line()) {
+            progress.line(&line);
         }
         Ok(SuiteRun {
             checks,
