@@ -8,9 +8,9 @@ use anyhow::{bail, Context};
 use clap::Args;
 use serde::Deserialize;
 
-use conformance::{self, ServerRef, Target};
 use harness::check::Verdict;
 use harness::server::{ManagedServer, ServerOptions};
+use harness::suite::{ServerRef, Subject};
 
 use crate::certify::{check_store_spec, probe, store_in_workdir};
 use crate::progress::printable;
@@ -64,7 +64,7 @@ async fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     }
     let Some(def) = conformance::all_checks()
         .into_iter()
-        .find(|d| d.id == file.check)
+        .find(|d| d.spec.id == file.check)
     else {
         bail!(
             "the replay file names the check {:?}, which this version does not have",
@@ -83,15 +83,17 @@ async fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         file.opt_out.clone(),
     )
     .await?;
-    let target = Target {
-        factory: factory.as_ref(),
+    let target = Subject {
+        spec: harness::server::redact_secrets(&store),
+        factory,
         server: ServerRef::Managed(&server),
         run_prefix,
         opt_out: file.opt_out.clone(),
         contracts: info.contracts.clone(),
+        seed: rand::random(),
         may_start_servers: true,
     };
-    println!("replaying {} on {store}", def.id);
+    println!("replaying {} on {store}", def.spec.id);
     println!("  recorded: {}", printable(&file.reason));
     let result = conformance::run_check(&target, 0, &def).await;
     drop(target);

@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::scenario::*;
 use super::special::Special;
-use super::{scenario_check, CheckDef, CheckKind};
+use super::{scenario_check, special_check, CheckDef};
 use harness::check::Level::{Must, Should};
 use harness::contract::Contract::Lease;
 
@@ -33,13 +33,13 @@ pub(super) fn checks() -> Vec<CheckDef> {
             "the live holder's own second take answers busy (it may adopt that epoch), not a new grant",
             || vec![take("a", "t", TTL), at(10), take("a", "t", TTL), read("a", "t")],
         ),
-        CheckDef {
-            id: "conformance.lease.take-races",
-            level: Must,
-            contract: Some(Lease),
-            about: "two takes of a free tree, two takes of an expired lease, and a take against a renew while the clock reaches the expiry instant, each race in every interleaving of their Redis commands, grant at most one holder",
-            kind: CheckKind::Special(Special::TakeRaces),
-        },
+        special_check(
+            "conformance.lease.take-races",
+            Must,
+            Lease,
+            "two takes of a free tree, two takes of an expired lease, and a take against a renew while the clock reaches the expiry instant, each race in every interleaving of their Redis commands, grant at most one holder",
+            Special::TakeRaces,
+        ),
         scenario_check(
             "conformance.lease.expiry-before-instant",
             Must,
@@ -295,13 +295,13 @@ pub(super) fn checks() -> Vec<CheckDef> {
                 ]
             },
         ),
-        CheckDef {
-            id: "conformance.lease.kept-executions-not-in-redis",
-            level: Must,
-            contract: Some(Lease),
-            about: "a kept execution id is found nowhere in Redis: the store hands it to its durable store",
-            kind: CheckKind::Special(Special::KeptNotInRedis),
-        },
+        special_check(
+            "conformance.lease.kept-executions-not-in-redis",
+            Must,
+            Lease,
+            "a kept execution id is found nowhere in Redis: the store hands it to its durable store",
+            Special::KeptNotInRedis,
+        ),
         scenario_check(
             "conformance.lease.odd-ids",
             Must,
@@ -321,13 +321,13 @@ pub(super) fn checks() -> Vec<CheckDef> {
                 s
             },
         ),
-        CheckDef {
-            id: "conformance.lease.odd-ids-inside-prefix",
-            level: Must,
-            contract: Some(Lease),
-            about: "with odd tree ids (`*`, `a:{b}`, unicode, 1 KiB) every key the store writes starts with its prefix",
-            kind: CheckKind::Special(Special::OddIdsInsidePrefix),
-        },
+        special_check(
+            "conformance.lease.odd-ids-inside-prefix",
+            Must,
+            Lease,
+            "with odd tree ids (`*`, `a:{b}`, unicode, 1 KiB) every key the store writes starts with its prefix",
+            Special::OddIdsInsidePrefix,
+        ),
         scenario_check(
             "conformance.lease.bad-input",
             Must,
@@ -381,12 +381,12 @@ pub(super) fn checks() -> Vec<CheckDef> {
                 ]
             },
         ),
-        CheckDef {
-            id: "conformance.lease.bytes-per-tree",
-            level: Should,
-            contract: Some(Lease),
-            about: "a lease record costs at most 1 KiB of server memory per tree (MEMORY USAGE), for good",
-            kind: CheckKind::Special(Special::BytesPerTree),
-        },
+        special_check(
+            super::BYTES_PER_TREE,
+            Should,
+            Lease,
+            "a lease record costs at most 1 KiB of server memory per tree (MEMORY USAGE), for good",
+            Special::BytesPerTree,
+        ),
     ]
 }

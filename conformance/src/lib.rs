@@ -8,6 +8,7 @@
 //! A new check goes into the list of its contract's module (`lease`, `queue`,
 //! `rate`, `server_checks`) with a stable id named for what it checks.
 
+pub mod judge;
 mod lease;
 mod queue;
 mod races;
@@ -18,14 +19,26 @@ mod server_checks;
 mod special;
 
 use std::sync::Arc;
+use std::time::Instant;
 
-pub use runner::{run_check, run_suite, ServerRef, Target};
+use async_trait::async_trait;
+
+pub use judge::{judge, judge_steps, CheckHistory, Judged, NotJudgeable, Observation};
+pub use runner::{run_check, ScenarioEvidence, ServerRef, Target};
 pub use server_checks::ServerCase;
 pub use special::Special;
 
-use harness::check::Level;
+use harness::check::{CheckResult, Level};
 use harness::contract::Contract;
-use scenario::Step;
+use harness::figures::{ConformanceFigures, Figures};
+use harness::suite::{CheckSpec, Needs, Progress, Subject, Suite, SuiteError, SuiteRun};
+use scenario::{needs_server_clock, Step};
+
+/// The suite's name, as `--suite` and the report write it.
+pub const SUITE: &str = "conformance";
+
+/// The check whose evidence carries the suite's `bytes_per_tree` figure.
+pub const BYTES_PER_TREE: &str = "conformance.lease.bytes-per-tree";
 
 /// How a check runs.
 #[derive(Clone)]
@@ -38,19 +51,21 @@ pub enum CheckKind {
     Server(ServerCase),
 }
 
-/// One conformance check: a stable id, its level and what it proves.
+/// One conformance check: its declaration (id, level, contracts, needs,
+/// what it proves) and how it runs.
 #[derive(Clone)]
 pub struct CheckDef {
-    /// Stable id, e.g. `conformance.lease.take-busy`.
-    pub id: &'static str,
-    /// MUST or SHOULD: whether a failure fails the run or only warns.
-    pub level: Level,
-    /// The contract the check needs the store to offer (none: server checks).
-    pub contract: Option<Contract>,
-    /// One sentence: what passing proves.
-    pub about: &'static str,
+    /// The check as the suite declares it; the only place its id is written.
+    pub spec: CheckSpec,
     /// How it runs.
     pub kind: CheckKind,
+}
+
+impl CheckDef {
+    /// The contract the check needs the store to offer (none: server checks).
+    pub fn contract(&self) -> Option<Contract> {
+        self.spec.contracts.first().copied()
+    }
 }
 
 /// Every conformance check, in report order.
@@ -63,6 +78,23 @@ pub fn all_checks() -> Vec<Arc<CheckDef>> {
     checks.into_iter().map(Arc::new).collect()
 }
 
+/// The steps of scenario check `id`; `None` when `id` is no scenario check.
+pub fn scenario_steps(id: &str) -> Option<Vec<Step>> {
+    all_checks().iter().find_map(|d| match d.kind {
+        CheckKind::Scenario(steps) if d.spec.id == id => Some(steps()),
+        _ => None,
+    })
+}
+
+/// The one contract slice of `c`, for a [`CheckSpec`].
+fn contracts_of(c: Contract) -> &'static [Contract] {
+    match c {
+        Contract::Lease => &[Contract::Lease],
+        Contract::Queue => &[Contract::Queue],
+        Contract::Rate => &[Contract::Rate],
+    }
+}
+
 pub(crate) fn scenario_check(
     id: &'static str,
     level: Level,
@@ -70,12 +102,121 @@ pub(crate) fn scenario_check(
     about: &'static str,
     steps: fn() -> Vec<Step>,
 ) -> CheckDef {
+    // Exact expiry instants need a server clock storeproof moves.
+    let needs = if needs_server_clock(&steps()) {
+        Needs::ManagedServer
+    } else {
+        Needs::AnyServer
+    };
     CheckDef {
-        id,
-        level,
-        contract: Some(contract),
-        about,
+        spec: CheckSpec {
+            id,
+            level,
+            contracts: contracts_of(contract),
+            needs,
+            about,
+        },
         kind: CheckKind::Scenario(steps),
+    }
+}
+
+pub(crate) fn special_check(
+    id: &'static str,
+    level: Level,
+    contract: Contract,
+    about: &'static str,
+    special: Special,
+) -> CheckDef {
+    let needs = match special {
+        // Whole-keyspace reads and clock moves.
+        Special::OddIdsInsidePrefix | Special::TakeRaces => Needs::ManagedServer,
+        // These read only under the run's prefix on a server not storeproof's.
+        Special::KeptNotInRedis | Special::BytesPerTree => Needs::AnyServer,
+    };
+    CheckDef {
+        spec: CheckSpec {
+            id,
+            level,
+            contracts: contracts_of(contract),
+            needs,
+            about,
+        },
+        kind: CheckKind::Special(special),
+    }
+}
+
+/// The sequential conformance suite as `certify` drives it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConformanceSuite;
+
+impl ConformanceSuite {
+    /// The suite.
+    pub fn new() -> Self {
+        ConformanceSuite
+    }
+}
+
+/// The suite's figures over `results`, which took `seconds`.
+pub fn figures(results: &[CheckResult], seconds: f64) -> ConformanceFigures {
+    let count = |v| results.iter().filter(|r| r.verdict == v).count();
+    use harness::check::Verdict;
+    ConformanceFigures {
+        checks: results.len(),
+        pass: count(Verdict::Pass),
+        fail: count(Verdict::Fail),
+        warn: count(Verdict::Warn),
+        skipped: count(Verdict::Skipped),
+        unknown: count(Verdict::Unknown),
+        seconds: (seconds * 1000.0).round() / 1000.0,
+        bytes_per_tree: results
+            .iter()
+            .find(|r| r.id == BYTES_PER_TREE)
+            .and_then(|r| r.evidence.get("bytes_per_tree").cloned()),
+    }
+}
+
+#[async_trait]
+impl Suite for ConformanceSuite {
+    fn name(&self) -> &'static str {
+        SUITE
+    }
+
+    fn checks(&self) -> Vec<CheckSpec> {
+        all_checks().iter().map(|d| d.spec).collect()
+    }
+
+    async fn run(
+        &self,
+        subject: &Subject<'_>,
+        to_run: &[CheckSpec],
+        progress: &dyn Progress,
+    ) -> Result<SuiteRun, SuiteError> {
+        let started = Instant::now();
+        let defs = all_checks();
+        let mut results = Vec::with_capacity(to_run.len());
+        for (n, spec) in to_run.iter().enumerate() {
+            let result = match defs.iter().find(|d| d.spec.id == spec.id) {
+                Some(def) => run_check(subject, n, def).await,
+                None => spec.result(
+                    SUITE,
+                    harness::check::Verdict::Unknown,
+                    "not a check of the conformance suite",
+                ),
+            };
+            progress.step(spec.id);
+            if let Some(line) = result.progress_line() {
+                progress.line(&line);
+            }
+            results.push(result);
+        }
+        if let Some(line) = harness::store::external::first_adapter_failure() {
+            return Err(SuiteError::AdapterFailed(line));
+        }
+        let figures = figures(&results, started.elapsed().as_secs_f64());
+        Ok(SuiteRun {
+            checks: results,
+            figures: Figures::Conformance(figures),
+        })
     }
 }
 
@@ -87,7 +228,7 @@ mod tests {
     #[test]
     fn ids_are_unique_stable_and_named_for_their_suite() {
         let checks = all_checks();
-        let ids: BTreeSet<_> = checks.iter().map(|c| c.id).collect();
+        let ids: BTreeSet<_> = checks.iter().map(|c| c.spec.id).collect();
         assert_eq!(ids.len(), checks.len(), "duplicate check id");
         for id in ids {
             assert!(id.starts_with("conformance."), "{id}");
@@ -108,8 +249,8 @@ mod tests {
         for c in all_checks() {
             if let CheckKind::Scenario(steps) = c.kind {
                 let steps = steps();
-                assert!(!steps.is_empty(), "{}", c.id);
-                runner::dry_run(&steps).unwrap_or_else(|e| panic!("{}: {e}", c.id));
+                assert!(!steps.is_empty(), "{}", c.spec.id);
+                runner::dry_run(&steps).unwrap_or_else(|e| panic!("{}: {e}", c.spec.id));
             }
         }
     }

@@ -1,87 +1,56 @@
-//! Runs conformance checks against a store and turns what happened into
-//! verdicts. Scenarios are played one step at a time; every reply goes to the
-//! sequential model's judge, and the first violation stops the scenario with
-//! the steps that led to it as the counterexample.
+//! Runs conformance checks against a store. Scenarios are played one step at
+//! a time and recorded as a history with what the server showed around the
+//! calls; the pure judge ([`crate::judge`]) then decides, and the first step
+//! that breaks the contract is the counterexample.
 
 use std::collections::HashMap;
 use std::time::Instant;
 
 use redis::aio::MultiplexedConnection;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::scenario::{needs_server_clock, Patch, Step};
-use super::{CheckDef, CheckKind};
+use super::judge::{cut, judge_steps, CheckHistory, KeyspaceRead, Learned, Observation};
+use super::scenario::{needs_server_clock, Step};
+use super::{CheckDef, CheckKind, SUITE};
 use harness::check::{CheckResult, Level, Verdict};
-use harness::contract::{Contract, ContractModel, ErrorKind, Judgement, Reply, Request, StoreError};
-use harness::history::History;
+#[cfg(test)]
+use harness::contract::{ContractModel, Request};
+use harness::contract::{ErrorKind, Reply, StoreError};
+use harness::history::Happened;
 use harness::keyspace;
-use harness::server::{ManagedServer, VIRTUAL_EPOCH_MS};
-use harness::store::{Hello, StoreClient, StoreFactory};
+use harness::server::VIRTUAL_EPOCH_MS;
+use harness::store::StoreClient;
+use harness::suite::{CheckSpec, Subject};
 
-/// Where the checks run.
-pub enum ServerRef<'a> {
-    /// A server storeproof started: clock control and whole-keyspace reads allowed.
-    Managed(&'a ManagedServer),
-    /// A server someone else runs: only keys under the run's prefix are touched.
-    External {
-        /// The server's URL, e.g. `redis://127.0.0.1:6379/`.
-        url: String,
-    },
-}
+pub use harness::suite::ServerRef;
 
-impl ServerRef<'_> {
-    /// The URL stores connect to.
-    pub fn url(&self) -> String {
-        match self {
-            ServerRef::Managed(s) => s.url(),
-            ServerRef::External { url } => url.clone(),
-        }
-    }
+/// Everything a check needs to run against one store: the run's [`Subject`].
+pub type Target<'a> = Subject<'a>;
 
-    /// Whether storeproof controls this server.
-    pub fn managed(&self) -> Option<&ManagedServer> {
-        match self {
-            ServerRef::Managed(s) => Some(s),
-            ServerRef::External { .. } => None,
-        }
-    }
-}
-
-/// Everything a check needs to run against one store.
-pub struct Target<'a> {
-    /// Connects the store's instances.
-    pub factory: &'a dyn StoreFactory,
-    /// The server the store is pointed at.
-    pub server: ServerRef<'a>,
-    /// Every key of this run starts with it; each check adds its own part.
-    pub run_prefix: String,
-    /// The opt-out passed to the store in its hello, if any.
-    pub opt_out: Option<String>,
-    /// The contracts the store offers (from its hello).
-    pub contracts: Vec<Contract>,
-    /// Whether server-assumption checks may start servers of their own.
-    pub may_start_servers: bool,
-}
-
-impl Target<'_> {
+/// What the conformance checks add to a [`Subject`]: a prefix per check and
+/// instances connected straight to the server.
+pub(crate) trait SubjectExt {
     /// The prefix of check number `n`.
-    pub fn check_prefix(&self, n: usize) -> String {
+    fn check_prefix(&self, n: usize) -> String;
+
+    /// Connects instance `name` of the store under `prefix` to the server.
+    /// The error names the instance; an `adapter_failed` one is the
+    /// harness's trouble (see [`Outcome::connect_failed`]).
+    async fn connect(
+        &self,
+        name: &str,
+        prefix: &str,
+        clock_ms: i64,
+    ) -> Result<Box<dyn StoreClient>, StoreError>;
+}
+
+impl SubjectExt for Subject<'_> {
+    fn check_prefix(&self, n: usize) -> String {
         format!("{}c{n}:", self.run_prefix)
     }
 
-    /// A fresh connection of storeproof's own to the target server.
-    pub async fn admin(&self) -> Result<MultiplexedConnection, String> {
-        let client = redis::Client::open(self.server.url()).map_err(|e| e.to_string())?;
-        client
-            .get_multiplexed_async_connection()
-            .await
-            .map_err(|e| format!("cannot connect to {}: {e}", self.server.url()))
-    }
-
-    /// Connects instance `name` of the store under `prefix`. The error
-    /// names the instance; an `adapter_failed` one is the harness's trouble
-    /// (see [`Outcome::connect_failed`]).
-    pub async fn connect(
+    async fn connect(
         &self,
         name: &str,
         prefix: &str,
@@ -89,30 +58,6 @@ impl Target<'_> {
     ) -> Result<Box<dyn StoreClient>, StoreError> {
         self.connect_store(name, prefix, &self.server.url(), clock_ms)
             .await
-    }
-
-    /// Connects instance `name` to `url` (a gate in front of the server).
-    pub async fn connect_store(
-        &self,
-        name: &str,
-        prefix: &str,
-        url: &str,
-        clock_ms: i64,
-    ) -> Result<Box<dyn StoreClient>, StoreError> {
-        let hello = Hello {
-            instance: name.into(),
-            redis_url: url.into(),
-            prefix: prefix.into(),
-            opt_out: self.opt_out.clone(),
-        };
-        self.factory
-            .connect(&hello, clock_ms)
-            .await
-            .map(|(_, client)| client)
-            .map_err(|e| StoreError {
-                message: format!("instance {name} could not connect: {}", e.message),
-                ..e
-            })
     }
 }
 
@@ -190,56 +135,44 @@ impl Outcome {
     }
 }
 
-/// Runs every check `select` keeps, in order, calling `on_result` after each.
-pub async fn run_suite(
-    target: &Target<'_>,
-    checks: &[std::sync::Arc<CheckDef>],
-    on_result: &mut (dyn FnMut(&CheckResult) + Send),
-) -> Vec<CheckResult> {
-    let mut results = Vec::with_capacity(checks.len());
-    for (n, def) in checks.iter().enumerate() {
-        let result = run_check(target, n, def).await;
-        on_result(&result);
-        results.push(result);
-    }
-    results
-}
-
 /// Runs one check as check number `n` of the run (which picks its prefix).
+/// A check outside the store's claim, or whose needs the run cannot meet,
+/// is settled as `plan` settles it, without running.
 pub async fn run_check(target: &Target<'_>, n: usize, def: &CheckDef) -> CheckResult {
+    let spec = &def.spec;
+    if let Some(why) = spec.outside_claim(&target.contracts) {
+        return CheckResult {
+            level: spec.level,
+            ..CheckResult::outside_claim(spec.id, SUITE, why)
+        };
+    }
+    if let Some(why) = spec.unmet_needs(target) {
+        return CheckResult {
+            level: spec.level,
+            ..CheckResult::undecided(spec.id, SUITE, Verdict::Skipped, why)
+        };
+    }
     let started = Instant::now();
-    let outside_claim = matches!(def.contract, Some(c) if !target.contracts.contains(&c));
-    let outcome = match def.contract {
-        Some(c) if !target.contracts.contains(&c) => Outcome::skipped(format!(
-            "the store does not offer the {c} contract (its hello listed {})",
-            target
-                .contracts
-                .iter()
-                .map(|c| c.name())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-        _ => match &def.kind {
-            CheckKind::Scenario(steps) => {
-                run_scenario(target, &target.check_prefix(n), &steps()).await
-            }
-            CheckKind::Special(s) => s.run(target, &target.check_prefix(n)).await,
-            CheckKind::Server(case) => case.run(target).await,
-        },
+    let outcome = match &def.kind {
+        CheckKind::Scenario(steps) => {
+            run_scenario(target, spec, &target.check_prefix(n), &steps()).await
+        }
+        CheckKind::Special(s) => s.run(target, &target.check_prefix(n)).await,
+        CheckKind::Server(case) => case.run(target).await,
     };
-    let verdict = match (outcome.verdict, def.level) {
+    let verdict = match (outcome.verdict, spec.level) {
         // A SHOULD check never fails the run: its failure is a warning.
         (Verdict::Fail, Level::Should) => Verdict::Warn,
         (v, _) => v,
     };
     CheckResult {
-        id: def.id.to_string(),
-        suite: "conformance".into(),
-        level: def.level,
+        id: spec.id.to_string(),
+        suite: SUITE.into(),
+        level: spec.level,
         verdict,
-        outside_claim,
+        outside_claim: false,
         reason: if outcome.reason.is_empty() {
-            def.about.to_string()
+            spec.about.to_string()
         } else {
             outcome.reason
         },
@@ -249,59 +182,15 @@ pub async fn run_check(target: &Target<'_>, n: usize, def: &CheckDef) -> CheckRe
     }
 }
 
-/// The values a scenario learned from the store: epochs granted per tree and
-/// slots acquired per provider, so later steps can name them.
-#[derive(Default)]
-struct Learned {
-    grants: HashMap<String, Vec<i64>>,
-    slots: HashMap<String, Vec<String>>,
-}
-
-impl Learned {
-    fn learn(&mut self, req: &Request, reply: &Reply) {
-        match (req, reply) {
-            (Request::LeaseTake { tree, .. }, Reply::Granted { epoch, .. }) => {
-                self.grants.entry(tree.clone()).or_default().push(*epoch)
-            }
-            (Request::RateAcquireSlot { provider, .. }, Reply::Acquired { slot }) => self
-                .slots
-                .entry(provider.clone())
-                .or_default()
-                .push(slot.clone()),
-            _ => {}
-        }
-    }
-
-    /// Fills in a request's patched field; `Err` when the scenario names a
-    /// grant or slot the store never gave (the store diverged earlier).
-    fn patch(&self, req: &mut Request, patch: &Patch, start_ms: i64) -> Result<(), String> {
-        match (req, patch) {
-            (
-                Request::LeaseRenew { tree, epoch, .. } | Request::LeaseRelease { tree, epoch, .. },
-                Patch::Epoch(r),
-            ) => {
-                let granted = self
-                    .grants
-                    .get(tree.as_str())
-                    .and_then(|g| g.get(r.grant.wrapping_sub(1)))
-                    .ok_or_else(|| format!("tree {tree:?} has no grant number {}", r.grant))?;
-                *epoch = granted + r.plus;
-            }
-            (Request::RateReleaseSlot { provider, slot }, Patch::Slot(k)) => {
-                *slot = self
-                    .slots
-                    .get(provider.as_str())
-                    .and_then(|s| s.get(k.wrapping_sub(1)))
-                    .cloned()
-                    .ok_or_else(|| format!("provider {provider:?} has no slot number {k}"))?;
-            }
-            (Request::RatePause { until_ms, .. }, Patch::UntilFromStart(off)) => {
-                *until_ms = start_ms + off;
-            }
-            (req, patch) => return Err(format!("cannot apply {patch:?} to {}", req.op())),
-        }
-        Ok(())
-    }
+/// A scenario check's evidence: the recorded history the judge decided on
+/// (cut at the deciding step), and how many calls it holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioEvidence {
+    /// Calls sent (valid and bad input).
+    pub calls: usize,
+    /// What [`crate::judge`] reads to decide again.
+    #[serde(flatten)]
+    pub recorded: CheckHistory,
 }
 
 /// Plays a scenario against the model alone, answering with the canonical
@@ -346,8 +235,17 @@ pub(crate) fn dry_run(steps: &[Step]) -> Result<(), String> {
     Ok(())
 }
 
-/// Plays `steps` against the store under `prefix`, judging every reply.
-pub(crate) async fn run_scenario(target: &Target<'_>, prefix: &str, steps: &[Step]) -> Outcome {
+/// Plays `steps` against the store under `prefix`, recording every call and
+/// answer and what the server showed around them, then has the judge decide
+/// ([`judge_steps`]). Playing stops only where it cannot go on (a grant or
+/// slot the store never gave, an instance that cannot connect, an adapter
+/// that failed, a server that cannot be read).
+pub(crate) async fn run_scenario(
+    target: &Target<'_>,
+    spec: &CheckSpec,
+    prefix: &str,
+    steps: &[Step],
+) -> Outcome {
     let clock = target.server.managed().and_then(|s| s.clock());
     if needs_server_clock(steps) && clock.is_none() {
         return Outcome::skipped(
@@ -369,24 +267,19 @@ pub(crate) async fn run_scenario(target: &Target<'_>, prefix: &str, steps: &[Ste
         Ok(a) => a,
         Err(e) => return Outcome::harness_trouble("connect to the server", e, Value::Null),
     };
-    let mut instances: HashMap<String, Box<dyn StoreClient>> = HashMap::new();
-    let mut model = ContractModel::default();
-    let mut learned = Learned::default();
-    let mut history = History::default();
-    let mut now = start;
-    let mut warnings = Vec::new();
-    let mut calls = 0usize;
-
-    let counterexample = |upto: usize, observed: Value| {
-        Some(json!({
-            "kind": "conformance-scenario",
-            "steps": &steps[..=upto],
-            "observed": observed,
-        }))
+    let mut recorded = CheckHistory {
+        check: spec.id.to_string(),
+        level: spec.level,
+        start_ms: start,
+        history: Default::default(),
+        observations: Vec::new(),
     };
+    let mut instances: HashMap<String, Box<dyn StoreClient>> = HashMap::new();
+    let mut learned = Learned::default();
+    let mut now = start;
 
     for (i, step) in steps.iter().enumerate() {
-        let (instance, is_raw) = match step {
+        let instance = match step {
             Step::At(ms) => {
                 now = start + ms;
                 if let Some(c) = clock {
@@ -394,172 +287,125 @@ pub(crate) async fn run_scenario(target: &Target<'_>, prefix: &str, steps: &[Ste
                 }
                 continue;
             }
-            Step::Call { instance, .. } => (instance, false),
-            Step::Raw { instance, .. } => (instance, true),
+            Step::Call { instance, .. } | Step::Raw { instance, .. } => instance,
         };
         if !instances.contains_key(instance) {
             match target.connect(instance, prefix, now).await {
                 Ok(c) => {
                     instances.insert(instance.clone(), c);
                 }
-                Err(e) => return Outcome::connect_failed(e, json!({"history": history})),
+                Err(error) => {
+                    recorded.observations.push(Observation::ConnectFailed {
+                        step: i,
+                        instance: instance.clone(),
+                        error,
+                    });
+                    break;
+                }
             }
         }
         let Some(client) = instances.get_mut(instance) else {
-            continue;
+            break;
         };
         let server_ms = clock.map(|_| now);
-        calls += 1;
-        if is_raw {
-            let Step::Raw { call, .. } = step else {
-                continue;
-            };
-            let before = keyspace::snapshot(&mut admin, prefix).await;
-            history.invoke(instance, call, server_ms, now);
-            let outcome = client.call(call, now).await;
-            history.complete(instance, &call.op, &outcome, server_ms, now);
-            let after = keyspace::snapshot(&mut admin, prefix).await;
-            if let Some(unknown) = adapter_failed(&outcome, instance, call, &history) {
-                return unknown;
-            }
-            let observed = serde_json::to_value(outcome_json(&outcome)).unwrap_or(Value::Null);
-            let refused = matches!(&outcome, Err(e) if e.kind == ErrorKind::BadRequest);
-            if !refused {
-                return Outcome::fail(
-                    format!(
-                        "step {i}: bad input {} {} was not refused with bad_request: got {observed}",
-                        call.op, call.args
-                    ),
-                    json!({"history": history}),
-                    counterexample(i, observed),
-                );
-            }
-            match (before, after) {
-                (Ok(b), Ok(a)) if b == a => {}
-                (Ok(b), Ok(a)) => {
-                    return Outcome::fail(
-                        format!(
-                            "step {i}: bad input {} {} was refused but changed the keyspace",
-                            call.op, call.args
-                        ),
-                        json!({"history": history, "before": b, "after": a}),
-                        counterexample(i, observed),
-                    )
-                }
-                (Err(e), _) | (_, Err(e)) => {
-                    return Outcome::harness_trouble(
-                        "read the keyspace to see whether the refused request changed it",
-                        e,
-                        json!({"history": history}),
-                    )
+        let history = &mut recorded.history;
+        match step {
+            Step::At(_) => {}
+            Step::Raw { call, .. } => {
+                let before = read_keyspace(&mut admin, prefix).await;
+                history.invoke(instance, call, server_ms, now);
+                let outcome = client.call(call, now).await;
+                history.complete(instance, &call.op, &outcome, server_ms, now);
+                let after = read_keyspace(&mut admin, prefix).await;
+                let unreadable = matches!(before, KeyspaceRead::Failed(_))
+                    || matches!(after, KeyspaceRead::Failed(_));
+                recorded.observations.push(Observation::Keyspace {
+                    step: i,
+                    before,
+                    after,
+                });
+                if unreadable || adapter_failed(&outcome) {
+                    break;
                 }
             }
-            continue;
-        }
-        let Step::Call {
-            request,
-            skew_ms,
-            patch,
-            ..
-        } = step
-        else {
-            continue;
-        };
-        let mut req = request.clone();
-        if let Some(p) = patch {
-            if let Err(e) = learned.patch(&mut req, p, start) {
-                return Outcome::fail(
-                    format!("step {i}: {e}: the store diverged earlier"),
-                    json!({"history": history}),
-                    counterexample(i, Value::Null),
-                );
+            Step::Call {
+                request,
+                skew_ms,
+                patch,
+                ..
+            } => {
+                let mut req = request.clone();
+                if let Some(p) = patch {
+                    // A grant or slot the store never gave: nothing to send.
+                    if learned.patch(&mut req, p, start).is_err() {
+                        break;
+                    }
+                }
+                let clock_ms = now + skew_ms;
+                let call = req.to_call();
+                history.invoke(instance, &call, server_ms, clock_ms);
+                // On a server storeproof does not control, its clock is read
+                // around the call: the call happened somewhere in [before, after].
+                let before = match clock {
+                    Some(_) => None,
+                    None => server_time(&mut admin).await,
+                };
+                let outcome = client.call(&call, clock_ms).await;
+                let after = match clock {
+                    Some(_) => None,
+                    None => server_time(&mut admin).await,
+                };
+                history.complete(instance, &call.op, &outcome, server_ms, clock_ms);
+                if clock.is_none() {
+                    recorded.observations.push(Observation::ServerTime {
+                        step: i,
+                        before,
+                        after,
+                    });
+                }
+                if adapter_failed(&outcome)
+                    || (clock.is_none() && (before.is_none() || after.is_none()))
+                {
+                    break;
+                }
+                if let Ok(reply) = &outcome {
+                    learned.learn(&req, reply);
+                }
             }
-        }
-        let clock_ms = now + skew_ms;
-        let call = req.to_call();
-        history.invoke(instance, &call, server_ms, clock_ms);
-        // On a server storeproof does not control, its clock is read around
-        // the call: the call happened somewhere in [before, after].
-        let before = match clock {
-            Some(_) => None,
-            None => server_time(&mut admin).await,
-        };
-        let outcome = client.call(&call, clock_ms).await;
-        let after = match clock {
-            Some(_) => None,
-            None => server_time(&mut admin).await,
-        };
-        history.complete(instance, &call.op, &outcome, server_ms, clock_ms);
-        if let Some(unknown) = adapter_failed(&outcome, instance, &call, &history) {
-            return unknown;
-        }
-        if clock.is_none() && (before.is_none() || after.is_none()) {
-            return Outcome::harness_trouble(
-                format!("read the server's TIME around step {i}, so the reply cannot be judged")
-                    .as_str(),
-                "TIME failed",
-                json!({"history": history}),
-            );
-        }
-        if let Err(e) = &outcome {
-            if e.kind == ErrorKind::Unsupported {
-                return Outcome::skipped(format!(
-                    "the store answered unsupported to {}: {}",
-                    call.op, e.message
-                ));
-            }
-        }
-        let observed = outcome_json(&outcome);
-        let judgement = match (before, after) {
-            (Some(lo), Some(hi)) => judge_within(&mut model, &req, lo, hi, clock_ms, &outcome),
-            _ => model.judge(&req, now, clock_ms, &outcome),
-        };
-        match judgement {
-            Judgement::Agrees => {}
-            Judgement::Conservative(why) => warnings.push(format!("step {i}: {why}")),
-            Judgement::Violates(why) => {
-                return Outcome::fail(
-                    format!("step {i}: {} {}: {why}", call.op, call.args),
-                    json!({"history": history}),
-                    counterexample(i, observed),
-                )
-            }
-        }
-        if let Ok(reply) = &outcome {
-            learned.learn(&req, reply);
         }
     }
-    let evidence = json!({"calls": calls, "history": history});
-    if warnings.is_empty() {
-        Outcome::pass(String::new(), evidence)
-    } else {
-        Outcome {
-            verdict: Verdict::Warn,
-            reason: warnings.join("; "),
-            evidence,
-            counterexample: None,
-        }
+    let judged = judge_steps(steps, &recorded);
+    let recorded = cut(recorded, &judged);
+    let calls = recorded
+        .history
+        .events
+        .iter()
+        .filter(|e| matches!(e.what, Happened::Invoke(_)))
+        .count();
+    let evidence =
+        serde_json::to_value(ScenarioEvidence { calls, recorded }).unwrap_or(Value::Null);
+    Outcome {
+        verdict: judged.verdict,
+        reason: judged.reason,
+        evidence,
+        counterexample: judged
+            .counterexample
+            .and_then(|cx| serde_json::to_value(cx).ok()),
     }
 }
 
-/// An adapter that failed during a call is bad input, not a contract
-/// violation: the check is undecided, naming the instance and the request.
-fn adapter_failed(
-    outcome: &Result<Reply, StoreError>,
-    instance: &str,
-    call: &harness::contract::Call,
-    history: &History,
-) -> Option<Outcome> {
-    match outcome {
-        Err(e) if e.kind == ErrorKind::AdapterFailed => Some(Outcome::unknown(
-            format!(
-                "the adapter of instance {instance} failed during {} {}: {}",
-                call.op, call.args, e.message
-            ),
-            json!({"history": history}),
-        )),
-        _ => None,
+/// The keys under `prefix`, or why they could not be read.
+async fn read_keyspace(admin: &mut MultiplexedConnection, prefix: &str) -> KeyspaceRead {
+    match keyspace::snapshot(admin, prefix).await {
+        Ok(keys) => KeyspaceRead::Keys(keys),
+        Err(e) => KeyspaceRead::Failed(e.to_string()),
     }
+}
+
+/// Whether the adapter failed during a call: bad input, not a contract
+/// violation; nothing after it can be played.
+fn adapter_failed(outcome: &Result<Reply, StoreError>) -> bool {
+    matches!(outcome, Err(e) if e.kind == ErrorKind::AdapterFailed)
 }
 
 /// The server's `TIME` in ms.
@@ -568,46 +414,8 @@ async fn server_time(admin: &mut MultiplexedConnection) -> Option<i64> {
     Some(secs * 1000 + micros / 1000)
 }
 
-/// Judges a reply whose server instant is only known to lie in `[lo, hi]`:
-/// the instant a grant or renewal implies (its expiry minus the ttl) when it
-/// falls in the window, else either end. The model follows the first
-/// instant that explains the reply.
-fn judge_within(
-    model: &mut ContractModel,
-    req: &Request,
-    lo: i64,
-    hi: i64,
-    clock_ms: i64,
-    outcome: &Result<Reply, harness::contract::StoreError>,
-) -> Judgement {
-    let ttl = match req {
-        Request::LeaseTake { ttl_ms, .. } | Request::LeaseRenew { ttl_ms, .. } => Some(*ttl_ms),
-        _ => None,
-    };
-    let implied = match (outcome, ttl) {
-        (Ok(Reply::Granted { expires_at_ms, .. }), Some(t))
-        | (Ok(Reply::Renewed { expires_at_ms }), Some(t)) => Some(expires_at_ms - t),
-        _ => None,
-    };
-    let mut last = Judgement::Agrees;
-    for now in implied
-        .filter(|n| (lo..=hi).contains(n))
-        .into_iter()
-        .chain([lo, hi])
-    {
-        let mut candidate = model.clone();
-        let j = candidate.judge(req, now, clock_ms, outcome);
-        if !matches!(j, Judgement::Violates(_)) {
-            *model = candidate;
-            return j;
-        }
-        last = j;
-    }
-    last
-}
-
 /// A store's answer as wire JSON: the reply, or `{"error": …}`.
-pub(crate) fn outcome_json(outcome: &Result<Reply, harness::contract::StoreError>) -> Value {
+pub(crate) fn outcome_json(outcome: &Result<Reply, StoreError>) -> Value {
     match outcome {
         Ok(r) => serde_json::to_value(r).unwrap_or(Value::Null),
         Err(e) => json!({"error": e}),

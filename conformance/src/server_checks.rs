@@ -13,6 +13,7 @@ use harness::check::Level::Must;
 use harness::contract::{ErrorKind, Request};
 use harness::server::{ManagedServer, Preset, ServerOptions};
 use harness::store::{Hello, OPT_OUT_WRITES_MAY_BE_LOST};
+use harness::suite::{CheckSpec, Needs};
 
 /// A server the check starts, and what the store must answer on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,10 +45,13 @@ fn case(
     refusal: Option<(ErrorKind, Vec<&'static str>)>,
 ) -> CheckDef {
     CheckDef {
-        id,
-        level: Must,
-        contract: None,
-        about,
+        spec: CheckSpec {
+            id,
+            level: Must,
+            contracts: &[],
+            needs: Needs::OwnServers,
+            about,
+        },
         kind: CheckKind::Server(ServerCase {
             setup,
             opt_out,
@@ -249,7 +253,10 @@ impl ServerCase {
                     holder: "a".into(),
                     ttl_ms: 1000,
                 };
-                let answer = if target.contracts.contains(&harness::contract::Contract::Lease) {
+                let answer = if target
+                    .contracts
+                    .contains(&harness::contract::Contract::Lease)
+                {
                     Some(client.call(&take.to_call(), 0).await)
                 } else {
                     None

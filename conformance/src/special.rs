@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
-use super::runner::{outcome_json, Outcome, Target};
+use super::runner::{outcome_json, Outcome, SubjectExt, Target};
 use harness::check::Verdict;
 use harness::contract::{Contract, Reply, Request};
 use harness::keyspace;

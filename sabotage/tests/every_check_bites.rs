@@ -5,11 +5,9 @@
 
 use std::sync::Arc;
 
-use harness::check::{CheckResult, Level, Verdict};
 use conformance::scenario::Step;
-use conformance::{
-    all_checks, run_check, CheckDef, CheckKind, ServerRef, Special, Target,
-};
+use conformance::{all_checks, run_check, CheckDef, CheckKind, ServerRef, Special, Target};
+use harness::check::{CheckResult, Level, Verdict};
 use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::redis::RedisStoreFactory;
@@ -37,24 +35,26 @@ async fn fixture() -> Fixture {
 
 async fn run_with(
     fx: &Fixture,
-    factory: &dyn StoreFactory,
+    factory: Arc<dyn StoreFactory>,
     prefix: String,
     n: usize,
     def: &CheckDef,
 ) -> CheckResult {
     let target = Target {
+        spec: "test".into(),
         factory,
         server: ServerRef::Managed(&fx.server),
         run_prefix: prefix,
         opt_out: None,
         contracts: Contract::ALL.to_vec(),
+        seed: 0,
         may_start_servers: true,
     };
     run_check(&target, n, def).await
 }
 
 fn broken(def: &CheckDef, result: &CheckResult) -> bool {
-    match def.level {
+    match def.spec.level {
         Level::Must => result.verdict == Verdict::Fail,
         Level::Should => result.verdict == Verdict::Warn,
     }
@@ -66,7 +66,7 @@ async fn every_reply_is_judged(contract: Contract) -> std::collections::BTreeMap
     let fx = fixture().await;
     let checks: Vec<Arc<CheckDef>> = all_checks()
         .into_iter()
-        .filter(|c| c.contract == Some(contract) && matches!(c.kind, CheckKind::Scenario(_)))
+        .filter(|c| c.contract() == Some(contract) && matches!(c.kind, CheckKind::Scenario(_)))
         .collect();
     assert!(!checks.is_empty());
     let mut missed = Vec::new();
@@ -74,14 +74,20 @@ async fn every_reply_is_judged(contract: Contract) -> std::collections::BTreeMap
     // Corrupted runs per operation whose answer was corrupted.
     let mut by_op: std::collections::BTreeMap<String, usize> = Default::default();
     for (n, def) in checks.iter().enumerate() {
-        let counting = Tampered::new(fx.good.clone(), usize::MAX);
-        let clean = run_with(&fx, &counting, format!("sp:clean{n}:"), n, def).await;
-        assert_eq!(clean.verdict, Verdict::Pass, "{}: {}", def.id, clean.reason);
+        let counting = Arc::new(Tampered::new(fx.good.clone(), usize::MAX));
+        let clean = run_with(&fx, counting.clone(), format!("sp:clean{n}:"), n, def).await;
+        assert_eq!(
+            clean.verdict,
+            Verdict::Pass,
+            "{}: {}",
+            def.spec.id,
+            clean.reason
+        );
         let calls = counting.calls();
-        assert!(calls > 0, "{} made no call", def.id);
+        assert!(calls > 0, "{} made no call", def.spec.id);
         for at in 0..calls {
-            let tampered = Tampered::new(fx.good.clone(), at);
-            let result = run_with(&fx, &tampered, format!("sp:t{n}x{at}:"), n, def).await;
+            let tampered = Arc::new(Tampered::new(fx.good.clone(), at));
+            let result = run_with(&fx, tampered.clone(), format!("sp:t{n}x{at}:"), n, def).await;
             runs += 1;
             if let Some(op) = tampered.corrupted_op() {
                 *by_op.entry(op).or_default() += 1;
@@ -89,7 +95,7 @@ async fn every_reply_is_judged(contract: Contract) -> std::collections::BTreeMap
             if !broken(def, &result) {
                 missed.push(format!(
                     "{} with reply {at} corrupted: {:?}",
-                    def.id, result.verdict
+                    def.spec.id, result.verdict
                 ));
             }
         }
@@ -142,14 +148,27 @@ async fn checks_of_the_server_itself_catch_side_effects() {
             .iter()
             .find(|c| matches!(c.kind, CheckKind::Special(s) if s == special))
             .expect("special check");
-        let clean = run_with(&fx, &fx.good, format!("sp:sclean{n}:"), n, def).await;
-        assert_eq!(clean.verdict, Verdict::Pass, "{}: {}", def.id, clean.reason);
-        let bad = SideEffect::new(fx.good.clone(), extra);
-        let result = run_with(&fx, &bad, format!("sp:s{n}:"), n, def).await;
+        let clean = run_with(
+            &fx,
+            Arc::new(fx.good.clone()),
+            format!("sp:sclean{n}:"),
+            n,
+            def,
+        )
+        .await;
+        assert_eq!(
+            clean.verdict,
+            Verdict::Pass,
+            "{}: {}",
+            def.spec.id,
+            clean.reason
+        );
+        let bad = Arc::new(SideEffect::new(fx.good.clone(), extra));
+        let result = run_with(&fx, bad.clone(), format!("sp:s{n}:"), n, def).await;
         assert!(
             broken(def, &result),
             "{} passed a store with {extra:?}: {}",
-            def.id,
+            def.spec.id,
             result.reason
         );
     }
@@ -158,29 +177,42 @@ async fn checks_of_the_server_itself_catch_side_effects() {
 #[tokio::test(flavor = "multi_thread")]
 async fn server_assumption_checks_catch_blind_and_refusing_stores() {
     let fx = fixture().await;
-    let blind = ServerBlind::new(fx.good.clone(), fx.server.url());
+    let blind = Arc::new(ServerBlind::new(fx.good.clone(), fx.server.url()));
     for (n, def) in all_checks()
         .iter()
         .filter(|c| matches!(c.kind, CheckKind::Server(_)))
         .enumerate()
     {
-        let clean = run_with(&fx, &fx.good, format!("sp:vclean{n}:"), n, def).await;
-        assert_eq!(clean.verdict, Verdict::Pass, "{}: {}", def.id, clean.reason);
-        let refusing = run_with(&fx, &RefusesAll, format!("sp:vr{n}:"), n, def).await;
+        let clean = run_with(
+            &fx,
+            Arc::new(fx.good.clone()),
+            format!("sp:vclean{n}:"),
+            n,
+            def,
+        )
+        .await;
+        assert_eq!(
+            clean.verdict,
+            Verdict::Pass,
+            "{}: {}",
+            def.spec.id,
+            clean.reason
+        );
+        let refusing = run_with(&fx, Arc::new(RefusesAll), format!("sp:vr{n}:"), n, def).await;
         assert!(
             broken(def, &refusing),
             "{} passed a store refusing everything",
-            def.id
+            def.spec.id
         );
         let CheckKind::Server(case) = &def.kind else {
             continue;
         };
         if case.refusal.is_some() {
-            let r = run_with(&fx, &blind, format!("sp:vb{n}:"), n, def).await;
+            let r = run_with(&fx, blind.clone(), format!("sp:vb{n}:"), n, def).await;
             assert!(
                 broken(def, &r),
                 "{} passed a store blind to its server",
-                def.id
+                def.spec.id
             );
         }
     }
@@ -189,7 +221,7 @@ async fn server_assumption_checks_catch_blind_and_refusing_stores() {
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_input_checks_catch_a_store_that_refuses_but_writes() {
     let fx = fixture().await;
-    let bad = SideEffect::new(fx.good.clone(), Extra::WriteOnBadRequest);
+    let bad = Arc::new(SideEffect::new(fx.good.clone(), Extra::WriteOnBadRequest));
     let mut caught = 0;
     for (n, def) in all_checks().iter().enumerate() {
         let CheckKind::Scenario(steps) = def.kind else {
@@ -198,14 +230,27 @@ async fn bad_input_checks_catch_a_store_that_refuses_but_writes() {
         if !steps().iter().any(|s| matches!(s, Step::Raw { .. })) {
             continue;
         }
-        let clean = run_with(&fx, &fx.good, format!("sp:bclean{n}:"), n, def).await;
-        assert_eq!(clean.verdict, Verdict::Pass, "{}: {}", def.id, clean.reason);
-        let result = run_with(&fx, &bad, format!("sp:b{n}:"), n, def).await;
+        let clean = run_with(
+            &fx,
+            Arc::new(fx.good.clone()),
+            format!("sp:bclean{n}:"),
+            n,
+            def,
+        )
+        .await;
+        assert_eq!(
+            clean.verdict,
+            Verdict::Pass,
+            "{}: {}",
+            def.spec.id,
+            clean.reason
+        );
+        let result = run_with(&fx, bad.clone(), format!("sp:b{n}:"), n, def).await;
         assert_eq!(
             result.verdict,
             Verdict::Fail,
             "{}: {}",
-            def.id,
+            def.spec.id,
             result.reason
         );
         assert!(
@@ -213,7 +258,7 @@ async fn bad_input_checks_catch_a_store_that_refuses_but_writes() {
                 .reason
                 .contains("was refused but changed the keyspace"),
             "{}: {}",
-            def.id,
+            def.spec.id,
             result.reason
         );
         caught += 1;

@@ -2,9 +2,11 @@
 //! cannot reach, or an adapter that fails, leaves a conformance check
 //! `unknown` (the run INCOMPLETE), never `fail`.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
-use harness::check::{Level, Verdict};
 use conformance::{all_checks, run_check, CheckKind, ServerRef, Target};
+use harness::check::{Level, Verdict};
 use harness::contract::{Call, Contract, ErrorKind, Reply, StoreError};
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::redis::RedisStoreFactory;
@@ -15,7 +17,8 @@ async fn a_server_storeproof_cannot_reach_fails_no_check() {
     let dir = tempfile::tempdir().unwrap();
     let store = RedisStoreFactory::new(dir.path().join("kept.sqlite"));
     let target = Target {
-        factory: &store,
+        spec: "test".into(),
+        factory: Arc::new(store),
         // Nothing listens on port 1.
         server: ServerRef::External {
             url: "redis://127.0.0.1:1/".into(),
@@ -23,6 +26,7 @@ async fn a_server_storeproof_cannot_reach_fails_no_check() {
         run_prefix: "sp:down:".into(),
         opt_out: None,
         contracts: Contract::ALL.to_vec(),
+        seed: 0,
         may_start_servers: false,
     };
     let mut unknown = 0;
@@ -31,7 +35,7 @@ async fn a_server_storeproof_cannot_reach_fails_no_check() {
         assert!(
             matches!(result.verdict, Verdict::Unknown | Verdict::Skipped),
             "{}: {:?}: {}",
-            def.id,
+            def.spec.id,
             result.verdict,
             result.reason
         );
@@ -41,11 +45,11 @@ async fn a_server_storeproof_cannot_reach_fails_no_check() {
                     .reason
                     .contains("storeproof could not connect to the server"),
                 "{}: {}",
-                def.id,
+                def.spec.id,
                 result.reason
             );
-            if def.level == Level::Must {
-                assert!(result.leaves_incomplete(), "{}", def.id);
+            if def.spec.level == Level::Must {
+                assert!(result.leaves_incomplete(), "{}", def.spec.id);
             }
             unknown += 1;
         }
@@ -98,16 +102,18 @@ async fn an_adapter_that_fails_is_not_judged_as_a_contract_violation() {
     let dir = tempfile::tempdir().unwrap();
     let store = AdapterDiesOnRead(RedisStoreFactory::new(dir.path().join("kept.sqlite")));
     let target = Target {
-        factory: &store,
+        spec: "test".into(),
+        factory: Arc::new(store),
         server: ServerRef::Managed(&server),
         run_prefix: "sp:dies:".into(),
         opt_out: None,
         contracts: Contract::ALL.to_vec(),
+        seed: 0,
         may_start_servers: true,
     };
     let mut reads = 0;
     for (n, def) in all_checks().iter().enumerate() {
-        if def.contract != Some(Contract::Lease) || !matches!(def.kind, CheckKind::Scenario(_)) {
+        if def.contract() != Some(Contract::Lease) || !matches!(def.kind, CheckKind::Scenario(_)) {
             continue;
         }
         let result = run_check(&target, n, def).await;
@@ -115,7 +121,7 @@ async fn an_adapter_that_fails_is_not_judged_as_a_contract_violation() {
             result.verdict,
             Verdict::Fail,
             "{}: {}",
-            def.id,
+            def.spec.id,
             result.reason
         );
         if result.verdict == Verdict::Unknown {
@@ -123,7 +129,7 @@ async fn an_adapter_that_fails_is_not_judged_as_a_contract_violation() {
             assert!(
                 result.reason.contains("instance a") && result.reason.contains("lease.read"),
                 "{}: {}",
-                def.id,
+                def.spec.id,
                 result.reason
             );
             reads += 1;

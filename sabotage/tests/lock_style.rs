@@ -6,9 +6,10 @@
 //! real protocol, so the adapter's reply parser is what is tested.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use harness::check::Verdict;
 use conformance::{all_checks, run_check, CheckKind, ServerRef, Target};
+use harness::check::Verdict;
 use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::external::ExternalStoreFactory;
@@ -29,11 +30,13 @@ async fn a_store_answering_nulls_for_a_lease_that_is_not_live_passes_every_lease
         dir.path().to_path_buf(),
     );
     let target = Target {
-        factory: &store,
+        spec: "test".into(),
+        factory: Arc::new(store),
         server: ServerRef::Managed(&server),
         run_prefix: "sp:lock:".into(),
         opt_out: None,
         contracts: Contract::ALL.to_vec(),
+        seed: 0,
         may_start_servers: true,
     };
     let mut nulls_seen = 0;
@@ -41,7 +44,7 @@ async fn a_store_answering_nulls_for_a_lease_that_is_not_live_passes_every_lease
     for (n, def) in all_checks().iter().enumerate() {
         // The races need no read; the bytes check measures the example's
         // own records, the same either way.
-        if def.contract != Some(Contract::Lease) || !matches!(def.kind, CheckKind::Scenario(_)) {
+        if def.contract() != Some(Contract::Lease) || !matches!(def.kind, CheckKind::Scenario(_)) {
             continue;
         }
         let result = run_check(&target, n, def).await;
@@ -49,7 +52,7 @@ async fn a_store_answering_nulls_for_a_lease_that_is_not_live_passes_every_lease
         assert!(
             matches!(result.verdict, Verdict::Pass | Verdict::Warn),
             "{}: {:?}: {}",
-            def.id,
+            def.spec.id,
             result.verdict,
             result.reason
         );

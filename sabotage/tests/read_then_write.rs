@@ -2,8 +2,10 @@
 //! time — every other conformance check passes — but the take races catch it,
 //! with the interleaved commands that make two holders as evidence.
 
-use harness::check::Verdict;
+use std::sync::Arc;
+
 use conformance::{all_checks, run_check, CheckKind, ServerRef, Target};
+use harness::check::Verdict;
 use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::redis::RedisStoreFactory;
@@ -17,11 +19,13 @@ async fn the_take_races_catch_a_read_then_write_take_and_nothing_else_does() {
     let dir = tempfile::tempdir().unwrap();
     let store = ReadThenWriteLease::new(RedisStoreFactory::new(dir.path().join("kept.sqlite")));
     let target = Target {
-        factory: &store,
+        spec: "test".into(),
+        factory: Arc::new(store),
         server: ServerRef::Managed(&server),
         run_prefix: "sp:rtw:".into(),
         opt_out: None,
         contracts: Contract::ALL.to_vec(),
+        seed: 0,
         may_start_servers: true,
     };
     let mut race_result = None;
@@ -30,14 +34,14 @@ async fn the_take_races_catch_a_read_then_write_take_and_nothing_else_does() {
             continue; // they test connect-time refusals, the same for this store
         }
         let result = run_check(&target, n, def).await;
-        if def.id == "conformance.lease.take-races" {
+        if def.spec.id == "conformance.lease.take-races" {
             race_result = Some(result);
         } else {
             assert_eq!(
                 result.verdict,
                 Verdict::Pass,
                 "{}: {}",
-                def.id,
+                def.spec.id,
                 result.reason
             );
         }
@@ -76,23 +80,25 @@ async fn the_take_races_catch_a_read_then_write_take_and_nothing_else_does() {
 
 /// Runs `conformance.lease.take-races` alone against `store`.
 async fn take_races(
-    store: &dyn harness::store::StoreFactory,
+    store: Arc<dyn harness::store::StoreFactory>,
     tag: &str,
 ) -> harness::check::CheckResult {
     let server = ManagedServer::start(ServerOptions::default())
         .await
         .unwrap();
     let target = Target {
+        spec: "test".into(),
         factory: store,
         server: ServerRef::Managed(&server),
         run_prefix: format!("sp:{tag}:"),
         opt_out: None,
         contracts: Contract::ALL.to_vec(),
+        seed: 0,
         may_start_servers: true,
     };
     let def = all_checks()
         .into_iter()
-        .find(|d| d.id == "conformance.lease.take-races")
+        .find(|d| d.spec.id == "conformance.lease.take-races")
         .expect("the take-races check exists");
     run_check(&target, 0, &def).await
 }
@@ -117,7 +123,7 @@ fn per_race(result: &harness::check::CheckResult) -> Vec<(String, String, u64)> 
 async fn the_builtin_store_wins_every_race_in_every_interleaving() {
     let dir = tempfile::tempdir().unwrap();
     let store = RedisStoreFactory::new(dir.path().join("kept.sqlite"));
-    let result = take_races(&store, "builtin").await;
+    let result = take_races(Arc::new(store), "builtin").await;
     let races = per_race(&result);
     eprintln!("{}\n{races:?}", result.reason);
     assert_eq!(result.verdict, Verdict::Pass, "{}", result.reason);
@@ -140,7 +146,7 @@ async fn the_builtin_store_wins_every_race_in_every_interleaving() {
 async fn the_take_races_catch_a_read_then_write_renew_across_the_expiry_instant() {
     let dir = tempfile::tempdir().unwrap();
     let store = ReadThenWriteLease::renew(RedisStoreFactory::new(dir.path().join("kept.sqlite")));
-    let result = take_races(&store, "rtwr").await;
+    let result = take_races(Arc::new(store), "rtwr").await;
     let races = per_race(&result);
     eprintln!("{}\n{races:?}", result.reason);
     assert_eq!(result.verdict, Verdict::Fail, "{}", result.reason);
@@ -175,7 +181,7 @@ async fn the_take_races_catch_a_read_then_write_renew_across_the_expiry_instant(
 async fn every_race_of_a_read_then_write_take_is_judged_on_its_own() {
     let dir = tempfile::tempdir().unwrap();
     let store = ReadThenWriteLease::new(RedisStoreFactory::new(dir.path().join("kept.sqlite")));
-    let result = take_races(&store, "rtwt").await;
+    let result = take_races(Arc::new(store), "rtwt").await;
     let races = per_race(&result);
     eprintln!("{}\n{races:?}", result.reason);
     assert_eq!(result.verdict, Verdict::Fail, "{}", result.reason);
