@@ -552,3 +552,377 @@ pub fn cut(mut recorded: CheckHistory, judged: &Judged) -> CheckHistory {
     }
     recorded
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{at, raw, read, release, renew, take};
+    use harness::contract::{LeaseView, StoreError};
+    use serde_json::json;
+
+    const START: i64 = 2_000_000_000_000;
+
+    fn recorded(level: Level, history: History, observations: Vec<Observation>) -> CheckHistory {
+        CheckHistory {
+            check: "conformance.test".into(),
+            level,
+            start_ms: START,
+            history,
+            observations,
+        }
+    }
+
+    /// The history a store that answers exactly as the model does records on
+    /// a managed server; bad input is refused and changes nothing.
+    fn canonical(steps: &[Step]) -> CheckHistory {
+        let mut model = ContractModel::default();
+        let mut learned = Learned::default();
+        let mut h = History::default();
+        let mut observations = Vec::new();
+        let mut now = START;
+        for (i, step) in steps.iter().enumerate() {
+            match step {
+                Step::At(ms) => now = START + ms,
+                Step::Call {
+                    instance,
+                    request,
+                    skew_ms,
+                    patch,
+                } => {
+                    let mut req = request.clone();
+                    if let Some(p) = patch {
+                        learned.patch(&mut req, p, START).unwrap();
+                    }
+                    let call = req.to_call();
+                    h.invoke(instance, &call, Some(now), now + skew_ms);
+                    let reply = model.apply(&req, now, now + skew_ms);
+                    learned.learn(&req, &reply);
+                    h.complete(instance, &call.op, &Ok(reply), Some(now), now + skew_ms);
+                }
+                Step::Raw { instance, call } => {
+                    h.invoke(instance, call, Some(now), now);
+                    let refusal = Err(StoreError::new(ErrorKind::BadRequest, "no"));
+                    h.complete(instance, &call.op, &refusal, Some(now), now);
+                    let keys = Snapshot::from([("k".to_string(), json!("v"))]);
+                    observations.push(Observation::Keyspace {
+                        step: i,
+                        before: KeyspaceRead::Keys(keys.clone()),
+                        after: KeyspaceRead::Keys(keys),
+                    });
+                }
+            }
+        }
+        recorded(Level::Must, h, observations)
+    }
+
+    /// The reply of event `n` replaced by `reply`.
+    fn answer(mut rec: CheckHistory, n: usize, outcome: Result<Reply, StoreError>) -> CheckHistory {
+        let op = rec.history.events[n].op().to_string();
+        rec.history.events[n].what = Happened::completion(&op, &outcome);
+        rec
+    }
+
+    fn granted(epoch: i64, expires_at_ms: i64) -> Result<Reply, StoreError> {
+        Ok(Reply::Granted {
+            epoch,
+            expires_at_ms,
+        })
+    }
+
+    #[test]
+    fn a_hand_written_take_and_read_passes() {
+        let steps = [take("a", "t", 1000), read("a", "t")];
+        let mut h = History::default();
+        let take_call = json!({"tree": "t", "holder": "a", "ttl_ms": 1000});
+        let call = |op: &str, args: Value| Call {
+            op: op.into(),
+            args,
+        };
+        h.invoke("a", &call("lease.take", take_call), Some(START), START);
+        h.complete(
+            "a",
+            "lease.take",
+            &granted(7, START + 1000),
+            Some(START),
+            START,
+        );
+        h.invoke(
+            "a",
+            &call("lease.read", json!({"tree": "t"})),
+            Some(START),
+            START,
+        );
+        let view = LeaseView {
+            holder: Some("a".into()),
+            epoch: 7,
+            expires_at_ms: Some(START + 1000),
+            live: true,
+        };
+        h.complete(
+            "a",
+            "lease.read",
+            &Ok(Reply::Lease(Some(view))),
+            Some(START),
+            START,
+        );
+        let j = judge_steps(&steps, &recorded(Level::Must, h, vec![]));
+        assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
+        assert_eq!(j.decided_at, None);
+    }
+
+    use harness::contract::Call;
+
+    #[test]
+    fn every_scenario_answered_as_the_model_answers_passes() {
+        for def in crate::all_checks() {
+            if let crate::CheckKind::Scenario(steps) = def.kind {
+                let steps = steps();
+                let j = judge_steps(&steps, &canonical(&steps));
+                assert_eq!(j.verdict, Verdict::Pass, "{}: {}", def.spec.id, j.reason);
+            }
+        }
+    }
+
+    #[test]
+    fn a_read_showing_another_epoch_than_granted_fails_with_the_steps_so_far() {
+        let steps = [take("a", "t", 1000), read("a", "t")];
+        // The grant says epoch 5; the read (the model's) says 1.
+        let rec = answer(canonical(&steps), 1, granted(5, START + 1000));
+        let j = judge_steps(&steps, &rec);
+        assert_eq!(j.verdict, Verdict::Fail, "{}", j.reason);
+        assert!(j.reason.starts_with("step 1: lease.read"), "{}", j.reason);
+        let cx = j.counterexample.expect("a counterexample");
+        assert_eq!(cx.steps.len(), 2);
+        assert_eq!(cx.observed["lease"]["epoch"], 1);
+        assert_eq!(j.decided_at, Some((1, 4)));
+        let v = serde_json::to_value(&cx).unwrap();
+        assert_eq!(v["kind"], "conformance-scenario");
+    }
+
+    #[test]
+    fn a_grant_while_the_lease_is_live_fails() {
+        let steps = [take("a", "t", 1000), at(10), take("b", "t", 1000)];
+        let rec = answer(canonical(&steps), 3, granted(2, START + 1010));
+        let j = judge_steps(&steps, &rec);
+        assert_eq!(j.verdict, Verdict::Fail, "{}", j.reason);
+        assert!(j.reason.starts_with("step 2: lease.take"), "{}", j.reason);
+    }
+
+    #[test]
+    fn a_renewal_after_expiry_fails_and_a_should_check_only_warns() {
+        let steps = [take("a", "t", 1000), at(1001), renew("a", "t", 1, 0, 1000)];
+        let rec = answer(
+            canonical(&steps),
+            3,
+            Ok(Reply::Renewed {
+                expires_at_ms: START + 2001,
+            }),
+        );
+        assert_eq!(judge_steps(&steps, &rec).verdict, Verdict::Fail);
+        let should = CheckHistory {
+            level: Level::Should,
+            ..rec
+        };
+        assert_eq!(judge_steps(&steps, &should).verdict, Verdict::Warn);
+    }
+
+    #[test]
+    fn an_error_answer_to_a_valid_request_fails_but_unsupported_is_skipped() {
+        let steps = [take("a", "t", 1000)];
+        let full = answer(
+            canonical(&steps),
+            1,
+            Err(StoreError::new(ErrorKind::StoreFull, "full")),
+        );
+        assert_eq!(judge_steps(&steps, &full).verdict, Verdict::Fail);
+        let unsupported = answer(
+            canonical(&steps),
+            1,
+            Err(StoreError::new(ErrorKind::Unsupported, "no leases")),
+        );
+        let j = judge_steps(&steps, &unsupported);
+        assert_eq!(j.verdict, Verdict::Skipped, "{}", j.reason);
+    }
+
+    fn bad_input() -> Vec<Step> {
+        vec![
+            take("a", "t", 1000),
+            raw(
+                "a",
+                "lease.take",
+                json!({"tree": "", "holder": "a", "ttl_ms": 1000}),
+            ),
+        ]
+    }
+
+    #[test]
+    fn bad_input_refused_without_a_change_passes_and_with_one_fails() {
+        let steps = bad_input();
+        let rec = canonical(&steps);
+        assert_eq!(judge_steps(&steps, &rec).verdict, Verdict::Pass);
+        let mut changed = rec.clone();
+        changed.observations = vec![Observation::Keyspace {
+            step: 1,
+            before: KeyspaceRead::Keys(Snapshot::new()),
+            after: KeyspaceRead::Keys(Snapshot::from([("k".into(), json!(1))])),
+        }];
+        let j = judge_steps(&steps, &changed);
+        assert_eq!(j.verdict, Verdict::Fail);
+        assert!(
+            j.reason.contains("was refused but changed the keyspace"),
+            "{}",
+            j.reason
+        );
+        let accepted = answer(rec.clone(), 3, granted(2, START + 1000));
+        let j = judge_steps(&steps, &accepted);
+        assert_eq!(j.verdict, Verdict::Fail);
+        assert!(
+            j.reason.contains("was not refused with bad_request"),
+            "{}",
+            j.reason
+        );
+        let mut unread = rec;
+        unread.observations = vec![Observation::Keyspace {
+            step: 1,
+            before: KeyspaceRead::Failed("connection reset".into()),
+            after: KeyspaceRead::Keys(Snapshot::new()),
+        }];
+        assert_eq!(judge_steps(&steps, &unread).verdict, Verdict::Unknown);
+    }
+
+    #[test]
+    fn the_harness_own_trouble_is_unknown_never_fail() {
+        let steps = [take("a", "t", 1000), read("a", "t")];
+        let dead = answer(
+            canonical(&steps),
+            1,
+            Err(StoreError::new(ErrorKind::AdapterFailed, "exited")),
+        );
+        let j = judge_steps(&steps, &dead);
+        assert_eq!(j.verdict, Verdict::Unknown);
+        assert!(j.reason.contains("adapter of instance a"), "{}", j.reason);
+
+        let mut no_time = canonical(&steps);
+        no_time.observations.push(Observation::ServerTime {
+            step: 0,
+            before: Some(START),
+            after: None,
+        });
+        assert_eq!(judge_steps(&steps, &no_time).verdict, Verdict::Unknown);
+
+        let mut short = canonical(&steps);
+        short.history.events.truncate(2);
+        let j = judge_steps(&steps, &short);
+        assert_eq!(j.verdict, Verdict::Unknown);
+        assert!(j.reason.contains("stops before step 1"), "{}", j.reason);
+    }
+
+    #[test]
+    fn a_store_that_cannot_connect_fails_unless_its_adapter_failed() {
+        let steps = [take("a", "t", 1000)];
+        let mut rec = recorded(Level::Must, History::default(), vec![]);
+        rec.observations.push(Observation::ConnectFailed {
+            step: 0,
+            instance: "a".into(),
+            error: StoreError::new(ErrorKind::Durability, "appendonly no"),
+        });
+        assert_eq!(judge_steps(&steps, &rec).verdict, Verdict::Fail);
+        rec.observations[0] = Observation::ConnectFailed {
+            step: 0,
+            instance: "a".into(),
+            error: StoreError::new(ErrorKind::AdapterFailed, "exited"),
+        };
+        assert_eq!(judge_steps(&steps, &rec).verdict, Verdict::Unknown);
+    }
+
+    #[test]
+    fn a_grant_the_store_never_gave_is_divergence_and_a_foreign_call_is_no_history_of_the_scenario()
+    {
+        // At exactly the expiry instant a busy is a conservative answer (a
+        // SHOULD), so the judge goes on; but then b has no grant to release.
+        let steps = [
+            take("a", "t", 1000),
+            at(1000),
+            take("b", "t", 1000),
+            release("b", "t", 2, 0),
+        ];
+        let busy = Ok(Reply::Busy {
+            holder: "a".into(),
+            epoch: 1,
+            expires_at_ms: START + 1000,
+        });
+        let mut rec = answer(canonical(&steps), 3, busy);
+        rec.history.events.truncate(4);
+        let j = judge_steps(&steps, &rec);
+        assert_eq!(j.verdict, Verdict::Fail, "{}", j.reason);
+        assert!(
+            j.reason.contains("the store diverged earlier"),
+            "{}",
+            j.reason
+        );
+        assert_eq!(j.counterexample.map(|c| c.observed), Some(Value::Null));
+
+        let steps = [take("a", "t", 1000), release("a", "t", 1, 0)];
+        let mut foreign = canonical(&steps);
+        foreign.history.events[2].what = Happened::Invoke(Call {
+            op: "lease.release".into(),
+            args: json!({"tree": "t", "holder": "a", "epoch": 99}),
+        });
+        let j = judge_steps(&steps, &foreign);
+        assert_eq!(j.verdict, Verdict::Unknown);
+        assert!(
+            j.reason.contains("does not follow its scenario"),
+            "{}",
+            j.reason
+        );
+    }
+
+    #[test]
+    fn on_a_server_not_storeproof_s_the_reply_is_judged_within_the_time_window() {
+        let steps = [take("a", "t", 1000)];
+        let mut rec = answer(canonical(&steps), 1, granted(1, START + 1040));
+        // Without the window the expiry is 40 ms off; TIME read 0..50 ms
+        // around the call explains it.
+        assert_eq!(judge_steps(&steps, &rec).verdict, Verdict::Fail);
+        rec.observations.push(Observation::ServerTime {
+            step: 0,
+            before: Some(START),
+            after: Some(START + 50),
+        });
+        let j = judge_steps(&steps, &rec);
+        assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
+    }
+
+    #[test]
+    fn a_history_cut_where_it_was_decided_judges_the_same_and_reads_back() {
+        let steps = [take("a", "t", 1000), read("a", "t"), read("a", "t")];
+        let rec = answer(canonical(&steps), 1, granted(5, START + 1000));
+        let j = judge_steps(&steps, &rec);
+        let short = cut(rec, &j);
+        assert_eq!(short.history.events.len(), 4);
+        let back: CheckHistory =
+            serde_json::from_value(serde_json::to_value(&short).unwrap()).unwrap();
+        assert_eq!(back, short);
+        let again = judge_steps(&steps, &back);
+        assert_eq!((again.verdict, again.reason), (j.verdict, j.reason));
+    }
+
+    #[test]
+    fn judge_finds_the_scenario_by_its_check_id() {
+        let id = "conformance.lease.take-free-tree";
+        let steps = crate::scenario_steps(id).expect("a scenario check");
+        let rec = CheckHistory {
+            check: id.into(),
+            ..canonical(&steps)
+        };
+        assert_eq!(judge(&rec).unwrap().verdict, Verdict::Pass);
+        let unknown = CheckHistory {
+            check: "conformance.nope".into(),
+            ..rec
+        };
+        assert!(matches!(
+            judge(&unknown),
+            Err(NotJudgeable::UnknownCheck(_))
+        ));
+    }
+}
