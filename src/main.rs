@@ -5,6 +5,7 @@
 
 mod bench;
 mod certify;
+mod judge;
 mod progress;
 mod replay;
 
@@ -34,6 +35,9 @@ enum Command {
     /// Re-run a saved counterexample (a report's replays/<check>.json) on a
     /// fresh managed server; exit 1 if it still fails, 0 if it passes now.
     Replay(replay::ReplayArgs),
+    /// Judge the saved conformance histories of a report.json again, with
+    /// no server; exit 1 if one fails or disagrees with the report.
+    Check(judge::CheckArgs),
     /// Measure: `storeproof bench explorer` prints the explorer's
     /// transitions per second beside the round-trip limit of one connection.
     #[command(subcommand)]
@@ -82,6 +86,7 @@ fn main() -> ExitCode {
             match cli.command {
                 Command::Certify(args) => certify::run(args).await,
                 Command::Replay(args) => replay::run(args).await,
+                Command::Check(args) => judge::run(args),
                 Command::Bench(b) => bench::run(b).await,
             }
         };

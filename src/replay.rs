@@ -134,7 +134,15 @@ async fn replay_explorer(
     store: &str,
 ) -> anyhow::Result<ExitCode> {
     let cx = file.counterexample.clone().unwrap_or_default();
-    let property = cx["property"].as_str().unwrap_or_default().to_string();
+    let property = serde_json::from_value::<explorer::Property>(cx["property"].clone())
+        .ok()
+        .or_else(|| cx["property"].as_str().and_then(explorer::Property::from_name))
+        .with_context(|| {
+            format!(
+                "{} names no explorer property (counterexample.property)",
+                args.file.display()
+            )
+        })?;
     let schedule: explorer::Schedule = serde_json::from_value(cx["schedule"].clone())
         .with_context(|| {
             format!(
@@ -169,13 +177,8 @@ async fn replay_explorer(
         println!("  the replay could not run: {}", printable(e));
         return Ok(ExitCode::from(2));
     }
-    Ok(if last.broke(&property) {
-        let why = last
-            .violations
-            .iter()
-            .find(|(p, _)| *p == property)
-            .map(|(_, m)| m.clone())
-            .unwrap_or_default();
+    Ok(if last.broke(property) {
+        let why = last.violation(property).unwrap_or_default().to_string();
         println!("  now: FAIL — {}", printable(&why));
         println!("still fails");
         ExitCode::from(1)
