@@ -7,7 +7,8 @@
 //!   `redis-server`, `kill -9`) or `docker` (a locally built image,
 //!   `docker kill -s KILL`);
 //! - [`workload`]: instances writing, and the record of what was acknowledged;
-//! - [`suite`]: kills, restarts, verification, checks and figures.
+//! - [`verify`]: what the restarted server shows, and the pure judgement of it;
+//! - [`suite`]: [`suite::CrashSuite`], kills, restarts, checks and figures.
 
 #![warn(missing_docs)]
 
@@ -16,6 +17,7 @@ pub mod docker;
 pub mod image;
 pub mod process;
 pub mod suite;
+pub mod verify;
 pub mod workload;
 
 pub use backend::{CrashBackend, CrashError};

@@ -5,24 +5,34 @@
 //! every kill, and with simulated power cuts.
 //!
 //! Each kill round stands alone: its own key prefix and its own record of
-//! what was acknowledged, so a kill's figures and verdicts are its own and a
-//! loss is never inherited from an earlier kill.
+//! what was sent and acknowledged, so a kill's figures and verdicts are its
+//! own and a loss is never inherited from an earlier kill. The verdicts are
+//! pure functions of those records and of what the restarted server showed
+//! ([`crate::verify`]).
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use harness::check::{CheckResult, Level, Verdict};
-use harness::contract::{ChildState, Contract, ErrorKind, LeaseView, Reply, Request};
-use harness::store::{Hello, StoreClient, StoreFactory, OPT_OUT_WRITES_MAY_BE_LOST};
+use harness::contract::Contract;
+use harness::figures::{CrashFigures, Figures};
+use harness::store::{Hello, StoreFactory, OPT_OUT_WRITES_MAY_BE_LOST};
+use harness::suite::{CheckSpec, Needs, Progress, Subject, Suite, SuiteError, SuiteRun};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::backend::{CrashBackend, CrashError};
-use crate::workload::{self, wall_ms, Acked, CLAIM_MS, LEASE_MS};
+use crate::verify::{judge_round, observe, Kept, Round};
+use crate::workload::{self, wall_ms, Acked};
+
+/// What one kill acknowledged and lost, in named units: harness's
+/// `KillFigures`, named through [`CrashFigures`] until `harness::figures`
+/// re-exports it.
+pub type KillFigures = <CrashFigures as IntoIterator>::Item;
 
 /// Which backend runs the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +44,17 @@ pub enum BackendChoice {
     Docker,
     /// The process backend only: a local `redis-server` killed with `SIGKILL`, no Docker.
     Process,
+}
+
+impl BackendChoice {
+    /// The choice a re-run recorded (`process`, `docker`; anything else: auto).
+    pub fn named(name: &str) -> BackendChoice {
+        match name {
+            "process" => BackendChoice::Process,
+            "docker" => BackendChoice::Docker,
+            _ => BackendChoice::Auto,
+        }
+    }
 }
 
 /// How big a crash run is.
@@ -48,7 +69,8 @@ pub struct CrashConfig {
     pub power_losses: usize,
     /// Writers running when the server is killed.
     pub instances: usize,
-    /// Seeds every kill moment and every writer.
+    /// Seeds every kill moment and every writer. [`CrashSuite`] takes it
+    /// from the [`Subject`].
     pub seed: u64,
     /// Which backend runs (and kills) the server.
     pub backend: BackendChoice,
@@ -57,31 +79,32 @@ pub struct CrashConfig {
     /// `None` in every real run.
     pub sabotage_settings: Option<Vec<(String, String)>>,
     /// The contracts the store claims (its hello): the workload writes only
-    /// to these, and a check about none of them is outside the claim.
+    /// to these. [`CrashSuite`] takes them from the [`Subject`].
     pub contracts: Vec<Contract>,
 }
 
-/// What a crash run found.
-pub struct CrashOutcome {
-    /// One result per id of [`check_ids`], in report order.
-    pub checks: Vec<CheckResult>,
-    /// The crash figures for the report's `stats`: backend, and per kill of
-    /// each setting what was acknowledged and lost, in named units
-    /// ([`KillFigures`]).
-    pub stats: Value,
+impl CrashConfig {
+    /// `kills` kills, `opt_out_kills` opted-out kills and `power_losses`
+    /// power cuts per setting on `backend`, with 4 writers, the required
+    /// settings; seed and contracts are the subject's when run as a suite.
+    pub fn new(
+        kills: usize,
+        opt_out_kills: usize,
+        power_losses: usize,
+        backend: BackendChoice,
+    ) -> CrashConfig {
+        CrashConfig {
+            kills,
+            opt_out_kills,
+            power_losses,
+            instances: 4,
+            seed: 0,
+            backend,
+            sabotage_settings: None,
+            contracts: Contract::ALL.to_vec(),
+        }
+    }
 }
-
-const EPOCHS: &str = "crash.acknowledged-epochs-survive";
-const NEXT_TAKE: &str = "crash.next-take-continues";
-const RENEWS: &str = "crash.acknowledged-renews-survive";
-const CHILDREN: &str = "crash.acknowledged-children-survive";
-const CLAIMS: &str = "crash.acknowledged-claims-survive";
-const COMPLETED_ONCE: &str = "crash.children-completed-once";
-const PAUSES: &str = "crash.acknowledged-pauses-survive";
-const OPT_OUT: &str = "crash.opt-out-loses";
-const POWER_ALWAYS: &str = "crash.power-loss-always-keeps";
-const POWER_EVERYSEC: &str = "crash.power-loss-everysec-loses";
-const DOCKER: &str = "crash.docker-backend";
 
 const LEASE: &[Contract] = &[Contract::Lease];
 const QUEUE: &[Contract] = &[Contract::Queue];
@@ -89,51 +112,180 @@ const RATE: &[Contract] = &[Contract::Rate];
 /// A check of the whole workload is judged on whichever contracts are claimed.
 const WHOLE: &[Contract] = &Contract::ALL;
 
+const fn must(id: &'static str, contracts: &'static [Contract], about: &'static str) -> CheckSpec {
+    CheckSpec {
+        id,
+        level: Level::Must,
+        contracts,
+        needs: Needs::OwnServers,
+        about,
+    }
+}
+
+/// Every acknowledged epoch is on the restarted server.
+pub const EPOCHS: CheckSpec = must(
+    "crash.acknowledged-epochs-survive",
+    LEASE,
+    "every epoch granted before a SIGKILL is on the restarted server",
+);
+/// The first take after a restart continues above every acknowledged epoch.
+pub const NEXT_TAKE: CheckSpec = must(
+    "crash.next-take-continues",
+    LEASE,
+    "the first take after a restart is granted above every acknowledged epoch of its tree",
+);
+/// Every acknowledged renew still runs to its expiry.
+pub const RENEWS: CheckSpec = must(
+    "crash.acknowledged-renews-survive",
+    LEASE,
+    "every acknowledged renew still runs to its expiry on the restarted server",
+);
+/// Every acknowledged child is on the restarted server.
+pub const CHILDREN: CheckSpec = must(
+    "crash.acknowledged-children-survive",
+    QUEUE,
+    "every child saved before a SIGKILL is on the restarted server",
+);
+/// Every acknowledged claim still holds, and no claimed child is handed out again.
+pub const CLAIMS: CheckSpec = must(
+    "crash.acknowledged-claims-survive",
+    QUEUE,
+    "every acknowledged claim still holds after a restart; no claimed child is handed out again",
+);
+/// Every completed child stays done.
+pub const COMPLETED_ONCE: CheckSpec = must(
+    "crash.children-completed-once",
+    QUEUE,
+    "every completed child stays done after a restart and is never handed out again",
+);
+/// Every acknowledged pause is in force on the restarted server.
+pub const PAUSES: CheckSpec = must(
+    "crash.acknowledged-pauses-survive",
+    RATE,
+    "every acknowledged provider pause is in force on the restarted server",
+);
+/// With the append-only file off and the opt-out, every kill loses writes.
+pub const OPT_OUT: CheckSpec = must(
+    "crash.opt-out-loses",
+    WHOLE,
+    "with appendonly no and the opt-out, every kill shows the loss the opt-out admits",
+);
+/// Power cuts with appendfsync always lose nothing.
+pub const POWER_ALWAYS: CheckSpec = must(
+    "crash.power-loss-always-keeps",
+    WHOLE,
+    "with appendfsync always, a power cut (the AOF cut back to its last fsync) loses nothing",
+);
+/// Power cuts with appendfsync everysec (opted out) lose writes.
+pub const POWER_EVERYSEC: CheckSpec = CheckSpec {
+    level: Level::Should,
+    ..must(
+        "crash.power-loss-everysec-loses",
+        WHOLE,
+        "with appendfsync everysec (opted out), a power cut loses acknowledged writes: why always is required",
+    )
+};
+/// The kills ran in a Docker container.
+pub const DOCKER: CheckSpec = CheckSpec {
+    level: Level::Should,
+    ..must(
+        "crash.docker-backend",
+        WHOLE,
+        "the kills ran on the server in a container built here (docker kill -s KILL)",
+    )
+};
+
 /// Every crash check in report order, with the contracts it is about: a
 /// check none of whose contracts the store claims is outside the claim.
-const CHECKS: [(&str, &[Contract]); 11] = [
-    (EPOCHS, LEASE),
-    (NEXT_TAKE, LEASE),
-    (RENEWS, LEASE),
-    (CHILDREN, QUEUE),
-    (CLAIMS, QUEUE),
-    (COMPLETED_ONCE, QUEUE),
-    (PAUSES, RATE),
-    (OPT_OUT, WHOLE),
-    (POWER_ALWAYS, WHOLE),
-    (POWER_EVERYSEC, WHOLE),
-    (DOCKER, WHOLE),
+pub const CHECKS: [CheckSpec; 11] = [
+    EPOCHS,
+    NEXT_TAKE,
+    RENEWS,
+    CHILDREN,
+    CLAIMS,
+    COMPLETED_ONCE,
+    PAUSES,
+    OPT_OUT,
+    POWER_ALWAYS,
+    POWER_EVERYSEC,
+    DOCKER,
 ];
 
 /// The ids of the checks a crash run reports, in report order.
 pub fn check_ids() -> [&'static str; 11] {
-    CHECKS.map(|(id, _)| id)
+    CHECKS.map(|c| c.id)
 }
 
 /// The contracts crash check `id` is about (empty for an unknown id).
 pub fn check_contracts(id: &str) -> &'static [Contract] {
     CHECKS
         .iter()
-        .find(|(i, _)| *i == id)
-        .map_or(&[], |(_, contracts)| contracts)
+        .find(|c| c.id == id)
+        .map_or(&[], |c| c.contracts)
 }
 
-/// Why check `id` is outside the claim of a store claiming `claimed`, or
-/// `None` when the store claims one of the contracts it is about.
-fn outside_claim(id: &str, claimed: &[Contract]) -> Option<String> {
-    let about = check_contracts(id);
-    if about.iter().any(|c| claimed.contains(c)) {
-        return None;
+/// What re-runs a failed crash check (its counterexample): the same seed
+/// (kill moments and writers), sizes and backend. Thread timing is not
+/// replayed, so a re-run repeats the schedule, not every interleaving of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrashRerun {
+    /// Always `crash-run`.
+    pub kind: String,
+    /// The run's seed.
+    pub seed: u64,
+    /// Kills with the required settings.
+    pub kills: usize,
+    /// Kills opted out.
+    pub opt_out_kills: usize,
+    /// Power cuts per setting.
+    pub power_losses: usize,
+    /// Writers.
+    #[serde(default = "four")]
+    pub instances: usize,
+    /// `docker` or `process` (what ran; an older file may say nothing: auto).
+    #[serde(default)]
+    pub backend: String,
+    /// The contracts written (an older file names none: every contract).
+    #[serde(default = "every_contract")]
+    pub contracts: Vec<Contract>,
+    /// The first findings, in words.
+    #[serde(default)]
+    pub found: Vec<String>,
+}
+
+fn four() -> usize {
+    4
+}
+
+fn every_contract() -> Vec<Contract> {
+    Contract::ALL.to_vec()
+}
+
+impl CrashRerun {
+    /// The kind every crash counterexample names.
+    pub const KIND: &'static str = "crash-run";
+
+    /// The re-run a counterexample holds, if it is one.
+    pub fn from_counterexample(cx: &Value) -> Option<CrashRerun> {
+        serde_json::from_value(cx.clone())
+            .ok()
+            .filter(|r: &CrashRerun| r.kind == Self::KIND)
     }
-    Some(if about.len() == 1 {
-        format!(
-            "the crash check is about the {} contract, which the store does not offer",
-            about[0]
-        )
-    } else {
-        "the crash workload writes only to the contracts the store claims, and it does not offer any"
-            .to_string()
-    })
+
+    /// The configuration that repeats it.
+    pub fn config(&self) -> CrashConfig {
+        CrashConfig {
+            instances: self.instances,
+            seed: self.seed,
+            contracts: self.contracts.clone(),
+            ..CrashConfig::new(
+                self.kills,
+                self.opt_out_kills,
+                self.power_losses,
+                BackendChoice::named(&self.backend),
+            )
+        }
+    }
 }
 
 /// The contracts a re-run of a crash check (its counterexample) was
@@ -142,7 +294,121 @@ pub fn contracts_of_rerun(rerun: &Value) -> Vec<Contract> {
     rerun
         .get("contracts")
         .and_then(|c| serde_json::from_value(c.clone()).ok())
-        .unwrap_or_else(|| Contract::ALL.to_vec())
+        .unwrap_or_else(every_contract)
+}
+
+/// The crash suite as `certify` drives it: [`CrashSuite::new`] with the
+/// sizes and backend, then [`Suite::run`] on the subject.
+pub struct CrashSuite {
+    config: CrashConfig,
+}
+
+impl CrashSuite {
+    /// A crash suite of this size; its seed and contracts are the subject's.
+    pub fn new(config: CrashConfig) -> CrashSuite {
+        CrashSuite { config }
+    }
+}
+
+#[async_trait]
+impl Suite for CrashSuite {
+    fn name(&self) -> &'static str {
+        "crash"
+    }
+
+    fn checks(&self) -> Vec<CheckSpec> {
+        CHECKS.to_vec()
+    }
+
+    async fn run(
+        &self,
+        subject: &Subject<'_>,
+        to_run: &[CheckSpec],
+        progress: &dyn Progress,
+    ) -> Result<SuiteRun, SuiteError> {
+        let config = CrashConfig {
+            seed: subject.seed,
+            contracts: subject.contracts.clone(),
+            ..self.config.clone()
+        };
+        let prefix = format!("{}k:", subject.run_prefix);
+        let (checks, figures) =
+            run_checks(subject.factory.clone(), prefix, &config, to_run, progress)
+                .await
+                .map_err(|e| match e {
+                    SuiteError::Setup(e) => {
+                        SuiteError::Setup(format!("the crash suite could not run: {e}"))
+                    }
+                    other => other,
+                })?;
+        Ok(SuiteRun {
+            checks,
+            figures: Figures::Crash(figures),
+        })
+    }
+}
+
+/// What a crash run found (see [`run`]).
+pub struct CrashOutcome {
+    /// One result per check of [`CHECKS`], in report order.
+    pub checks: Vec<CheckResult>,
+    /// The crash figures for the report's `stats.crash`.
+    pub stats: CrashFigures,
+}
+
+/// Progress lines handed to a closure (kill lines and the rest alike).
+struct Lines<'a>(Mutex<&'a mut (dyn FnMut(&str) + Send)>);
+
+impl Progress for Lines<'_> {
+    fn part(&self, _: &str, _: u64) {}
+    fn step(&self, _: &str) {}
+    fn line(&self, text: &str) {
+        if let Ok(mut f) = self.0.lock() {
+            f(text)
+        }
+    }
+}
+
+/// Runs every crash check against `factory`, keys under `prefix`, the
+/// checks about contracts `config.contracts` does not claim reported outside
+/// the claim; each progress line goes to `progress`. What `storeproof
+/// replay` uses; `certify` drives [`CrashSuite`].
+///
+/// `Err` (one line) when the run could not be done: the first server could
+/// not start, or an adapter broke.
+pub async fn run(
+    factory: Arc<dyn StoreFactory>,
+    prefix: String,
+    config: &CrashConfig,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<CrashOutcome, String> {
+    let to_run: Vec<CheckSpec> = CHECKS
+        .into_iter()
+        .filter(|c| c.outside_claim(&config.contracts).is_none())
+        .collect();
+    let lines = Lines(Mutex::new(progress));
+    let (mut decided, stats) = run_checks(factory, prefix, config, &to_run, &lines)
+        .await
+        .map_err(|e| e.to_string())?;
+    let checks = CHECKS
+        .iter()
+        .map(|spec| match spec.outside_claim(&config.contracts) {
+            Some(why) => CheckResult {
+                level: spec.level,
+                ..CheckResult::outside_claim(spec.id, "crash", why)
+            },
+            None => {
+                let at = decided.iter().position(|c| c.id == spec.id);
+                match at {
+                    Some(i) => decided.remove(i),
+                    None => {
+                        spec.result("crash", Verdict::Unknown, "the crash suite left no verdict")
+                    }
+                }
+            }
+        })
+        .collect();
+    Ok(CrashOutcome { checks, stats })
 }
 
 /// Acknowledged writes a round waits for before its kill may land.
@@ -151,144 +417,93 @@ const MIN_ACKED_PER_ROUND: u64 = 20;
 /// How long a round's workload may take to acknowledge [`MIN_ACKED_PER_ROUND`] writes.
 const WORKLOAD_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// A renew is judged only if it should still run this long after the read:
-/// the server's clock is the host's real clock, read a moment apart.
-const RENEW_MARGIN_MS: i64 = 1_000;
-
-/// What one kill acknowledged and lost, each kind of write in its own unit.
-/// An item counts once however many checks see its loss.
-#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KillFigures {
-    /// The kill's number in its setting, from 1.
-    pub kill: usize,
-    /// Takes granted (each a new epoch).
-    pub epochs_acknowledged: usize,
-    /// Granted epochs the restarted server no longer covers (its record, or
-    /// the next take, is at or below them).
-    pub epochs_lost: usize,
-    /// Renews answered `renewed`.
-    pub renews_acknowledged: usize,
-    /// Acknowledged renews not judged: their lease was released afterwards
-    /// (or a release was in flight), or they ended before the check.
-    pub renews_not_judged: usize,
-    /// Judged renews whose expiry the restarted server does not honour.
-    pub renews_lost: usize,
-    /// Children saved.
-    pub children_acknowledged: usize,
-    /// Saved children unknown to the restarted server.
-    pub children_lost: usize,
-    /// Claims answered `claimed`.
-    pub claims_acknowledged: usize,
-    /// Claims the restarted server does not show, or hands out again.
-    pub claims_lost: usize,
-    /// Completes answered `completed`.
-    pub completions_acknowledged: usize,
-    /// Completed children not done after the restart, or handed out again.
-    pub completions_lost: usize,
-    /// Pauses answered `paused`.
-    pub pauses_acknowledged: usize,
-    /// Pauses not in force after the restart.
-    pub pauses_lost: usize,
-    /// Writes in flight at the kill: their outcome is unknown, nothing is
-    /// judged on them.
-    pub in_flight: usize,
+/// The settings a series of kills runs under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Setting {
+    /// The required settings, SIGKILL: nothing may be lost.
+    Required,
+    /// The append-only file off and the opt-out, SIGKILL: the loss must show.
+    OptOut,
+    /// The required settings, power cut: nothing may be lost.
+    PowerAlways,
+    /// appendfsync everysec and the opt-out, power cut: the loss should show.
+    PowerEverysec,
 }
 
-impl KillFigures {
-    /// Items lost, of every kind.
-    pub fn lost(&self) -> usize {
-        self.epochs_lost
-            + self.renews_lost
-            + self.children_lost
-            + self.claims_lost
-            + self.completions_lost
-            + self.pauses_lost
-    }
+impl Setting {
+    const ALL: [Setting; 4] = [
+        Setting::Required,
+        Setting::OptOut,
+        Setting::PowerAlways,
+        Setting::PowerEverysec,
+    ];
 
-    /// Items acknowledged, of every kind.
-    pub fn acknowledged(&self) -> usize {
-        self.epochs_acknowledged
-            + self.renews_acknowledged
-            + self.children_acknowledged
-            + self.claims_acknowledged
-            + self.completions_acknowledged
-            + self.pauses_acknowledged
-    }
-
-    /// The figures of several kills added up (`kill` is the number of kills).
-    pub fn total(kills: &[KillFigures]) -> KillFigures {
-        let mut t = KillFigures {
-            kill: kills.len(),
-            ..KillFigures::default()
-        };
-        for k in kills {
-            t.epochs_acknowledged += k.epochs_acknowledged;
-            t.epochs_lost += k.epochs_lost;
-            t.renews_acknowledged += k.renews_acknowledged;
-            t.renews_not_judged += k.renews_not_judged;
-            t.renews_lost += k.renews_lost;
-            t.children_acknowledged += k.children_acknowledged;
-            t.children_lost += k.children_lost;
-            t.claims_acknowledged += k.claims_acknowledged;
-            t.claims_lost += k.claims_lost;
-            t.completions_acknowledged += k.completions_acknowledged;
-            t.completions_lost += k.completions_lost;
-            t.pauses_acknowledged += k.pauses_acknowledged;
-            t.pauses_lost += k.pauses_lost;
-            t.in_flight += k.in_flight;
+    /// The checks judged on its kills.
+    fn judged_by(self) -> &'static [CheckSpec] {
+        match self {
+            Setting::Required => &[
+                EPOCHS,
+                NEXT_TAKE,
+                RENEWS,
+                CHILDREN,
+                CLAIMS,
+                COMPLETED_ONCE,
+                PAUSES,
+                DOCKER,
+            ],
+            Setting::OptOut => &[OPT_OUT],
+            Setting::PowerAlways => &[POWER_ALWAYS],
+            Setting::PowerEverysec => &[POWER_EVERYSEC],
         }
-        t
     }
 
-    /// The figures in words: `epochs acknowledged 41, lost 0; renews …`.
-    pub fn sentence(&self) -> String {
-        self.sentence_of(&Contract::ALL)
+    fn kills(self, config: &CrashConfig) -> usize {
+        match self {
+            Setting::Required => config.kills,
+            Setting::OptOut => config.opt_out_kills,
+            Setting::PowerAlways | Setting::PowerEverysec => config.power_losses,
+        }
     }
 
-    /// The figures of the writes of `contracts` in words (the others are
-    /// never written, so their zeros say nothing).
-    pub fn sentence_of(&self, contracts: &[Contract]) -> String {
-        let mut parts = Vec::new();
-        if contracts.contains(&Contract::Lease) {
-            parts.push(format!(
-                "epochs acknowledged {}, lost {}; renews acknowledged {}, lost {}",
-                self.epochs_acknowledged,
-                self.epochs_lost,
-                self.renews_acknowledged,
-                self.renews_lost
-            ));
-        }
-        if contracts.contains(&Contract::Queue) {
-            parts.push(format!(
-                "children saved {}, lost {}; claims acknowledged {}, lost {}; completions acknowledged {}, lost {}",
-                self.children_acknowledged,
-                self.children_lost,
-                self.claims_acknowledged,
-                self.claims_lost,
-                self.completions_acknowledged,
-                self.completions_lost
-            ));
-        }
-        if contracts.contains(&Contract::Rate) {
-            parts.push(format!(
-                "pauses acknowledged {}, lost {}",
-                self.pauses_acknowledged, self.pauses_lost
-            ));
-        }
-        parts.join("; ")
+    /// A simulated power cut instead of a plain SIGKILL (process backend).
+    fn power(self) -> bool {
+        matches!(self, Setting::PowerAlways | Setting::PowerEverysec)
     }
-}
 
-/// What one kill showed: its figures and, per check, what broke.
-#[derive(Debug, Default)]
-struct Round {
-    figures: KillFigures,
-    findings: BTreeMap<&'static str, Vec<String>>,
-}
+    /// Names the Docker objects and seeds the kill moments.
+    fn label(self) -> &'static str {
+        match self {
+            Setting::Required => "durable",
+            Setting::OptOut => "optout",
+            Setting::PowerAlways => "power-always",
+            Setting::PowerEverysec => "power-everysec",
+        }
+    }
 
-impl Round {
-    fn find(&mut self, check: &'static str, what: String) {
-        self.findings.entry(check).or_default().push(what);
+    /// Key prefix tag: each round writes under `<prefix><tag><kill>:`.
+    fn tag(self) -> &'static str {
+        match self {
+            Setting::Required => "",
+            Setting::OptOut => "o",
+            Setting::PowerAlways => "pa",
+            Setting::PowerEverysec => "pe",
+        }
+    }
+
+    /// The server settings and the opt-out given in the hello.
+    fn settings(self, config: &CrashConfig) -> (Vec<(String, String)>, Option<String>) {
+        let opted = Some(OPT_OUT_WRITES_MAY_BE_LOST.to_string());
+        match (self, &config.sabotage_settings) {
+            (Setting::Required | Setting::PowerAlways, Some(s)) => (s.clone(), opted),
+            (Setting::Required | Setting::PowerAlways, None) => (required_settings(), None),
+            (Setting::OptOut, _) => (opt_out_settings(), opted),
+            (Setting::PowerEverysec, _) => {
+                let mut everysec = required_settings();
+                everysec.retain(|(k, _)| k != "appendfsync");
+                everysec.push(("appendfsync".into(), "everysec".into()));
+                (everysec, opted)
+            }
+        }
     }
 }
 
@@ -306,19 +521,32 @@ struct Series {
 }
 
 impl Series {
+    /// A series that did not run: none asked, or its server did not start.
+    fn not_run(asked: usize, trouble: Option<String>) -> Series {
+        Series {
+            rounds: Vec::new(),
+            trouble,
+            asked,
+            backend: "process",
+            fallback: None,
+        }
+    }
+
     fn figures(&self) -> Vec<KillFigures> {
         self.rounds.iter().map(|r| r.figures.clone()).collect()
     }
 
+    fn total(&self) -> KillFigures {
+        KillFigures::total(&self.figures())
+    }
+
     /// Every finding of `check`, prefixed with its kill.
-    fn findings(&self, check: &str) -> Vec<String> {
+    fn findings(&self, check: Kept) -> Vec<String> {
         self.rounds
             .iter()
             .flat_map(|r| {
-                r.findings
-                    .get(check)
-                    .into_iter()
-                    .flatten()
+                r.of(check)
+                    .iter()
                     .map(move |f| format!("kill {}, {f}", r.figures.kill))
             })
             .collect()
@@ -334,6 +562,15 @@ impl Series {
                     .flatten()
                     .map(move |f| format!("kill {}, {f}", r.figures.kill))
             })
+            .collect()
+    }
+
+    /// The rounds that lost nothing, each in words.
+    fn quiet(&self, words: impl Fn(&KillFigures) -> String) -> Vec<String> {
+        self.rounds
+            .iter()
+            .filter(|r| r.figures.lost() == 0)
+            .map(|r| words(&r.figures))
             .collect()
     }
 }
@@ -382,497 +619,71 @@ async fn backend(
     }
 }
 
-/// A reply in a few words, for findings.
-fn words(reply: &Reply) -> String {
-    match reply {
-        Reply::Lease(None) => "no record".into(),
-        Reply::Lease(Some(v)) => lease_words(v),
-        Reply::Child(None) => "no such child".into(),
-        Reply::Child(Some(v)) => format!(
-            "{} (claimer {}, attempt {})",
-            serde_json::to_value(v.state)
-                .ok()
-                .and_then(|s| s.as_str().map(str::to_string))
-                .unwrap_or_default(),
-            v.claimer.as_deref().unwrap_or("none"),
-            v.attempt
-        ),
-        other => serde_json::to_string(other).unwrap_or_else(|_| other.outcome().to_string()),
-    }
-}
-
-fn lease_words(v: &LeaseView) -> String {
-    if v.live {
-        format!(
-            "epoch {} held by {} until {}",
-            v.epoch,
-            v.holder.as_deref().unwrap_or("nobody"),
-            v.expires_at_ms
-                .map_or("no expiry".into(), |x| x.to_string())
-        )
-    } else {
-        format!("epoch {}, not live", v.epoch)
-    }
-}
-
-/// Asks the store after the restart. `Ok(None)`: the store answered an
-/// error of its own, recorded as a finding of `check` about `item`.
-/// `Err`: harness trouble (the adapter failed, the server cannot be
-/// reached): the check cannot be decided.
-async fn ask(
-    client: &mut Box<dyn StoreClient>,
-    req: Request,
-    check: &'static str,
-    item: &str,
-    round: &mut Round,
-) -> Result<Option<Reply>, String> {
-    match client.call(&req.to_call(), wall_ms()).await {
-        Ok(reply) => Ok(Some(reply)),
-        Err(e) if matches!(e.kind, ErrorKind::AdapterFailed | ErrorKind::Unavailable) => Err(
-            format!("{} of {item} after the restart answered {e}", req.op()),
-        ),
-        Err(e) => {
-            round.find(
-                check,
-                format!("{item}: {} after the restart answered {e}", req.op()),
-            );
-            Ok(None)
-        }
-    }
-}
-
-/// Checks every acknowledged write of a round after the restart; figures
-/// and findings go into `round`. `Err` is harness trouble. Only the
-/// `contracts` the store claims were written, so only they are asked about:
-/// a store is never sent an operation it does not offer.
-async fn verify(
-    client: &mut Box<dyn StoreClient>,
-    acked: &Acked,
-    contracts: &[Contract],
-    round: &mut Round,
-    verifier: &str,
-) -> Result<(), String> {
-    let f = &mut round.figures;
-    f.epochs_acknowledged = acked.grants.values().map(Vec::len).sum();
-    f.renews_acknowledged = acked.renews.values().map(Vec::len).sum();
-    f.children_acknowledged = acked.saved.len();
-    f.claims_acknowledged = acked.claims.values().map(Vec::len).sum();
-    f.completions_acknowledged = acked.completed.values().map(|n| *n as usize).sum();
-    f.pauses_acknowledged = acked.pauses.values().map(Vec::len).sum();
-    f.in_flight = acked.in_flight.len();
-
-    // Epochs and renews: the record of every tree with an acknowledged grant.
-    let mut lost_epochs: BTreeSet<(String, i64)> = BTreeSet::new();
-    for (tree, grants) in &acked.grants {
-        let top = grants.iter().map(|g| g.epoch).max().unwrap_or(0);
-        let read_at = wall_ms();
-        let Some(reply) = ask(
-            client,
-            Request::LeaseRead { tree: tree.clone() },
-            EPOCHS,
-            tree,
-            round,
-        )
-        .await?
-        else {
-            lost_epochs.extend(grants.iter().map(|g| (tree.clone(), g.epoch)));
-            continue;
-        };
-        let view = match reply {
-            Reply::Lease(v) => v,
-            other => {
-                round.find(
-                    EPOCHS,
-                    format!("{tree}: lease.read answered {}", words(&other)),
-                );
-                lost_epochs.extend(grants.iter().map(|g| (tree.clone(), g.epoch)));
-                continue;
-            }
-        };
-        let on_server = view.as_ref().map_or(0, |v| v.epoch);
-        if on_server < top {
-            round.find(
-                EPOCHS,
-                format!(
-                    "{tree}: epoch {top} was acknowledged, the restarted server reads {}",
-                    view.as_ref().map_or("no record".into(), lease_words)
-                ),
-            );
-            lost_epochs.extend(
-                grants
-                    .iter()
-                    .filter(|g| g.epoch > on_server)
-                    .map(|g| (tree.clone(), g.epoch)),
-            );
-        }
-        // An acknowledged renew must still be in force: a lost renew lets a
-        // second holder in early.
-        for ((t, epoch), expiries) in acked.renews.range((tree.clone(), i64::MIN)..) {
-            if t != tree {
-                break;
-            }
-            let judged: Vec<i64> = expiries
-                .iter()
-                .copied()
-                .filter(|x| *x > read_at + RENEW_MARGIN_MS)
-                .collect();
-            let released =
-                acked.released.contains(&(t.clone(), *epoch)) || acked.release_in_flight(t, *epoch);
-            if released || judged.is_empty() {
-                round.figures.renews_not_judged += expiries.len();
-                continue;
-            }
-            round.figures.renews_not_judged += expiries.len() - judged.len();
-            let holder = grants
-                .iter()
-                .find(|g| g.epoch == *epoch)
-                .map_or("", |g| g.holder.as_str());
-            let until = judged.iter().copied().max().unwrap_or(0);
-            let honoured = match &view {
-                Some(v) if v.live && v.epoch == *epoch && v.holder.as_deref() == Some(holder) => {
-                    v.expires_at_ms.unwrap_or(read_at)
-                }
-                _ => read_at,
-            };
-            let lost = judged.iter().filter(|x| **x > honoured).count();
-            if lost > 0 {
-                round.figures.renews_lost += lost;
-                round.find(
-                    RENEWS,
-                    format!(
-                        "{tree}: a renew of epoch {epoch} by {holder} to {until} was acknowledged, \
-                         the restarted server reads {} at {read_at}",
-                        view.as_ref().map_or("no record".into(), lease_words)
-                    ),
-                );
-            }
-        }
-    }
-
-    // The next take continues above every acknowledged epoch. Short leases
-    // have run out by now; a live one (renewed, or taken in flight) is
-    // released in its holder's name first.
-    if !acked.grants.is_empty() {
-        tokio::time::sleep(Duration::from_millis(LEASE_MS as u64 + 20)).await;
-    }
-    for (tree, grants) in &acked.grants {
-        let top = grants.iter().map(|g| g.epoch).max().unwrap_or(0);
-        let take = Request::LeaseTake {
-            tree: tree.clone(),
-            holder: verifier.into(),
-            ttl_ms: LEASE_MS,
-        };
-        let mut granted = None;
-        for _ in 0..5 {
-            let Some(reply) = ask(client, take.clone(), NEXT_TAKE, tree, round).await? else {
-                break;
-            };
-            match reply {
-                Reply::Granted { epoch, .. } => {
-                    granted = Some(epoch);
-                    break;
-                }
-                Reply::Busy { holder, epoch, .. } => {
-                    let release = Request::LeaseRelease {
-                        tree: tree.clone(),
-                        holder,
-                        epoch,
-                    };
-                    ask(client, release, NEXT_TAKE, tree, round).await?;
-                }
-                other => {
-                    round.find(
-                        NEXT_TAKE,
-                        format!(
-                            "{tree}: the take after the restart answered {}",
-                            words(&other)
-                        ),
-                    );
-                    break;
-                }
-            }
-        }
-        let Some(got) = granted else {
-            if !round.findings.contains_key(NEXT_TAKE) {
-                round.find(
-                    NEXT_TAKE,
-                    format!("{tree}: the take after the restart was refused five times"),
-                );
-            }
-            continue;
-        };
-        if got <= top {
-            round.find(
-                NEXT_TAKE,
-                format!(
-                    "{tree}: epoch {top} was acknowledged, the first take after the restart was granted epoch {got}"
-                ),
-            );
-            lost_epochs.extend(
-                grants
-                    .iter()
-                    .filter(|g| g.epoch >= got)
-                    .map(|g| (tree.clone(), g.epoch)),
-            );
-        }
-        let release = Request::LeaseRelease {
-            tree: tree.clone(),
-            holder: verifier.into(),
-            epoch: got,
-        };
-        ask(client, release, NEXT_TAKE, tree, round).await?;
-    }
-    round.figures.epochs_lost = lost_epochs.len();
-
-    for child in &acked.saved {
-        let read = Request::QueueRead {
-            child: child.clone(),
-        };
-        match ask(client, read, CHILDREN, child, round).await? {
-            Some(Reply::Child(Some(_))) => {}
-            None => round.figures.children_lost += 1,
-            Some(other) => {
-                round.figures.children_lost += 1;
-                round.find(
-                    CHILDREN,
-                    format!(
-                        "{child}: saved and acknowledged, the restarted server reads {}",
-                        words(&other)
-                    ),
-                );
-            }
-        }
-    }
-
-    // A claim runs for CLAIM_MS: after the restart its child is still
-    // claimed at that attempt (or done), and nobody else may claim it.
-    let mut lost_claims: BTreeMap<String, usize> = BTreeMap::new();
-    for (child, claims) in &acked.claims {
-        let Some(last) = claims.iter().max_by_key(|c| c.attempt) else {
-            continue;
-        };
-        let read = Request::QueueRead {
-            child: child.clone(),
-        };
-        let Some(reply) = ask(client, read, CLAIMS, child, round).await? else {
-            lost_claims.insert(child.clone(), claims.len());
-            continue;
-        };
-        let shown = match &reply {
-            Reply::Child(Some(v)) if matches!(v.state, ChildState::Claimed | ChildState::Done) => {
-                v.attempt
-            }
-            _ => 0,
-        };
-        let lost = claims.iter().filter(|c| c.attempt > shown).count();
-        if lost > 0 {
-            lost_claims.insert(child.clone(), lost);
-            round.find(
-                CLAIMS,
-                format!(
-                    "{child}: claimed by {} (attempt {}) and acknowledged, the restarted server reads {}",
-                    last.instance,
-                    last.attempt,
-                    words(&reply)
-                ),
-            );
-        }
-    }
-
-    let mut lost_completions: BTreeSet<String> = BTreeSet::new();
-    for child in acked.completed.keys() {
-        let read = Request::QueueRead {
-            child: child.clone(),
-        };
-        match ask(client, read, COMPLETED_ONCE, child, round).await? {
-            Some(Reply::Child(Some(v))) if v.state == ChildState::Done => {}
-            None => {
-                lost_completions.insert(child.clone());
-            }
-            Some(other) => {
-                lost_completions.insert(child.clone());
-                round.find(
-                    COMPLETED_ONCE,
-                    format!(
-                        "{child}: completed and acknowledged, the restarted server reads {}",
-                        words(&other)
-                    ),
-                );
-            }
-        }
-    }
-
-    for (provider, untils) in &acked.pauses {
-        let until = untils.iter().copied().max().unwrap_or(0);
-        let read = Request::RateRead {
-            provider: provider.clone(),
-        };
-        let in_force = match ask(client, read, PAUSES, provider, round).await? {
-            Some(Reply::RateState {
-                paused_until_ms, ..
-            }) => paused_until_ms,
-            Some(other) => {
-                round.find(
-                    PAUSES,
-                    format!("{provider}: rate.read answered {}", words(&other)),
-                );
-                None
-            }
-            None => None,
-        };
-        let lost = untils
-            .iter()
-            .filter(|u| **u > in_force.unwrap_or(i64::MIN))
-            .count();
-        if lost > 0 {
-            round.figures.pauses_lost += lost;
-            if in_force.is_some() || !round.findings.contains_key(PAUSES) {
-                round.find(
-                    PAUSES,
-                    format!(
-                        "{provider}: paused until {until} (acknowledged), the restarted server reads {}",
-                        in_force.map_or("no pause".into(), |p| format!("paused until {p}"))
-                    ),
-                );
-            }
-        }
-    }
-
-    // Drain what is claimable: no completed or live-claimed child may be
-    // handed out again. The verifier's own writes are never counted.
-    let bound = if contracts.contains(&Contract::Queue) {
-        acked.saved.len() + acked.in_flight.len() + 1
-    } else {
-        0
-    };
-    for _ in 0..bound {
-        let claim = Request::QueueClaim {
-            instance: verifier.into(),
-            claim_ttl_ms: CLAIM_MS,
-        };
-        let Some(Reply::Claimed { child, attempt, .. }) =
-            ask(client, claim, CLAIMS, "the queue", round).await?
-        else {
-            break;
-        };
-        if acked.completed.contains_key(&child) {
-            if lost_completions.insert(child.clone()) {
-                round.find(
-                    COMPLETED_ONCE,
-                    format!("{child}: completed before the kill, handed out again after it"),
-                );
-            }
-        } else if let Some(claims) = acked.claims.get(&child) {
-            if !lost_claims.contains_key(&child) {
-                lost_claims.insert(child.clone(), claims.len());
-                let last = claims.last().map_or(String::new(), |c| {
-                    format!("{} (attempt {})", c.instance, c.attempt)
-                });
-                round.find(
-                    CLAIMS,
-                    format!(
-                        "{child}: claimed by {last} for {} minutes before the kill, handed out again \
-                         (attempt {attempt}) after it",
-                        CLAIM_MS / 60_000
-                    ),
-                );
-            }
-        }
-        let done = Request::QueueComplete {
-            child: child.clone(),
-            instance: verifier.into(),
-            attempt,
-        };
-        ask(client, done, CLAIMS, &child, round).await?;
-    }
-    round.figures.claims_lost = lost_claims.values().sum();
-    round.figures.completions_lost = lost_completions.len();
-    for v in &acked.violations {
-        round.find(COMPLETED_ONCE, v.clone());
-    }
-    Ok(())
-}
-
-/// How one series of kills is run.
-struct SeriesPlan<'a> {
-    settings: &'a [(String, String)],
-    opt_out: Option<String>,
-    kills: usize,
-    /// Names the Docker objects and seeds the kill moments.
-    label: String,
-    /// Key prefix tag: each round writes under `<prefix><tag><kill>:`.
-    tag: &'static str,
-    /// A simulated power cut instead of a plain SIGKILL (process backend).
-    power: bool,
-}
-
-/// Runs one series of kills on one server. `Err` only when its server
+/// Runs the kills of `setting` on one server. `Err` only when its server
 /// cannot start; trouble later ends the series with `trouble` set.
 async fn series(
     factory: &Arc<dyn StoreFactory>,
     prefix: &str,
     config: &CrashConfig,
-    plan: SeriesPlan<'_>,
-    progress: &mut (dyn FnMut(&str) + Send),
+    setting: Setting,
+    progress: &dyn Progress,
 ) -> Result<Series, String> {
     // Only the process backend sees the server's fsyncs.
-    let choice = if plan.power {
+    let choice = if setting.power() {
         BackendChoice::Process
     } else {
         config.backend
     };
-    let (mut server, fallback) = backend(choice, plan.settings, &plan.label)
+    let kills = setting.kills(config);
+    let (settings, opt_out) = setting.settings(config);
+    let label = format!("{:08x}-{}", config.seed as u32, setting.label());
+    let (mut server, fallback) = backend(choice, &settings, &label)
         .await
         .map_err(|e| e.to_string())?;
     let mut out = Series {
         rounds: Vec::new(),
         trouble: None,
-        asked: plan.kills,
+        asked: kills,
         backend: server.name(),
         fallback,
     };
     let url = server.url();
-    let mut rng = StdRng::seed_from_u64(config.seed ^ plan.label.len() as u64);
-    for k in 0..plan.kills {
-        let round_prefix = format!("{prefix}{}{k}:", plan.tag);
+    let mut rng = StdRng::seed_from_u64(config.seed ^ label.len() as u64);
+    for k in 0..kills {
+        let round_prefix = format!("{prefix}{}{k}:", setting.tag());
         let hello = |instance: String| Hello {
             instance,
             redis_url: url.clone(),
             prefix: round_prefix.clone(),
-            opt_out: plan.opt_out.clone(),
+            opt_out: opt_out.clone(),
         };
-        match kill_round(
+        let round = kill_round(
             factory,
             &hello,
-            config.instances,
+            config,
             rng.random::<u64>(),
             rng.random_range(0..150),
-            &config.contracts,
-            plan.power,
+            setting.power(),
             &mut *server,
             k,
         )
-        .await
-        {
+        .await;
+        progress.step("");
+        match round {
             Ok(round) => {
-                progress(&format!(
-                    "crash ({}{}{}): kill {}/{}: {}",
+                progress.line(&format!(
+                    "crash ({}{}{}): kill {}/{kills}: {}",
                     out.backend,
-                    if plan.power { ", power cut" } else { "" },
-                    if plan.opt_out.is_some() {
-                        ", opted out"
-                    } else {
-                        ""
-                    },
+                    if setting.power() { ", power cut" } else { "" },
+                    if opt_out.is_some() { ", opted out" } else { "" },
                     k + 1,
-                    plan.kills,
                     round.figures.sentence_of(&config.contracts)
                 ));
                 out.rounds.push(round);
             }
             Err(trouble) => {
-                let trouble = format!("kill {} of {}: {trouble}", k + 1, plan.kills);
-                progress(&format!("crash ({}): {trouble}", out.backend));
+                let trouble = format!("kill {} of {kills}: {trouble}", k + 1);
+                progress.line(&format!("crash ({}): {trouble}", out.backend));
                 out.trouble = Some(trouble);
                 break;
             }
@@ -880,20 +691,20 @@ async fn series(
     }
     if let Err(e) = server.destroy().await {
         // The verdicts stand; what is left is said, with how to remove it.
-        progress(&format!("crash: could not remove the server: {e}"));
+        progress.line(&format!("crash: could not remove the server: {e}"));
     }
     Ok(out)
 }
 
-/// One kill: workload, kill, restart, verification. `Err` is harness trouble.
+/// One kill: workload, kill, restart, read-back, judgement. `Err` is
+/// harness trouble.
 #[allow(clippy::too_many_arguments)]
 async fn kill_round(
     factory: &Arc<dyn StoreFactory>,
     hello: &(dyn Fn(String) -> Hello + Sync),
-    instances: usize,
+    config: &CrashConfig,
     seed: u64,
     delay_ms: u64,
-    contracts: &[Contract],
     power: bool,
     server: &mut dyn CrashBackend,
     k: usize,
@@ -903,9 +714,9 @@ async fn kill_round(
     let tasks = workload::start(
         factory,
         |i| hello(format!("w{i}")),
-        instances,
+        config.instances,
         seed,
-        contracts,
+        &config.contracts,
         &acked,
         &stop,
     )
@@ -958,48 +769,33 @@ async fn kill_round(
         .connect(&h, wall_ms())
         .await
         .map_err(|e| format!("the store could not connect after the restart: {e}"))?;
-    let mut round = Round {
-        figures: KillFigures {
-            kill: k + 1,
-            ..KillFigures::default()
-        },
-        ..Round::default()
-    };
-    verify(&mut client, &acked, contracts, &mut round, &h.instance).await?;
-    Ok(round)
+    let queue = config.contracts.contains(&Contract::Queue);
+    let seen = observe(&mut client, &acked, queue, &h.instance).await?;
+    Ok(judge_round(k + 1, &acked, &seen))
 }
 
-/// The figures of a series for the report's `stats`.
-fn series_stats(s: &Series) -> Value {
-    let per_kill = s.figures();
-    let total = KillFigures::total(&per_kill);
-    json!({
-        "kills": s.rounds.len(),
-        "asked": s.asked,
-        "acknowledged": total.acknowledged(),
-        "lost": total.lost(),
-        "kills_showing_loss": per_kill.iter().filter(|k| k.lost() > 0).count(),
-        "total": total,
-        "per_kill": per_kill,
-        "trouble": s.trouble,
-    })
+/// What a crash check saw, as its evidence: the figures of the kills it
+/// judged, and what it found (or the example of a loss shown).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Evidence<F: Serialize> {
+    /// A check that lists what broke.
+    Found { figures: F, found: Vec<String> },
+    /// A demonstration of loss, with the loss it shows first.
+    Example { figures: F, example: Option<String> },
+    /// Figures alone.
+    Figures { figures: F },
 }
 
-/// A series' checks have no verdict of their own when it did not run.
-fn series_trouble(s: Result<Series, String>, asked: usize) -> Series {
-    s.unwrap_or_else(|e| Series {
-        rounds: Vec::new(),
-        trouble: Some(format!("its server could not start: {e}")),
-        asked,
-        backend: "process",
-        fallback: None,
-    })
+impl<F: Serialize> Evidence<F> {
+    fn value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
 }
 
 /// How a check over one series words its verdict.
 struct Judgement<'a> {
-    id: &'static str,
-    level: Level,
+    spec: &'a CheckSpec,
     series: &'a Series,
     found: Vec<String>,
     /// The reason when nothing was found and every kill ran.
@@ -1009,18 +805,17 @@ struct Judgement<'a> {
     /// Why no kill ran, when none was asked for.
     none_asked: &'a str,
     evidence: Value,
-    rerun: Value,
+    /// The re-run attached to a failure.
+    rerun: Option<Value>,
 }
 
+/// The verdict of a check over one series: a finding fails it (warns, for a
+/// SHOULD check); harness trouble leaves it unknown; no kill asked, skipped.
 fn judge(j: Judgement<'_>) -> CheckResult {
     let (verdict, reason) = if !j.found.is_empty() {
         let more = j.found.len().saturating_sub(3);
         (
-            if j.level == Level::Must {
-                Verdict::Fail
-            } else {
-                Verdict::Warn
-            },
+            Verdict::Fail,
             format!(
                 "{}: {}{}",
                 j.fail,
@@ -1053,17 +848,12 @@ fn judge(j: Judgement<'_>) -> CheckResult {
     } else {
         (Verdict::Pass, j.pass)
     };
-    CheckResult {
-        id: j.id.into(),
-        suite: "crash".into(),
-        level: j.level,
-        verdict,
-        outside_claim: false,
-        reason,
-        counterexample: (verdict == Verdict::Fail).then_some(j.rerun),
-        evidence: j.evidence,
-        seconds: 0.0,
+    let mut result = j.spec.result("crash", verdict, reason);
+    result.evidence = j.evidence;
+    if verdict == Verdict::Fail {
+        result.counterexample = j.rerun;
     }
+    result
 }
 
 /// The verdict of `crash.docker-backend`: pass when the kills ran in a
@@ -1076,7 +866,7 @@ pub fn docker_backend_check(
 ) -> CheckResult {
     let (verdict, reason) = match (fallback, choice) {
         (Some(e), _) => (
-            Verdict::Warn,
+            Verdict::Fail,
             format!("the kills ran on the process backend (kill -9) because {e}"),
         ),
         (None, BackendChoice::Process) => (
@@ -1090,405 +880,570 @@ pub fn docker_backend_check(
                 .to_string(),
         ),
     };
-    CheckResult {
-        id: DOCKER.into(),
-        suite: "crash".into(),
-        level: Level::Should,
-        verdict,
-        outside_claim: false,
-        reason,
-        evidence,
-        counterexample: None,
-        seconds: 0.0,
+    let mut result = DOCKER.result("crash", verdict, reason);
+    result.evidence = evidence;
+    result
+}
+
+/// The four series of a run and what judging them needs.
+struct Findings<'a> {
+    config: &'a CrashConfig,
+    required: &'a Series,
+    opted: &'a Series,
+    always: &'a Series,
+    everysec: &'a Series,
+    figures: &'a CrashFigures,
+}
+
+impl Findings<'_> {
+    /// What re-runs this run, with the first of what was `found`.
+    fn rerun(&self, found: &[String]) -> Option<Value> {
+        let rerun = CrashRerun {
+            kind: CrashRerun::KIND.into(),
+            seed: self.config.seed,
+            kills: self.config.kills,
+            opt_out_kills: self.config.opt_out_kills,
+            power_losses: self.config.power_losses,
+            instances: self.config.instances,
+            backend: self.figures.backend.clone(),
+            contracts: self.config.contracts.clone(),
+            found: found.iter().take(5).cloned().collect(),
+        };
+        serde_json::to_value(rerun).ok()
+    }
+
+    /// A check that every acknowledged write of one kind survived each SIGKILL.
+    fn kept(&self, spec: &CheckSpec, kept: Kept) -> CheckResult {
+        let s = self.required;
+        let total = s.total();
+        let kills = s.rounds.len();
+        let sigkills = format!(
+            "{kills} SIGKILL{} ({} backend)",
+            if kills == 1 { "" } else { "s" },
+            self.figures.backend
+        );
+        let found = s.findings(kept);
+        let (unit, what, acked, lost) = match kept {
+            Kept::Epochs => (
+                "epochs",
+                "every acknowledged epoch was on the restarted server",
+                total.epochs_acknowledged,
+                total.epochs_lost,
+            ),
+            Kept::NextTake => ("", "", 0, 0),
+            Kept::Renews => (
+                "renews",
+                "every acknowledged renew still ran to its acknowledged expiry on the restarted server",
+                total.renews_acknowledged,
+                total.renews_lost,
+            ),
+            Kept::Children => (
+                "children",
+                "every acknowledged child was on the restarted server",
+                total.children_acknowledged,
+                total.children_lost,
+            ),
+            Kept::Claims => (
+                "claims",
+                "every acknowledged claim was still held on the restarted server and no claimed child was handed out again",
+                total.claims_acknowledged,
+                total.claims_lost,
+            ),
+            Kept::CompletedOnce => (
+                "completions",
+                "every completed child stayed done on the restarted server and none was handed out again",
+                total.completions_acknowledged,
+                total.completions_lost,
+            ),
+            Kept::Pauses => (
+                "pauses",
+                "every acknowledged provider pause was in force on the restarted server",
+                total.pauses_acknowledged,
+                total.pauses_lost,
+            ),
+        };
+        let (pass, fail) = if kept == Kept::NextTake {
+            (
+                format!(
+                    "the first take after each of {sigkills} was granted above every acknowledged epoch of its tree"
+                ),
+                format!(
+                    "{} take(s) after a restart were not granted above the acknowledged epochs ({sigkills})",
+                    found.len()
+                ),
+            )
+        } else {
+            (
+                format!("{what} after each of {sigkills}: {unit} acknowledged {acked}, lost 0"),
+                format!("{lost} of {acked} acknowledged {unit} lost across {sigkills}"),
+            )
+        };
+        judge(Judgement {
+            spec,
+            series: s,
+            pass,
+            fail,
+            none_asked: "not run: no kill was asked for (--kills 0)",
+            evidence: Evidence::Found {
+                figures: series_figures(s),
+                found: found.clone(),
+            }
+            .value(),
+            rerun: self.rerun(&found),
+            found,
+        })
     }
 }
 
-/// Runs the crash suite against `factory`.
-///
-/// `Err` only when the first server cannot start (a setup error: nothing
-/// ran yet). Harness trouble after that — a restart, reconnect or workload
-/// that fails — leaves the checks it touches `unknown` with why; a store
-/// that answers wrongly after a restart fails the check it was asked for.
-pub async fn run(
+impl Findings<'_> {
+    /// The opted-out server must show the loss in every kill, each on its own.
+    fn opt_out_loses(&self, spec: &CheckSpec) -> CheckResult {
+        let s = self.opted;
+        let claimed = &self.config.contracts;
+        let total = s.total();
+        let regranted = if claimed.contains(&Contract::Lease) {
+            format!(
+                "; {} epochs granted again",
+                s.findings(Kept::NextTake).len()
+            )
+        } else {
+            String::new()
+        };
+        // The loss shown first: an epoch granted again when leases are claimed.
+        let example = s
+            .findings(Kept::NextTake)
+            .into_iter()
+            .chain(s.all_findings())
+            .next();
+        let quiet =
+            s.quiet(|k| format!("kill {} lost nothing ({})", k.kill, k.sentence_of(claimed)));
+        loss_shown(
+            Judgement {
+                spec,
+                series: s,
+                pass: format!(
+                    "as expected with appendonly no and the opt-out, every one of {} kills lost acknowledged writes \
+                     ({} in all{regranted}): {}",
+                    s.rounds.len(),
+                    total.lost(),
+                    s.rounds
+                        .iter()
+                        .map(|r| format!(
+                            "kill {}: {} of {} lost",
+                            r.figures.kill,
+                            r.figures.lost(),
+                            r.figures.acknowledged()
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                fail: format!(
+                    "the opted-out server did not show the loss in {} of {} kills: the demonstration did not demonstrate",
+                    quiet.len(),
+                    s.rounds.len()
+                ),
+                none_asked: "not run: no opted-out kill was asked for (--opt-out-kills 0)",
+                evidence: Evidence::Example {
+                    figures: series_figures(s),
+                    example,
+                }
+                .value(),
+                rerun: self.rerun(&[]),
+                found: quiet,
+            },
+        )
+    }
+
+    /// Power cuts with appendfsync always lose nothing.
+    fn power_always_keeps(&self, spec: &CheckSpec) -> CheckResult {
+        let s = self.always;
+        let claimed = &self.config.contracts;
+        let found = s.all_findings();
+        let total = s.total();
+        judge(Judgement {
+            spec,
+            series: s,
+            pass: format!(
+                "with appendfsync always, {} simulated power cuts (SIGKILL, then the append-only file cut back \
+                 to its last fsync) lost nothing: {}",
+                s.rounds.len(),
+                total.sentence_of(claimed)
+            ),
+            fail: format!(
+                "{} of {} acknowledged writes lost in power cuts with appendfsync always ({})",
+                total.lost(),
+                total.acknowledged(),
+                total.sentence_of(claimed)
+            ),
+            none_asked: "not run: no power cut was asked for (--power-losses 0)",
+            evidence: Evidence::Found {
+                figures: series_figures(s),
+                found: found.clone(),
+            }
+            .value(),
+            rerun: self.rerun(&found),
+            found,
+        })
+    }
+
+    /// Power cuts with appendfsync everysec (opted out) lose writes.
+    fn power_everysec_loses(&self, spec: &CheckSpec) -> CheckResult {
+        let s = self.everysec;
+        let total = s.total();
+        let quiet = s.quiet(|k| {
+            format!(
+                "cut {} landed right after an fsync and lost nothing",
+                k.kill
+            )
+        });
+        loss_shown(Judgement {
+            spec,
+            series: s,
+            pass: format!(
+                "as expected with appendfsync everysec (opted out), every one of {} power cuts lost acknowledged \
+                 writes ({} of {} in all) — why the store requires appendfsync always: {}",
+                s.rounds.len(),
+                total.lost(),
+                total.acknowledged(),
+                s.rounds
+                    .iter()
+                    .map(|r| format!("cut {}: {} lost", r.figures.kill, r.figures.lost()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            fail: format!(
+                "{} of {} power cuts with appendfsync everysec lost nothing",
+                quiet.len(),
+                s.rounds.len()
+            ),
+            none_asked: "not run: no power cut was asked for (--power-losses 0)",
+            evidence: Evidence::Figures {
+                figures: series_figures(s),
+            }
+            .value(),
+            rerun: None,
+            found: quiet,
+        })
+    }
+
+    /// The verdict of check `spec` of this run.
+    fn check(&self, spec: &CheckSpec) -> CheckResult {
+        if let Some(kept) = Kept::ALL.into_iter().find(|k| k.spec().id == spec.id) {
+            self.kept(spec, kept)
+        } else if spec.id == OPT_OUT.id {
+            self.opt_out_loses(spec)
+        } else if spec.id == POWER_ALWAYS.id {
+            self.power_always_keeps(spec)
+        } else if spec.id == POWER_EVERYSEC.id {
+            self.power_everysec_loses(spec)
+        } else if spec.id == DOCKER.id {
+            docker_backend_check(
+                self.required.fallback.as_deref(),
+                self.config.backend,
+                Evidence::Figures {
+                    figures: self.figures,
+                }
+                .value(),
+            )
+        } else {
+            spec.result("crash", Verdict::Unknown, "not a check of the crash suite")
+        }
+    }
+}
+
+/// A demonstration of loss: every kill of the series must have lost
+/// something (`j.found` lists the kills that did not); the one judgement of
+/// the opted-out kills and of the everysec power cuts.
+fn loss_shown(j: Judgement<'_>) -> CheckResult {
+    judge(j)
+}
+
+/// The figures of one series for `stats.crash` and evidence.
+fn series_figures(s: &Series) -> impl Serialize + Clone + use<> {
+    CrashFigures::series(s.figures(), s.asked, s.trouble.clone())
+}
+
+/// Runs the series `to_run` needs and judges each check of `to_run`.
+/// `Err(SuiteError::Setup)` when the required-settings server cannot start
+/// (nothing ran yet); `Err(SuiteError::AdapterFailed)` when an adapter broke.
+async fn run_checks(
     factory: Arc<dyn StoreFactory>,
     prefix: String,
     config: &CrashConfig,
-    progress: &mut (dyn FnMut(&str) + Send),
-) -> Result<CrashOutcome, String> {
+    to_run: &[CheckSpec],
+    progress: &dyn Progress,
+) -> Result<(Vec<CheckResult>, CrashFigures), SuiteError> {
     let started = Instant::now();
-    let claimed = &config.contracts;
-    if claimed.is_empty() {
-        // Nothing to write: no server is started, every check is outside the claim.
-        let checks = check_ids()
+    let wanted = |setting: Setting| {
+        to_run
             .iter()
-            .map(|id| {
-                let why = outside_claim(id, claimed).unwrap_or_default();
-                CheckResult::outside_claim(id, "crash", why)
-            })
-            .collect();
-        return Ok(CrashOutcome {
-            checks,
-            stats: json!({"contracts": claimed, "kills": 0}),
-        });
-    }
-    if config.backend != BackendChoice::Process {
+            .any(|c| setting.judged_by().iter().any(|j| j.id == c.id))
+    };
+    let steps: usize = Setting::ALL
+        .into_iter()
+        .filter(|s| wanted(*s))
+        .map(|s| s.kills(config))
+        .sum();
+    progress.part("crash", steps as u64);
+    let docker_wanted = config.backend != BackendChoice::Process
+        && (wanted(Setting::Required) || wanted(Setting::OptOut));
+    if docker_wanted {
         // What runs killed with SIGKILL left behind goes first (no engine:
         // nothing to reap, and the backend choice says the rest).
         if let Ok(docker) = crate::docker::docker_available().await {
             match crate::docker::reap_dead_runs(&docker).await {
                 Ok(r) if r.containers.is_empty() && r.volumes.is_empty() => {}
-                Ok(r) => progress(&format!(
+                Ok(r) => progress.line(&format!(
                     "crash: removed what dead runs left behind: containers {}; volumes {}",
                     r.containers.join(", "),
                     r.volumes.join(", ")
                 )),
-                Err(e) => progress(&format!(
+                Err(e) => progress.line(&format!(
                     "crash: could not remove what dead runs left behind: {e}"
                 )),
             }
         }
     }
-    let label = format!("{:08x}", config.seed as u32);
-    let (required, required_opt_out) = match &config.sabotage_settings {
-        Some(s) => (s.clone(), Some(OPT_OUT_WRITES_MAY_BE_LOST.to_string())),
-        None => (required_settings(), None),
-    };
-    let opt_out = Some(OPT_OUT_WRITES_MAY_BE_LOST.to_string());
-    let durable = series(
-        &factory,
-        &prefix,
-        config,
-        SeriesPlan {
-            settings: &required,
-            opt_out: required_opt_out.clone(),
-            kills: config.kills,
-            label: format!("{label}-durable"),
-            tag: "",
-            power: false,
-        },
-        progress,
-    )
-    .await?;
-    let opted = series(
-        &factory,
-        &prefix,
-        config,
-        SeriesPlan {
-            settings: &opt_out_settings(),
-            opt_out: opt_out.clone(),
-            kills: config.opt_out_kills,
-            label: format!("{label}-optout"),
-            tag: "o",
-            power: false,
-        },
-        progress,
-    )
-    .await;
-    let opted = series_trouble(opted, config.opt_out_kills);
-    // Power cuts: appendfsync always keeps everything; everysec (opted out)
-    // loses the last second of acknowledged writes.
-    let power_always = series(
-        &factory,
-        &prefix,
-        config,
-        SeriesPlan {
-            settings: &required,
-            opt_out: required_opt_out,
-            kills: config.power_losses,
-            label: format!("{label}-power-always"),
-            tag: "pa",
-            power: true,
-        },
-        progress,
-    )
-    .await;
-    let power_always = series_trouble(power_always, config.power_losses);
-    let mut everysec = required_settings();
-    everysec.retain(|(k, _)| k != "appendfsync");
-    everysec.push(("appendfsync".into(), "everysec".into()));
-    let power_everysec = series(
-        &factory,
-        &prefix,
-        config,
-        SeriesPlan {
-            settings: &everysec,
-            opt_out,
-            kills: config.power_losses,
-            label: format!("{label}-power-everysec"),
-            tag: "pe",
-            power: true,
-        },
-        progress,
-    )
-    .await;
-    let power_everysec = series_trouble(power_everysec, config.power_losses);
-
-    let backend = durable.backend;
-    let durable_stats = series_stats(&durable);
-    let opted_stats = series_stats(&opted);
-    let always_stats = series_stats(&power_always);
-    let everysec_stats = series_stats(&power_everysec);
-    let stats = json!({
-        "backend": backend,
-        "contracts": claimed,
-        "docker_unavailable": durable.fallback,
-        "kills": durable.rounds.len(),
-        "acknowledged": durable_stats["acknowledged"],
-        "lost": durable_stats["lost"],
-        "total": durable_stats["total"],
-        "per_kill": durable_stats["per_kill"],
-        "trouble": durable.trouble,
-        "opt_out": opted_stats,
-        "power_loss": {
-            "backend": "process",
-            "always": always_stats,
-            "everysec_opted_out": everysec_stats,
-        },
-        "seed": config.seed,
-        "seconds": (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
-    });
-    // What re-runs a failed crash check: the same seed (kill moments and
-    // writers), sizes and backend. Thread timing is not replayed, so a
-    // re-run repeats the schedule, not every interleaving of it.
-    let rerun = |found: &[String]| {
-        json!({
-            "kind": "crash-run",
-            "seed": config.seed,
-            "kills": config.kills,
-            "opt_out_kills": config.opt_out_kills,
-            "power_losses": config.power_losses,
-            "instances": config.instances,
-            "backend": backend,
-            "contracts": claimed,
-            "found": found.iter().take(5).collect::<Vec<_>>(),
-        })
-    };
-    let kills = durable.rounds.len();
-    let total = KillFigures::total(&durable.figures());
-    let sigkills = format!(
-        "{kills} SIGKILL{} ({backend} backend)",
-        if kills == 1 { "" } else { "s" }
-    );
-    let none_asked = "not run: no kill was asked for (--kills 0)";
-    let keep =
-        |id: &'static str, unit: &str, what: &str, acked: usize, lost: usize| -> CheckResult {
-            let found = durable.findings(id);
-            judge(Judgement {
-                id,
-                level: Level::Must,
-                series: &durable,
-                pass: format!(
-                    "{what} after each of {sigkills}: {unit} acknowledged {acked}, lost 0"
-                ),
-                fail: format!("{lost} of {acked} acknowledged {unit} lost across {sigkills}"),
-                none_asked,
-                evidence: json!({"figures": durable_stats, "found": found}),
-                rerun: rerun(&found),
-                found,
-            })
+    let mut runs = Vec::new();
+    for setting in Setting::ALL {
+        let asked = setting.kills(config);
+        let s = if !wanted(setting) {
+            Series::not_run(0, None)
+        } else {
+            match series(&factory, &prefix, config, setting, progress).await {
+                Ok(s) => s,
+                Err(e) if setting == Setting::Required => return Err(SuiteError::Setup(e)),
+                Err(e) => Series::not_run(asked, Some(format!("its server could not start: {e}"))),
+            }
         };
-    let mut checks = vec![
-        keep(
-            EPOCHS,
-            "epochs",
-            "every acknowledged epoch was on the restarted server",
-            total.epochs_acknowledged,
-            total.epochs_lost,
-        ),
-        {
-            let found = durable.findings(NEXT_TAKE);
-            judge(Judgement {
-                id: NEXT_TAKE,
-                level: Level::Must,
-                series: &durable,
-                pass: format!(
-                    "the first take after each of {sigkills} was granted above every acknowledged epoch of its tree"
-                ),
-                fail: format!(
-                    "{} take(s) after a restart were not granted above the acknowledged epochs ({sigkills})",
-                    found.len()
-                ),
-                none_asked,
-                evidence: json!({"figures": durable_stats, "found": found}),
-                rerun: rerun(&found),
-                found,
-            })
-        },
-        keep(
-            RENEWS,
-            "renews",
-            "every acknowledged renew still ran to its acknowledged expiry on the restarted server",
-            total.renews_acknowledged,
-            total.renews_lost,
-        ),
-        keep(
-            CHILDREN,
-            "children",
-            "every acknowledged child was on the restarted server",
-            total.children_acknowledged,
-            total.children_lost,
-        ),
-        keep(
-            CLAIMS,
-            "claims",
-            "every acknowledged claim was still held on the restarted server and no claimed child was handed out again",
-            total.claims_acknowledged,
-            total.claims_lost,
-        ),
-        keep(
-            COMPLETED_ONCE,
-            "completions",
-            "every completed child stayed done on the restarted server and none was handed out again",
-            total.completions_acknowledged,
-            total.completions_lost,
-        ),
-        keep(
-            PAUSES,
-            "pauses",
-            "every acknowledged provider pause was in force on the restarted server",
-            total.pauses_acknowledged,
-            total.pauses_lost,
-        ),
-    ];
-
-    // The opted-out server must show the loss in every kill, each on its own.
-    let quiet: Vec<String> = opted
-        .rounds
-        .iter()
-        .filter(|r| r.figures.lost() == 0)
-        .map(|r| {
-            format!(
-                "kill {} lost nothing ({})",
-                r.figures.kill,
-                r.figures.sentence_of(claimed)
-            )
-        })
-        .collect();
-    let opted_total = KillFigures::total(&opted.figures());
-    let regranted = if claimed.contains(&Contract::Lease) {
-        format!("; {} epochs granted again", opted.findings(NEXT_TAKE).len())
-    } else {
-        String::new()
+        if let Some(broken) = harness::store::external::first_adapter_failure() {
+            return Err(SuiteError::AdapterFailed(broken));
+        }
+        runs.push(s);
+    }
+    let [required, opted, always, everysec] = <[Series; 4]>::try_from(runs)
+        .map_err(|_| SuiteError::Setup("the crash suite lost a series".into()))?;
+    let backend = [&required, &opted]
+        .into_iter()
+        .find(|s| !s.rounds.is_empty() || s.trouble.is_some())
+        .map_or("process", |s| s.backend);
+    let mut figures = CrashFigures {
+        backend: backend.to_string(),
+        contracts: config.contracts.clone(),
+        docker_unavailable: required.fallback.clone(),
+        kills: required.rounds.len(),
+        per_kill: required.figures(),
+        trouble: required.trouble.clone(),
+        seed: config.seed,
+        seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+        ..CrashFigures::default()
     };
-    // The loss shown first: an epoch granted again when leases are claimed.
-    let example = opted
-        .findings(NEXT_TAKE)
-        .into_iter()
-        .chain(opted.all_findings())
-        .next();
-    checks.push(judge(Judgement {
-        id: OPT_OUT,
-        level: Level::Must,
-        series: &opted,
-        pass: format!(
-            "as expected with appendonly no and the opt-out, every one of {} kills lost acknowledged writes \
-             ({} in all{regranted}): {}",
-            opted.rounds.len(),
-            opted_total.lost(),
-            opted
-                .rounds
-                .iter()
-                .map(|r| format!("kill {}: {} of {} lost", r.figures.kill, r.figures.lost(), r.figures.acknowledged()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        fail: format!(
-            "the opted-out server did not show the loss in {} of {} kills: the demonstration did not demonstrate",
-            quiet.len(),
-            opted.rounds.len()
-        ),
-        none_asked: "not run: no opted-out kill was asked for (--opt-out-kills 0)",
-        evidence: json!({"figures": opted_stats, "example": example}),
-        rerun: rerun(&[]),
-        found: quiet,
-    }));
-
-    let always_found = power_always.all_findings();
-    let always_total = KillFigures::total(&power_always.figures());
-    checks.push(judge(Judgement {
-        id: POWER_ALWAYS,
-        level: Level::Must,
-        series: &power_always,
-        pass: format!(
-            "with appendfsync always, {} simulated power cuts (SIGKILL, then the append-only file cut back \
-             to its last fsync) lost nothing: {}",
-            power_always.rounds.len(),
-            always_total.sentence_of(claimed)
-        ),
-        fail: format!(
-            "{} of {} acknowledged writes lost in power cuts with appendfsync always ({})",
-            always_total.lost(),
-            always_total.acknowledged(),
-            always_total.sentence_of(claimed)
-        ),
-        none_asked: "not run: no power cut was asked for (--power-losses 0)",
-        evidence: json!({"figures": always_stats, "found": always_found}),
-        rerun: rerun(&always_found),
-        found: always_found,
-    }));
-
-    let quiet_cuts: Vec<String> = power_everysec
-        .rounds
-        .iter()
-        .filter(|r| r.figures.lost() == 0)
-        .map(|r| {
-            format!(
-                "cut {} landed right after an fsync and lost nothing",
-                r.figures.kill
-            )
-        })
-        .collect();
-    let everysec_total = KillFigures::total(&power_everysec.figures());
-    checks.push(judge(Judgement {
-        id: POWER_EVERYSEC,
-        level: Level::Should,
-        series: &power_everysec,
-        pass: format!(
-            "as expected with appendfsync everysec (opted out), every one of {} power cuts lost acknowledged \
-             writes ({} of {} in all) — why the store requires appendfsync always: {}",
-            power_everysec.rounds.len(),
-            everysec_total.lost(),
-            everysec_total.acknowledged(),
-            power_everysec
-                .rounds
-                .iter()
-                .map(|r| format!("cut {}: {} lost", r.figures.kill, r.figures.lost()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        fail: format!(
-            "{} of {} power cuts with appendfsync everysec lost nothing",
-            quiet_cuts.len(),
-            power_everysec.rounds.len()
-        ),
-        none_asked: "not run: no power cut was asked for (--power-losses 0)",
-        evidence: json!({"figures": everysec_stats}),
-        rerun: Value::Null,
-        found: quiet_cuts,
-    }));
-    checks.push(docker_backend_check(
-        durable.fallback.as_deref(),
-        config.backend,
-        json!({"figures": stats}),
-    ));
-    // The checks about contracts the store does not claim were never
-    // written to: they are outside the claim, whatever their zeros say.
-    let checks = checks
-        .into_iter()
-        .map(|c| match outside_claim(&c.id, claimed) {
-            Some(why) => CheckResult {
-                level: c.level,
-                ..CheckResult::outside_claim(&c.id, "crash", why)
-            },
-            None => c,
-        })
-        .collect();
-    Ok(CrashOutcome { checks, stats })
+    figures.total = KillFigures::total(&figures.per_kill);
+    figures.acknowledged = figures.total.acknowledged();
+    figures.lost = figures.total.lost();
+    *figures.opt_out = CrashFigures::series(opted.figures(), opted.asked, opted.trouble.clone());
+    figures.power_loss.backend = "process".into();
+    figures.power_loss.always =
+        CrashFigures::series(always.figures(), always.asked, always.trouble.clone());
+    figures.power_loss.everysec_opted_out =
+        CrashFigures::series(everysec.figures(), everysec.asked, everysec.trouble.clone());
+    let findings = Findings {
+        config,
+        required: &required,
+        opted: &opted,
+        always: &always,
+        everysec: &everysec,
+        figures: &figures,
+    };
+    let checks = to_run.iter().map(|spec| findings.check(spec)).collect();
+    Ok((checks, figures))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verify::Round;
+    use std::collections::BTreeMap;
+
+    fn round(kill: usize, lost: usize, finding: Option<(Kept, &str)>) -> Round {
+        Round {
+            figures: KillFigures {
+                kill,
+                epochs_acknowledged: 10,
+                epochs_lost: lost,
+                ..KillFigures::default()
+            },
+            findings: finding
+                .map(|(k, f)| BTreeMap::from([(k, vec![f.to_string()])]))
+                .unwrap_or_default(),
+        }
+    }
+
+    fn series(rounds: Vec<Round>, trouble: Option<&str>) -> Series {
+        Series {
+            asked: rounds.len(),
+            rounds,
+            trouble: trouble.map(str::to_string),
+            backend: "process",
+            fallback: None,
+        }
+    }
+
+    fn verdicts(
+        required: &Series,
+        opted: &Series,
+        always: &Series,
+        everysec: &Series,
+    ) -> BTreeMap<&'static str, CheckResult> {
+        let config = CrashConfig {
+            seed: 7,
+            ..CrashConfig::new(1, 1, 1, BackendChoice::Process)
+        };
+        let figures = CrashFigures {
+            backend: "process".into(),
+            ..CrashFigures::default()
+        };
+        let f = Findings {
+            config: &config,
+            required,
+            opted,
+            always,
+            everysec,
+            figures: &figures,
+        };
+        CHECKS.iter().map(|c| (c.id, f.check(c))).collect()
+    }
+
+    #[test]
+    fn every_check_is_declared_once_with_its_contracts_and_own_servers() {
+        let ids = check_ids();
+        let unique: std::collections::BTreeSet<_> = ids.iter().collect();
+        assert_eq!(unique.len(), ids.len());
+        for c in CHECKS {
+            assert!(
+                c.id.starts_with("crash.") && !c.contracts.is_empty(),
+                "{}",
+                c.id
+            );
+            assert_eq!(c.needs, Needs::OwnServers, "{}", c.id);
+        }
+        assert_eq!(check_contracts(PAUSES.id), &[Contract::Rate]);
+        // Each series is judged by checks of the suite, each check by one series.
+        let judged: Vec<&str> = Setting::ALL
+            .iter()
+            .flat_map(|s| s.judged_by().iter().map(|c| c.id))
+            .collect();
+        assert_eq!(judged.len(), CHECKS.len());
+        for id in ids {
+            assert!(judged.contains(&id), "{id} is judged by no series");
+        }
+    }
+
+    #[test]
+    fn a_kept_write_lost_fails_its_check_with_a_rerun_and_the_rest_pass() {
+        let lost = series(
+            vec![round(1, 1, Some((Kept::Epochs, "tree-1: gone")))],
+            None,
+        );
+        let shown = series(vec![round(1, 3, None)], None);
+        let quiet = series(vec![round(1, 0, None)], None);
+        let v = verdicts(&lost, &shown, &quiet, &shown);
+        let epochs = &v[EPOCHS.id];
+        assert_eq!(epochs.verdict, Verdict::Fail, "{}", epochs.reason);
+        assert!(
+            epochs.reason.contains("kill 1, tree-1: gone"),
+            "{}",
+            epochs.reason
+        );
+        let rerun = CrashRerun::from_counterexample(epochs.counterexample.as_ref().unwrap())
+            .expect("a crash re-run");
+        assert_eq!((rerun.seed, rerun.backend.as_str()), (7, "process"));
+        assert_eq!(rerun.config().seed, 7);
+        assert_eq!(epochs.evidence["figures"]["total"]["epochs_lost"], 1);
+        assert_eq!(epochs.evidence["found"][0], "kill 1, tree-1: gone");
+        for c in [
+            NEXT_TAKE,
+            CHILDREN,
+            PAUSES,
+            OPT_OUT,
+            POWER_ALWAYS,
+            POWER_EVERYSEC,
+        ] {
+            assert_eq!(
+                v[c.id].verdict,
+                Verdict::Pass,
+                "{}: {}",
+                c.id,
+                v[c.id].reason
+            );
+        }
+        assert_eq!(v[DOCKER.id].verdict, Verdict::Skipped);
+    }
+
+    #[test]
+    fn the_opt_out_and_everysec_demonstrations_fail_when_a_kill_loses_nothing() {
+        let kept = series(vec![round(1, 0, None)], None);
+        let one_quiet = series(vec![round(1, 2, None), round(2, 0, None)], None);
+        let v = verdicts(&kept, &one_quiet, &kept, &one_quiet);
+        let opted = &v[OPT_OUT.id];
+        assert_eq!(opted.verdict, Verdict::Fail, "{}", opted.reason);
+        assert!(
+            opted.reason.contains("kill 2 lost nothing"),
+            "{}",
+            opted.reason
+        );
+        assert!(opted.counterexample.is_some());
+        // The everysec demonstration is a SHOULD: a warning, never a failure.
+        let everysec = &v[POWER_EVERYSEC.id];
+        assert_eq!(everysec.verdict, Verdict::Warn, "{}", everysec.reason);
+        assert!(everysec
+            .reason
+            .contains("cut 2 landed right after an fsync"));
+        let shown = series(vec![round(1, 2, None)], None);
+        let v = verdicts(&kept, &shown, &kept, &shown);
+        assert_eq!(v[OPT_OUT.id].verdict, Verdict::Pass);
+        assert!(v[OPT_OUT.id].evidence.get("example").is_some());
+        assert_eq!(v[POWER_EVERYSEC.id].verdict, Verdict::Pass);
+    }
+
+    #[test]
+    fn a_power_cut_losing_with_appendfsync_always_fails() {
+        let kept = series(vec![round(1, 0, None)], None);
+        let lost = series(
+            vec![round(1, 1, Some((Kept::Children, "child-1: gone")))],
+            None,
+        );
+        let v = verdicts(&kept, &lost, &lost, &lost);
+        assert_eq!(v[POWER_ALWAYS.id].verdict, Verdict::Fail);
+        assert!(v[POWER_ALWAYS.id].reason.contains("child-1: gone"));
+    }
+
+    #[test]
+    fn harness_trouble_leaves_a_check_unknown_and_a_finding_still_fails() {
+        let troubled = series(
+            vec![round(1, 0, None)],
+            Some("kill 2 of 3: could not restart the server: gone"),
+        );
+        let empty = series(vec![], None);
+        let v = verdicts(&troubled, &empty, &empty, &empty);
+        let unknown = &v[EPOCHS.id];
+        assert_eq!(unknown.verdict, Verdict::Unknown);
+        assert!(
+            unknown.reason.contains("could not restart"),
+            "{}",
+            unknown.reason
+        );
+        assert!(unknown.leaves_incomplete());
+        // No kill asked: skipped with the flag that asks for them.
+        assert_eq!(v[OPT_OUT.id].verdict, Verdict::Skipped);
+        assert!(v[OPT_OUT.id].reason.contains("--opt-out-kills 0"));
+        let both = series(
+            vec![round(1, 1, Some((Kept::Epochs, "tree-1: gone")))],
+            Some("kill 2 of 3: gone"),
+        );
+        let v = verdicts(&both, &empty, &empty, &empty);
+        assert_eq!(v[EPOCHS.id].verdict, Verdict::Fail);
+    }
 
     #[test]
     fn the_docker_backend_check_has_a_verdict_for_each_way_the_kills_ran() {
@@ -1511,75 +1466,26 @@ mod tests {
             docker_backend_check(None, BackendChoice::Docker, Value::Null).verdict,
             Verdict::Pass
         );
-        assert_eq!(
-            docker_backend_check(None, BackendChoice::Auto, Value::Null).verdict,
-            Verdict::Pass
-        );
-    }
-
-    #[test]
-    fn kill_figures_read_in_named_units_and_add_up() {
-        let k = KillFigures {
-            kill: 1,
-            epochs_acknowledged: 41,
-            children_acknowledged: 30,
-            children_lost: 2,
-            ..KillFigures::default()
-        };
-        assert_eq!(k.lost(), 2);
-        assert!(
-            k.sentence()
-                .starts_with("epochs acknowledged 41, lost 0; renews acknowledged 0, lost 0; children saved 30, lost 2"),
-            "{}",
-            k.sentence()
-        );
-        let t = KillFigures::total(&[k.clone(), k]);
-        assert_eq!((t.kill, t.epochs_acknowledged, t.lost()), (2, 82, 4));
-    }
-
-    #[test]
-    fn each_check_is_outside_the_claim_only_when_it_is_about_no_claimed_contract() {
-        for id in check_ids() {
-            assert!(!check_contracts(id).is_empty(), "{id}");
-        }
-        let rate = [Contract::Rate];
-        let epochs = outside_claim(EPOCHS, &rate).unwrap_or_default();
-        assert!(
-            epochs.contains("the lease contract") && epochs.contains("does not offer"),
-            "{epochs}"
-        );
-        assert_eq!(outside_claim(PAUSES, &rate), None);
-        assert_eq!(
-            outside_claim(CHILDREN, &[Contract::Queue, Contract::Rate]),
-            None
-        );
-        // The whole workload is judged on whatever is claimed.
-        for id in [OPT_OUT, POWER_ALWAYS, POWER_EVERYSEC, DOCKER] {
-            assert_eq!(outside_claim(id, &rate), None, "{id}");
-            assert!(outside_claim(id, &[]).is_some(), "{id}");
-        }
-    }
-
-    #[test]
-    fn figures_in_words_name_only_the_claimed_kinds() {
-        let k = KillFigures {
-            pauses_acknowledged: 12,
-            ..KillFigures::default()
-        };
-        assert_eq!(
-            k.sentence_of(&[Contract::Rate]),
-            "pauses acknowledged 12, lost 0"
-        );
-        assert!(k.sentence().starts_with("epochs acknowledged 0"));
     }
 
     #[test]
     fn a_rerun_keeps_its_contracts_and_an_older_one_means_all() {
-        let narrowed = json!({"kind": "crash-run", "contracts": ["lease"]});
+        let narrowed = serde_json::json!({"kind": "crash-run", "contracts": ["lease"]});
         assert_eq!(contracts_of_rerun(&narrowed), vec![Contract::Lease]);
         assert_eq!(
-            contracts_of_rerun(&json!({"kind": "crash-run"})),
+            contracts_of_rerun(&serde_json::json!({"kind": "crash-run"})),
             Contract::ALL.to_vec()
+        );
+        let old = serde_json::json!({
+            "kind": "crash-run", "seed": 3, "kills": 1, "opt_out_kills": 1, "power_losses": 0
+        });
+        let rerun = CrashRerun::from_counterexample(&old).expect("an older re-run reads");
+        assert_eq!(
+            (rerun.instances, rerun.config().backend),
+            (4, BackendChoice::Auto)
+        );
+        assert!(
+            CrashRerun::from_counterexample(&serde_json::json!({"kind": "schedule"})).is_none()
         );
     }
 
@@ -1596,21 +1502,18 @@ mod tests {
                 _: &Hello,
                 _: i64,
             ) -> Result<
-                (harness::store::StoreInfo, Box<dyn StoreClient>),
+                (
+                    harness::store::StoreInfo,
+                    Box<dyn harness::store::StoreClient>,
+                ),
                 harness::contract::StoreError,
             > {
                 panic!("nothing is written to a store that claims nothing")
             }
         }
         let config = CrashConfig {
-            kills: 1,
-            opt_out_kills: 1,
-            power_losses: 1,
-            instances: 1,
-            seed: 1,
-            backend: BackendChoice::Process,
-            sabotage_settings: None,
             contracts: vec![],
+            ..CrashConfig::new(1, 1, 1, BackendChoice::Process)
         };
         let outcome = run(
             Arc::new(Unreachable),
@@ -1620,40 +1523,10 @@ mod tests {
         )
         .await
         .unwrap();
-        assert_eq!(outcome.checks.len(), check_ids().len());
+        assert_eq!(outcome.checks.len(), CHECKS.len());
         for c in &outcome.checks {
             assert!(c.outside_claim && !c.leaves_incomplete(), "{}", c.id);
         }
-    }
-
-    #[test]
-    fn harness_trouble_leaves_a_check_unknown_and_a_finding_still_fails() {
-        let series = Series {
-            rounds: vec![Round::default()],
-            trouble: Some("kill 2 of 3: could not restart the server: gone".into()),
-            asked: 3,
-            backend: "process",
-            fallback: None,
-        };
-        let j = |found: Vec<String>| Judgement {
-            id: EPOCHS,
-            level: Level::Must,
-            series: &series,
-            found,
-            pass: "held".into(),
-            fail: "lost".into(),
-            none_asked: "none",
-            evidence: Value::Null,
-            rerun: Value::Null,
-        };
-        let unknown = judge(j(vec![]));
-        assert_eq!(unknown.verdict, Verdict::Unknown);
-        assert!(
-            unknown.reason.contains("could not restart"),
-            "{}",
-            unknown.reason
-        );
-        assert!(unknown.leaves_incomplete());
-        assert_eq!(judge(j(vec!["tree-1: gone".into()])).verdict, Verdict::Fail);
+        assert_eq!(outcome.stats.kills, 0);
     }
 }

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use harness::contract::{Contract, Reply, Request};
+use harness::history::History;
 use harness::store::{StoreClient, StoreFactory};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -43,10 +44,15 @@ pub struct Claim {
     pub attempt: i64,
 }
 
-/// Every acknowledged write of one kill round, and the writes whose outcome
-/// the kill left unknown, for verification after the restart.
+/// One kill round's record: the history of what was sent and answered,
+/// and, derived from the same answers, every acknowledged write and the
+/// writes whose outcome the kill left unknown, for verification after the
+/// restart.
 #[derive(Debug, Default, Clone)]
 pub struct Acked {
+    /// Every request the writers sent and how it ended (ok, fail, or info
+    /// for an outcome the kill left unknown), in the order they happened.
+    pub history: History,
     /// Tree → every grant acknowledged, in order.
     pub grants: BTreeMap<String, Vec<Grant>>,
     /// (tree, epoch) → the expiry of every renew acknowledged for it.
@@ -248,20 +254,29 @@ pub async fn instance(
                 until_ms: wall_ms() + 3_600_000 + n as i64,
             },
         };
-        let reply = match client.call(&req.to_call(), wall_ms()).await {
+        let call = req.to_call();
+        let clock_ms = wall_ms();
+        if let Ok(mut a) = acked.lock() {
+            a.history.invoke(&name, &call, None, clock_ms);
+        }
+        let outcome = client.call(&call, clock_ms).await;
+        let Ok(mut a) = acked.lock() else { break };
+        a.history
+            .complete(&name, &call.op, &outcome, None, clock_ms);
+        let reply = match outcome {
             Ok(r) => r,
             // The server is gone (killed) or refused: this instance stops;
             // an unknown outcome is never counted as acknowledged.
             Err(e) => {
-                if let Ok(mut a) = acked.lock() {
-                    if !stop.load(Ordering::Relaxed) {
-                        a.stopped.push(format!("{name}: {} answered {e}", req.op()));
-                    }
-                    a.in_flight.push(req);
+                if !stop.load(Ordering::Relaxed) {
+                    a.stopped.push(format!("{name}: {} answered {e}", req.op()));
                 }
+                a.in_flight.push(req);
                 break;
             }
         };
+        a.record(&req, &reply);
+        drop(a);
         match (&req, &reply) {
             (Request::LeaseTake { tree, .. }, Reply::Granted { epoch, .. }) => {
                 held.push((tree.clone(), *epoch))
@@ -270,9 +285,6 @@ pub async fn instance(
                 claimed.push((child.clone(), *attempt))
             }
             _ => {}
-        }
-        if let Ok(mut a) = acked.lock() {
-            a.record(&req, &reply);
         }
     }
 }

@@ -7,45 +7,76 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use crash::suite::{run, BackendChoice, CrashConfig, KillFigures};
+use crash::suite::{BackendChoice, CrashConfig, CrashSuite};
 use harness::check::{CheckResult, Report, RunVerdict, Verdict};
 use harness::contract::{Call, Contract, ErrorKind, Reply, Request, StoreError};
+use harness::figures::{CrashFigures, Figures};
 use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
+use harness::suite::{plan, Progress, ServerRef, Subject, Suite};
 
 fn config(backend: BackendChoice, seed: u64) -> CrashConfig {
     CrashConfig {
-        kills: 2,
-        opt_out_kills: 3,
-        power_losses: 2,
-        instances: 4,
         seed,
-        backend,
-        sabotage_settings: None,
-        contracts: Contract::ALL.to_vec(),
+        ..CrashConfig::new(2, 3, 2, backend)
     }
 }
 
-async fn certify_crash(backend: BackendChoice, seed: u64) -> crash::suite::CrashOutcome {
+/// Progress lines on stderr, for a failing test's log.
+struct Stderr;
+
+impl Progress for Stderr {
+    fn part(&self, name: &str, steps: u64) {
+        eprintln!("{name}: {steps} steps");
+    }
+    fn step(&self, _: &str) {}
+    fn line(&self, text: &str) {
+        eprintln!("{text}");
+    }
+}
+
+/// What a crash run reported: every check, and its figures.
+struct Outcome {
+    checks: Vec<CheckResult>,
+    stats: CrashFigures,
+}
+
+/// The crash suite as `certify` drives it: the subject, the plan, the run.
+async fn run(factory: Arc<dyn StoreFactory>, prefix: &str, config: &CrashConfig) -> Outcome {
+    let subject = Subject {
+        spec: factory.spec(),
+        factory,
+        opt_out: None,
+        run_prefix: prefix.into(),
+        contracts: config.contracts.clone(),
+        server: ServerRef::External {
+            url: "redis://127.0.0.1:1/".into(),
+        },
+        seed: config.seed,
+        may_start_servers: true,
+    };
+    let suite = CrashSuite::new(config.clone());
+    let (mut checks, to_run) = plan(suite.name(), suite.checks(), &subject);
+    let run = suite
+        .run(&subject, &to_run, &Stderr)
+        .await
+        .expect("the crash suite runs");
+    assert_eq!(run.checks.len(), to_run.len(), "one result per check run");
+    checks.extend(run.checks);
+    let Figures::Crash(stats) = run.figures else {
+        panic!("the crash suite's figures are crash figures")
+    };
+    Outcome { checks, stats }
+}
+
+async fn certify_crash(backend: BackendChoice, seed: u64) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let factory: Arc<dyn StoreFactory> =
         Arc::new(RedisStoreFactory::new(dir.path().join("kept.sqlite")));
-    run(
-        factory,
-        "sp:crash:".into(),
-        &config(backend, seed),
-        &mut |l| eprintln!("{l}"),
-    )
-    .await
-    .expect("the crash suite runs")
+    run(factory, "sp:crash:", &config(backend, seed)).await
 }
 
-/// The per-kill rows of one setting.
-fn per_kill(figures: &serde_json::Value) -> Vec<KillFigures> {
-    serde_json::from_value(figures["per_kill"].clone()).expect("per-kill figures")
-}
-
-fn assert_durable_and_loss_shown(outcome: &crash::suite::CrashOutcome) {
+fn assert_durable_and_loss_shown(outcome: &Outcome) {
     for c in &outcome.checks {
         if c.id == "crash.docker-backend" {
             continue;
@@ -53,11 +84,11 @@ fn assert_durable_and_loss_shown(outcome: &crash::suite::CrashOutcome) {
         assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
     }
     let s = &outcome.stats;
-    assert_eq!(s["kills"], 2);
-    assert_eq!(s["lost"], 0);
-    let durable = per_kill(s);
+    assert_eq!(s.kills, 2);
+    assert_eq!(s.lost, 0);
+    let durable = &s.per_kill;
     assert_eq!(durable.len(), 2);
-    for k in &durable {
+    for k in durable {
         // Each kill stands alone and has something of each main kind to lose.
         assert!(k.acknowledged() >= 20, "{k:?}");
         assert!(
@@ -67,25 +98,32 @@ fn assert_durable_and_loss_shown(outcome: &crash::suite::CrashOutcome) {
         assert_eq!(k.lost(), 0, "{k:?}");
     }
     // Every opted-out kill shows the loss on its own, with its own figures.
-    let opted = per_kill(&s["opt_out"]);
+    let opted = &s.opt_out.per_kill;
     assert_eq!(opted.len(), 3);
-    for k in &opted {
+    for k in opted {
         assert!(k.lost() > 0, "{k:?}");
         assert!(k.lost() <= k.acknowledged(), "{k:?}");
         assert!(k.epochs_lost <= k.epochs_acknowledged, "{k:?}");
     }
-    assert_eq!(s["opt_out"]["kills_showing_loss"], 3);
-    assert_eq!(s["power_loss"]["always"]["lost"], 0);
+    assert_eq!(s.opt_out.kills_showing_loss, 3);
+    assert_eq!(s.power_loss.always.lost, 0);
+    assert_eq!(s.power_loss.everysec_opted_out.kills_showing_loss, 2);
+    // The JSON keeps the names the report's readers use.
+    let json = serde_json::to_value(s).unwrap();
     assert_eq!(
-        s["power_loss"]["everysec_opted_out"]["kills_showing_loss"],
-        2
+        json["total"]["epochs_acknowledged"],
+        s.total.epochs_acknowledged
+    );
+    assert_eq!(
+        json["opt_out"]["per_kill"].as_array().map(Vec::len),
+        Some(3)
     );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_process_backend_keeps_every_acknowledged_write_and_shows_the_opt_out_loss() {
     let outcome = certify_crash(BackendChoice::Process, 11).await;
-    assert_eq!(outcome.stats["backend"], "process");
+    assert_eq!(outcome.stats.backend, "process");
     assert_durable_and_loss_shown(&outcome);
     let docker = outcome
         .checks
@@ -120,7 +158,7 @@ fn labelled(kind: &str, label: &str) -> Vec<String> {
 async fn the_docker_backend_keeps_every_acknowledged_write_and_leaves_nothing() {
     let seed = 12;
     let outcome = certify_crash(BackendChoice::Docker, seed).await;
-    assert_eq!(outcome.stats["backend"], "docker");
+    assert_eq!(outcome.stats.backend, "docker");
     assert_durable_and_loss_shown(&outcome);
     let docker = outcome
         .checks
@@ -165,11 +203,7 @@ async fn every_must_keep_check_fails_when_the_server_loses_writes() {
     config.opt_out_kills = 1;
     config.power_losses = 1;
     config.sabotage_settings = Some(vec![("appendonly".into(), "no".into())]);
-    let outcome = run(factory, "sp:crash-bites:".into(), &config, &mut |l| {
-        eprintln!("{l}")
-    })
-    .await
-    .expect("the crash suite runs");
+    let outcome = run(factory, "sp:crash-bites:", &config).await;
     for id in [
         "crash.acknowledged-epochs-survive",
         "crash.next-take-continues",
@@ -215,11 +249,7 @@ async fn the_loss_demonstrations_fail_when_nothing_is_lost() {
     config.kills = 1;
     config.opt_out_kills = 2;
     config.power_losses = 2;
-    let outcome = run(blind, "sp:crash-blind:".into(), &config, &mut |l| {
-        eprintln!("{l}")
-    })
-    .await
-    .expect("the crash suite runs");
+    let outcome = run(blind, "sp:crash-blind:", &config).await;
     let verdict = |id: &str| outcome.checks.iter().find(|c| c.id == id).unwrap().verdict;
     assert_eq!(verdict("crash.opt-out-loses"), Verdict::Fail);
     assert_eq!(verdict("crash.power-loss-everysec-loses"), Verdict::Warn);
@@ -292,7 +322,7 @@ impl StoreClient for FaultyClient {
 }
 
 /// Two kills with the required settings on the process backend, nothing else.
-async fn faulty_run(fault: Fault, seed: u64) -> crash::suite::CrashOutcome {
+async fn faulty_run(fault: Fault, seed: u64) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let factory: Arc<dyn StoreFactory> = Arc::new(Faulty {
         inner: RedisStoreFactory::new(dir.path().join("kept.sqlite")),
@@ -301,14 +331,10 @@ async fn faulty_run(fault: Fault, seed: u64) -> crash::suite::CrashOutcome {
     let mut config = config(BackendChoice::Process, seed);
     config.opt_out_kills = 0;
     config.power_losses = 0;
-    run(factory, "sp:crash-faulty:".into(), &config, &mut |l| {
-        eprintln!("{l}")
-    })
-    .await
-    .expect("the crash suite runs to its verdicts")
+    run(factory, "sp:crash-faulty:", &config).await
 }
 
-fn verdict_of<'a>(outcome: &'a crash::suite::CrashOutcome, id: &str) -> &'a CheckResult {
+fn verdict_of<'a>(outcome: &'a Outcome, id: &str) -> &'a CheckResult {
     outcome.checks.iter().find(|c| c.id == id).unwrap()
 }
 
@@ -331,7 +357,7 @@ async fn a_renew_acknowledged_but_not_kept_fails_the_renew_check_alone() {
         let c = verdict_of(&outcome, id);
         assert_eq!(c.verdict, Verdict::Pass, "{id}: {}", c.reason);
     }
-    let lost: usize = per_kill(&outcome.stats).iter().map(|k| k.renews_lost).sum();
+    let lost: usize = outcome.stats.per_kill.iter().map(|k| k.renews_lost).sum();
     assert!(lost > 0);
 }
 
@@ -374,8 +400,10 @@ async fn trouble_after_a_restart_is_unknown_and_a_wrong_answer_fails() {
         );
     }
     assert_eq!(Report::verdict_of(&broken.checks), RunVerdict::Incomplete);
-    assert!(broken.stats["trouble"]
-        .as_str()
+    assert!(broken
+        .stats
+        .trouble
+        .as_deref()
         .unwrap()
         .contains("kill 1 of 2"));
     // A store answering bad_request to a valid read answered wrongly.
@@ -441,7 +469,7 @@ impl StoreClient for NarrowedClient {
 /// One kill, one opted-out kill and one power cut of each setting on a
 /// store claiming only `contracts`; also how many calls it was sent that
 /// it does not offer.
-async fn narrowed_run(contracts: &[Contract], seed: u64) -> (crash::suite::CrashOutcome, usize) {
+async fn narrowed_run(contracts: &[Contract], seed: u64) -> (Outcome, usize) {
     let dir = tempfile::tempdir().unwrap();
     let strays = Arc::new(AtomicUsize::new(0));
     let factory: Arc<dyn StoreFactory> = Arc::new(Narrowed {
@@ -454,17 +482,13 @@ async fn narrowed_run(contracts: &[Contract], seed: u64) -> (crash::suite::Crash
     config.opt_out_kills = 1;
     config.power_losses = 1;
     config.contracts = contracts.to_vec();
-    let outcome = run(factory, "sp:crash-narrowed:".into(), &config, &mut |l| {
-        eprintln!("{l}")
-    })
-    .await
-    .expect("the crash suite runs");
+    let outcome = run(factory, "sp:crash-narrowed:", &config).await;
     (outcome, strays.load(Ordering::Relaxed))
 }
 
 /// The checks about `decided` contracts and the whole workload are decided
 /// and hold; the others are outside the claim, naming what is not offered.
-fn assert_only_claimed_decided(outcome: &crash::suite::CrashOutcome, decided: &[&str]) {
+fn assert_only_claimed_decided(outcome: &Outcome, decided: &[&str]) {
     for c in &outcome.checks {
         let about = crash::suite::check_contracts(&c.id);
         if decided.contains(&c.id.as_str()) {
@@ -491,7 +515,7 @@ fn assert_only_claimed_decided(outcome: &crash::suite::CrashOutcome, decided: &[
         assert_eq!(c.verdict, Verdict::Pass, "{id}: {}", c.reason);
     }
     assert_eq!(Report::verdict_of(&outcome.checks), RunVerdict::Pass);
-    assert_eq!(outcome.stats["opt_out"]["kills_showing_loss"], 1);
+    assert_eq!(outcome.stats.opt_out.kills_showing_loss, 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -506,7 +530,7 @@ async fn a_store_claiming_only_leases_gets_its_epochs_checked_across_kills() {
         ],
     );
     assert_eq!(strays, 0, "the store was sent operations it does not offer");
-    let k = &per_kill(&outcome.stats)[0];
+    let k = &outcome.stats.per_kill[0];
     assert!(k.epochs_acknowledged >= 20, "{k:?}");
     assert_eq!(
         k.acknowledged(),
@@ -525,7 +549,7 @@ async fn a_store_claiming_only_rate_limits_gets_its_pauses_checked_across_kills(
     let (outcome, strays) = narrowed_run(&[Contract::Rate], 32).await;
     assert_only_claimed_decided(&outcome, &["crash.acknowledged-pauses-survive"]);
     assert_eq!(strays, 0, "the store was sent operations it does not offer");
-    let k = &per_kill(&outcome.stats)[0];
+    let k = &outcome.stats.per_kill[0];
     assert!(k.pauses_acknowledged >= 20, "{k:?}");
     assert_eq!(k.acknowledged(), k.pauses_acknowledged);
     let always = verdict_of(&outcome, "crash.power-loss-always-keeps");

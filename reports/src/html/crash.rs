@@ -2,66 +2,73 @@
 //! its own column.
 
 use harness::check::Report;
-use serde_json::Value;
 
 use crate::escape;
 
 /// Appends the crash suite's section to `h` when it ran.
 pub(super) fn section(h: &mut String, report: &Report) {
-    if let Some(c) = report.stats.crash.as_ref() {
-        // One row per kill, each kind of write in its own column.
-        let count = |k: &Value, kind: &str| -> String {
-            format!(
-                "{} / {}",
-                k[format!("{kind}_acknowledged")],
-                k[format!("{kind}_lost")]
-            )
-        };
-        h.push_str(&format!(
-            "<h2>Crash log</h2><p>Backend: <b>{}</b>{}. Each kill runs on keys of its own; each cell is acknowledged / lost.</p>",
-            escape(c["backend"].as_str().unwrap_or("")),
-            c["docker_unavailable"]
-                .as_str()
-                .map(|e| format!(" (Docker unavailable: {})", escape(e)))
-                .unwrap_or_default(),
-        ));
-        h.push_str(
-            "<table><tr><th>setting</th><th>kill</th><th>epochs</th><th>renews</th>\
-             <th>children</th><th>claims</th><th>completions</th><th>pauses</th>\
-             <th>in flight (not judged)</th></tr>",
-        );
-        let settings = [
-            ("required settings, SIGKILL", c),
-            ("appendonly no, opted out, SIGKILL", &c["opt_out"]),
-            ("appendfsync always, power cut", &c["power_loss"]["always"]),
-            (
-                "appendfsync everysec, opted out, power cut",
-                &c["power_loss"]["everysec_opted_out"],
-            ),
-        ];
-        for (setting, figures) in settings {
-            for k in figures["per_kill"].as_array().into_iter().flatten() {
-                h.push_str(&format!(
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-                     <td>{}</td><td>{}</td><td>{}</td></tr>",
-                    setting,
-                    k["kill"],
-                    count(k, "epochs"),
-                    count(k, "renews"),
-                    count(k, "children"),
-                    count(k, "claims"),
-                    count(k, "completions"),
-                    count(k, "pauses"),
-                    k["in_flight"]
-                ));
-            }
-            if let Some(trouble) = figures["trouble"].as_str() {
-                h.push_str(&format!(
-                    "<tr><td>{setting}</td><td colspan=\"8\">not decided: {}</td></tr>",
-                    escape(trouble)
-                ));
-            }
+    let Some(c) = report.stats.crash.as_ref() else {
+        return;
+    };
+    h.push_str(&format!(
+        "<h2>Crash log</h2><p>Backend: <b>{}</b>{}. Each kill runs on keys of its own; each cell is acknowledged / lost.</p>",
+        escape(&c.backend),
+        c.docker_unavailable
+            .as_deref()
+            .map(|e| format!(" (Docker unavailable: {})", escape(e)))
+            .unwrap_or_default(),
+    ));
+    h.push_str(
+        "<table><tr><th>setting</th><th>kill</th><th>epochs</th><th>renews</th>\
+         <th>children</th><th>claims</th><th>completions</th><th>pauses</th>\
+         <th>in flight (not judged)</th></tr>",
+    );
+    // The required settings' kills are at the top level of the figures.
+    let settings = [
+        ("required settings, SIGKILL", &c.per_kill, &c.trouble),
+        (
+            "appendonly no, opted out, SIGKILL",
+            &c.opt_out.per_kill,
+            &c.opt_out.trouble,
+        ),
+        (
+            "appendfsync always, power cut",
+            &c.power_loss.always.per_kill,
+            &c.power_loss.always.trouble,
+        ),
+        (
+            "appendfsync everysec, opted out, power cut",
+            &c.power_loss.everysec_opted_out.per_kill,
+            &c.power_loss.everysec_opted_out.trouble,
+        ),
+    ];
+    for (setting, per_kill, trouble) in settings {
+        for k in per_kill {
+            h.push_str(&format!(
+                "<tr><td>{setting}</td><td>{}</td><td>{} / {}</td><td>{} / {}</td><td>{} / {}</td>\
+                 <td>{} / {}</td><td>{} / {}</td><td>{} / {}</td><td>{}</td></tr>",
+                k.kill,
+                k.epochs_acknowledged,
+                k.epochs_lost,
+                k.renews_acknowledged,
+                k.renews_lost,
+                k.children_acknowledged,
+                k.children_lost,
+                k.claims_acknowledged,
+                k.claims_lost,
+                k.completions_acknowledged,
+                k.completions_lost,
+                k.pauses_acknowledged,
+                k.pauses_lost,
+                k.in_flight
+            ));
         }
-        h.push_str("</table>");
+        if let Some(trouble) = trouble {
+            h.push_str(&format!(
+                "<tr><td>{setting}</td><td colspan=\"8\">not decided: {}</td></tr>",
+                escape(trouble)
+            ));
+        }
     }
+    h.push_str("</table>");
 }

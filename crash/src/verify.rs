@@ -1,0 +1,976 @@
+//! After each restart: what the restarted server shows ([`observe`], the only
+//! part that talks to the store) and what that means ([`judge_round`], a pure
+//! function of the acknowledged record and the observations).
+//!
+//! Keeping the judgement pure lets every way a write can be lost be shown
+//! on hand-written records (the tests below), without a server.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use harness::contract::{ChildState, ErrorKind, LeaseView, Reply, Request};
+use harness::store::StoreClient;
+use harness::suite::CheckSpec;
+use serde::{Deserialize, Serialize};
+
+use crate::suite::{
+    KillFigures, CHILDREN, CLAIMS, COMPLETED_ONCE, EPOCHS, NEXT_TAKE, PAUSES, RENEWS,
+};
+use crate::workload::{wall_ms, Acked, CLAIM_MS, LEASE_MS};
+
+/// A renew is judged only if it should still run this long after the read:
+/// the server's clock is the host's real clock, read a moment apart.
+pub const RENEW_MARGIN_MS: i64 = 1_000;
+
+/// The crash checks that judge one kill's acknowledged writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Kept {
+    /// Every acknowledged epoch is on the restarted server.
+    Epochs,
+    /// The first take after the restart is granted above every acknowledged epoch.
+    NextTake,
+    /// Every acknowledged renew still runs to its expiry.
+    Renews,
+    /// Every acknowledged child is there.
+    Children,
+    /// Every acknowledged claim still holds; no claimed child is handed out again.
+    Claims,
+    /// Every completed child stays done and is not handed out again.
+    CompletedOnce,
+    /// Every acknowledged pause is in force.
+    Pauses,
+}
+
+impl Kept {
+    /// Every one, in report order.
+    pub const ALL: [Kept; 7] = [
+        Kept::Epochs,
+        Kept::NextTake,
+        Kept::Renews,
+        Kept::Children,
+        Kept::Claims,
+        Kept::CompletedOnce,
+        Kept::Pauses,
+    ];
+
+    /// The check it is.
+    pub fn spec(self) -> &'static CheckSpec {
+        match self {
+            Kept::Epochs => &EPOCHS,
+            Kept::NextTake => &NEXT_TAKE,
+            Kept::Renews => &RENEWS,
+            Kept::Children => &CHILDREN,
+            Kept::Claims => &CLAIMS,
+            Kept::CompletedOnce => &COMPLETED_ONCE,
+            Kept::Pauses => &PAUSES,
+        }
+    }
+}
+
+/// What the store answered one request after the restart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    /// A reply (which may or may not be the right one).
+    Reply(Reply),
+    /// An error of the store's own (not the harness's), in words:
+    /// `lease.read after the restart answered bad_request: …`.
+    Refused(String),
+}
+
+/// A tree's record read after the restart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseRead {
+    /// Wall-clock ms just before the read (the server runs on real time).
+    pub read_at_ms: i64,
+    /// What `lease.read` answered.
+    pub answer: Answer,
+}
+
+/// How the verifier's first take of a tree after the restart ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TakeOutcome {
+    /// Granted at this epoch.
+    Granted(i64),
+    /// Answered something else than granted or busy.
+    Answered(Reply),
+    /// Refused with an error of the store's own.
+    Refused(String),
+    /// Busy every time, though each holder's lease was released in between.
+    AlwaysBusy,
+}
+
+/// The verifier's first take of a tree after the restart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextTake {
+    /// How it ended.
+    pub outcome: TakeOutcome,
+    /// Releases (of a live holder, or of the verifier's own grant) the store
+    /// refused, in words.
+    pub refused_releases: Vec<String>,
+}
+
+/// A child the verifier could claim after the restart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Drained {
+    /// The child handed out.
+    pub child: String,
+    /// The attempt it was handed out at.
+    pub attempt: i64,
+    /// The verifier's complete of it, if the store refused it.
+    pub complete_refused: Option<String>,
+}
+
+/// Everything read back from the restarted server about one kill's writes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observed {
+    /// Tree → its record, for every tree with an acknowledged grant.
+    pub leases: BTreeMap<String, LeaseRead>,
+    /// Tree → the first take after the restart, for the same trees.
+    pub next_takes: BTreeMap<String, NextTake>,
+    /// Child → `queue.read`, for every child saved, claimed or completed.
+    pub children: BTreeMap<String, Answer>,
+    /// Provider → `rate.read`, for every provider paused.
+    pub pauses: BTreeMap<String, Answer>,
+    /// The children the queue handed out when drained, in order.
+    pub drained: Vec<Drained>,
+    /// A claim of the drain the store refused, if any (it stops the drain).
+    pub drain_refused: Option<String>,
+}
+
+/// What one kill showed: its figures and, per check, what broke.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Round {
+    /// Acknowledged and lost, per kind.
+    pub figures: KillFigures,
+    /// Per check, each finding in words.
+    pub findings: BTreeMap<Kept, Vec<String>>,
+}
+
+impl Round {
+    fn find(&mut self, check: Kept, what: String) {
+        self.findings.entry(check).or_default().push(what);
+    }
+
+    /// The findings of `check`.
+    pub fn of(&self, check: Kept) -> &[String] {
+        self.findings.get(&check).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// A reply in a few words, for findings.
+pub fn words(reply: &Reply) -> String {
+    match reply {
+        Reply::Lease(None) => "no record".into(),
+        Reply::Lease(Some(v)) => lease_words(v),
+        Reply::Child(None) => "no such child".into(),
+        Reply::Child(Some(v)) => format!(
+            "{} (claimer {}, attempt {})",
+            serde_json::to_value(v.state)
+                .ok()
+                .and_then(|s| s.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            v.claimer.as_deref().unwrap_or("none"),
+            v.attempt
+        ),
+        other => serde_json::to_string(other).unwrap_or_else(|_| other.outcome().to_string()),
+    }
+}
+
+fn lease_words(v: &LeaseView) -> String {
+    if v.live {
+        format!(
+            "epoch {} held by {} until {}",
+            v.epoch,
+            v.holder.as_deref().unwrap_or("nobody"),
+            v.expires_at_ms
+                .map_or("no expiry".into(), |x| x.to_string())
+        )
+    } else {
+        format!("epoch {}, not live", v.epoch)
+    }
+}
+
+const NOT_READ: &str = "was not read after the restart";
+
+/// Judges one kill (number `kill`, from 1): what was acknowledged before
+/// it against what the restarted server showed. Pure.
+pub fn judge_round(kill: usize, acked: &Acked, seen: &Observed) -> Round {
+    let mut round = Round {
+        figures: KillFigures {
+            kill,
+            epochs_acknowledged: acked.grants.values().map(Vec::len).sum(),
+            renews_acknowledged: acked.renews.values().map(Vec::len).sum(),
+            children_acknowledged: acked.saved.len(),
+            claims_acknowledged: acked.claims.values().map(Vec::len).sum(),
+            completions_acknowledged: acked.completed.values().map(|n| *n as usize).sum(),
+            pauses_acknowledged: acked.pauses.values().map(Vec::len).sum(),
+            in_flight: acked.in_flight.len(),
+            ..KillFigures::default()
+        },
+        findings: BTreeMap::new(),
+    };
+    let mut lost_epochs: BTreeSet<(String, i64)> = BTreeSet::new();
+    judge_leases(acked, seen, &mut round, &mut lost_epochs);
+    judge_next_takes(acked, seen, &mut round, &mut lost_epochs);
+    round.figures.epochs_lost = lost_epochs.len();
+    judge_queue(acked, seen, &mut round);
+    judge_pauses(acked, seen, &mut round);
+    round
+}
+
+/// Epochs and renews: the record of every tree with an acknowledged grant.
+fn judge_leases(
+    acked: &Acked,
+    seen: &Observed,
+    round: &mut Round,
+    lost_epochs: &mut BTreeSet<(String, i64)>,
+) {
+    for (tree, grants) in &acked.grants {
+        let top = grants.iter().map(|g| g.epoch).max().unwrap_or(0);
+        let (read_at, view) = match seen.leases.get(tree) {
+            Some(LeaseRead {
+                read_at_ms,
+                answer: Answer::Reply(Reply::Lease(v)),
+            }) => (*read_at_ms, v),
+            other => {
+                let what = match other {
+                    Some(LeaseRead {
+                        answer: Answer::Reply(r),
+                        ..
+                    }) => format!("lease.read answered {}", words(r)),
+                    Some(LeaseRead {
+                        answer: Answer::Refused(e),
+                        ..
+                    }) => e.clone(),
+                    None => NOT_READ.to_string(),
+                };
+                round.find(Kept::Epochs, format!("{tree}: {what}"));
+                lost_epochs.extend(grants.iter().map(|g| (tree.clone(), g.epoch)));
+                continue;
+            }
+        };
+        let on_server = view.as_ref().map_or(0, |v| v.epoch);
+        if on_server < top {
+            round.find(
+                Kept::Epochs,
+                format!(
+                    "{tree}: epoch {top} was acknowledged, the restarted server reads {}",
+                    view.as_ref().map_or("no record".into(), lease_words)
+                ),
+            );
+            lost_epochs.extend(
+                grants
+                    .iter()
+                    .filter(|g| g.epoch > on_server)
+                    .map(|g| (tree.clone(), g.epoch)),
+            );
+        }
+        // An acknowledged renew must still be in force: a lost renew lets a
+        // second holder in early.
+        for ((t, epoch), expiries) in acked.renews.range((tree.clone(), i64::MIN)..) {
+            if t != tree {
+                break;
+            }
+            let judged: Vec<i64> = expiries
+                .iter()
+                .copied()
+                .filter(|x| *x > read_at + RENEW_MARGIN_MS)
+                .collect();
+            let released =
+                acked.released.contains(&(t.clone(), *epoch)) || acked.release_in_flight(t, *epoch);
+            if released || judged.is_empty() {
+                round.figures.renews_not_judged += expiries.len();
+                continue;
+            }
+            round.figures.renews_not_judged += expiries.len() - judged.len();
+            let holder = grants
+                .iter()
+                .find(|g| g.epoch == *epoch)
+                .map_or("", |g| g.holder.as_str());
+            let until = judged.iter().copied().max().unwrap_or(0);
+            let honoured = match view {
+                Some(v) if v.live && v.epoch == *epoch && v.holder.as_deref() == Some(holder) => {
+                    v.expires_at_ms.unwrap_or(read_at)
+                }
+                _ => read_at,
+            };
+            let lost = judged.iter().filter(|x| **x > honoured).count();
+            if lost > 0 {
+                round.figures.renews_lost += lost;
+                round.find(
+                    Kept::Renews,
+                    format!(
+                        "{tree}: a renew of epoch {epoch} by {holder} to {until} was acknowledged, \
+                         the restarted server reads {} at {read_at}",
+                        view.as_ref().map_or("no record".into(), lease_words)
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// The next take of each tree continues above every acknowledged epoch.
+fn judge_next_takes(
+    acked: &Acked,
+    seen: &Observed,
+    round: &mut Round,
+    lost_epochs: &mut BTreeSet<(String, i64)>,
+) {
+    for (tree, grants) in &acked.grants {
+        let top = grants.iter().map(|g| g.epoch).max().unwrap_or(0);
+        let Some(take) = seen.next_takes.get(tree) else {
+            round.find(Kept::NextTake, format!("{tree}: the take {NOT_READ}"));
+            continue;
+        };
+        for e in &take.refused_releases {
+            round.find(Kept::NextTake, format!("{tree}: {e}"));
+        }
+        match &take.outcome {
+            TakeOutcome::Granted(got) if *got <= top => {
+                round.find(
+                    Kept::NextTake,
+                    format!(
+                        "{tree}: epoch {top} was acknowledged, the first take after the restart was granted epoch {got}"
+                    ),
+                );
+                lost_epochs.extend(
+                    grants
+                        .iter()
+                        .filter(|g| g.epoch >= *got)
+                        .map(|g| (tree.clone(), g.epoch)),
+                );
+            }
+            TakeOutcome::Granted(_) => {}
+            TakeOutcome::Answered(other) => round.find(
+                Kept::NextTake,
+                format!(
+                    "{tree}: the take after the restart answered {}",
+                    words(other)
+                ),
+            ),
+            TakeOutcome::Refused(e) => round.find(Kept::NextTake, format!("{tree}: {e}")),
+            TakeOutcome::AlwaysBusy => round.find(
+                Kept::NextTake,
+                format!("{tree}: the take after the restart was refused five times"),
+            ),
+        }
+    }
+}
+
+/// Children, claims and completions, and the drain of the queue.
+fn judge_queue(acked: &Acked, seen: &Observed, round: &mut Round) {
+    let read = |child: &str| seen.children.get(child);
+    let trouble = |answer: Option<&Answer>, what: &str| -> String {
+        match answer {
+            Some(Answer::Refused(e)) => e.clone(),
+            Some(Answer::Reply(r)) => format!("{what}, the restarted server reads {}", words(r)),
+            None => format!("{what}, but it {NOT_READ}"),
+        }
+    };
+    for child in &acked.saved {
+        let answer = read(child);
+        if !matches!(answer, Some(Answer::Reply(Reply::Child(Some(_))))) {
+            round.figures.children_lost += 1;
+            let what = trouble(answer, "saved and acknowledged");
+            round.find(Kept::Children, format!("{child}: {what}"));
+        }
+    }
+
+    // A claim runs for CLAIM_MS: after the restart its child is still
+    // claimed at that attempt (or done), and nobody else may claim it.
+    let mut lost_claims: BTreeMap<String, usize> = BTreeMap::new();
+    for (child, claims) in &acked.claims {
+        let Some(last) = claims.iter().max_by_key(|c| c.attempt) else {
+            continue;
+        };
+        let answer = read(child);
+        let shown = match answer {
+            Some(Answer::Reply(Reply::Child(Some(v))))
+                if matches!(v.state, ChildState::Claimed | ChildState::Done) =>
+            {
+                v.attempt
+            }
+            _ => 0,
+        };
+        let lost = match answer {
+            Some(Answer::Reply(_)) => claims.iter().filter(|c| c.attempt > shown).count(),
+            _ => claims.len(),
+        };
+        if lost > 0 {
+            lost_claims.insert(child.clone(), lost);
+            let what = trouble(
+                answer,
+                &format!(
+                    "claimed by {} (attempt {}) and acknowledged",
+                    last.instance, last.attempt
+                ),
+            );
+            round.find(Kept::Claims, format!("{child}: {what}"));
+        }
+    }
+
+    let mut lost_completions: BTreeSet<String> = BTreeSet::new();
+    for child in acked.completed.keys() {
+        let answer = read(child);
+        if !matches!(answer, Some(Answer::Reply(Reply::Child(Some(v)))) if v.state == ChildState::Done)
+        {
+            lost_completions.insert(child.clone());
+            let what = trouble(answer, "completed and acknowledged");
+            round.find(Kept::CompletedOnce, format!("{child}: {what}"));
+        }
+    }
+
+    // No completed or live-claimed child may be handed out again.
+    for d in &seen.drained {
+        let child = &d.child;
+        if acked.completed.contains_key(child) {
+            if lost_completions.insert(child.clone()) {
+                round.find(
+                    Kept::CompletedOnce,
+                    format!("{child}: completed before the kill, handed out again after it"),
+                );
+            }
+        } else if let Some(claims) = acked.claims.get(child) {
+            if !lost_claims.contains_key(child) {
+                lost_claims.insert(child.clone(), claims.len());
+                let last = claims.last().map_or(String::new(), |c| {
+                    format!("{} (attempt {})", c.instance, c.attempt)
+                });
+                round.find(
+                    Kept::Claims,
+                    format!(
+                        "{child}: claimed by {last} for {} minutes before the kill, handed out again \
+                         (attempt {}) after it",
+                        CLAIM_MS / 60_000,
+                        d.attempt
+                    ),
+                );
+            }
+        }
+        if let Some(e) = &d.complete_refused {
+            round.find(Kept::Claims, format!("{child}: {e}"));
+        }
+    }
+    if let Some(e) = &seen.drain_refused {
+        round.find(Kept::Claims, format!("the queue: {e}"));
+    }
+    round.figures.claims_lost = lost_claims.values().sum();
+    round.figures.completions_lost = lost_completions.len();
+    for v in &acked.violations {
+        round.find(Kept::CompletedOnce, v.clone());
+    }
+}
+
+/// Every acknowledged pause is in force after the restart.
+fn judge_pauses(acked: &Acked, seen: &Observed, round: &mut Round) {
+    for (provider, untils) in &acked.pauses {
+        let until = untils.iter().copied().max().unwrap_or(0);
+        let (in_force, said) = match seen.pauses.get(provider) {
+            Some(Answer::Reply(Reply::RateState {
+                paused_until_ms, ..
+            })) => (*paused_until_ms, None),
+            Some(Answer::Reply(other)) => {
+                (None, Some(format!("rate.read answered {}", words(other))))
+            }
+            Some(Answer::Refused(e)) => (None, Some(e.clone())),
+            None => (None, Some(NOT_READ.to_string())),
+        };
+        let lost = untils
+            .iter()
+            .filter(|u| **u > in_force.unwrap_or(i64::MIN))
+            .count();
+        if let Some(said) = &said {
+            round.find(Kept::Pauses, format!("{provider}: {said}"));
+        }
+        if lost > 0 {
+            round.figures.pauses_lost += lost;
+            if said.is_none() {
+                round.find(
+                    Kept::Pauses,
+                    format!(
+                        "{provider}: paused until {until} (acknowledged), the restarted server reads {}",
+                        in_force.map_or("no pause".into(), |p| format!("paused until {p}"))
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// Asks the store after the restart: `Ok` with its reply or its own
+/// refusal; `Err` is harness trouble (the adapter failed, the server cannot
+/// be reached), and the round cannot be decided.
+async fn ask(
+    client: &mut Box<dyn StoreClient>,
+    req: &Request,
+    item: &str,
+) -> Result<Answer, String> {
+    match client.call(&req.to_call(), wall_ms()).await {
+        Ok(reply) => Ok(Answer::Reply(reply)),
+        Err(e) if matches!(e.kind, ErrorKind::AdapterFailed | ErrorKind::Unavailable) => Err(
+            format!("{} of {item} after the restart answered {e}", req.op()),
+        ),
+        Err(e) => Ok(Answer::Refused(format!(
+            "{} after the restart answered {e}",
+            req.op()
+        ))),
+    }
+}
+
+/// Reads back from the restarted server everything `acked` says was
+/// acknowledged, as `verifier`; `queue` says whether to drain the queue
+/// (the store claims it). Only the kinds written are asked about: a store is
+/// never sent an operation it does not offer. `Err` is harness trouble.
+pub async fn observe(
+    client: &mut Box<dyn StoreClient>,
+    acked: &Acked,
+    queue: bool,
+    verifier: &str,
+) -> Result<Observed, String> {
+    let mut seen = Observed::default();
+    for tree in acked.grants.keys() {
+        let read_at_ms = wall_ms();
+        let answer = ask(client, &Request::LeaseRead { tree: tree.clone() }, tree).await?;
+        seen.leases
+            .insert(tree.clone(), LeaseRead { read_at_ms, answer });
+    }
+    // Short leases have run out by now; a live one (renewed, or taken in
+    // flight) is released in its holder's name first.
+    if !acked.grants.is_empty() {
+        tokio::time::sleep(Duration::from_millis(LEASE_MS as u64 + 20)).await;
+    }
+    for tree in acked.grants.keys() {
+        let take = next_take(client, tree, verifier).await?;
+        seen.next_takes.insert(tree.clone(), take);
+    }
+    let children: BTreeSet<&String> = acked
+        .saved
+        .iter()
+        .chain(acked.claims.keys())
+        .chain(acked.completed.keys())
+        .collect();
+    for child in children {
+        let read = Request::QueueRead {
+            child: child.clone(),
+        };
+        seen.children
+            .insert(child.clone(), ask(client, &read, child).await?);
+    }
+    for provider in acked.pauses.keys() {
+        let read = Request::RateRead {
+            provider: provider.clone(),
+        };
+        seen.pauses
+            .insert(provider.clone(), ask(client, &read, provider).await?);
+    }
+    // Drain what is claimable. The verifier's own writes are never counted.
+    let bound = if queue {
+        acked.saved.len() + acked.in_flight.len() + 1
+    } else {
+        0
+    };
+    for _ in 0..bound {
+        let claim = Request::QueueClaim {
+            instance: verifier.into(),
+            claim_ttl_ms: CLAIM_MS,
+        };
+        let (child, attempt) = match ask(client, &claim, "the queue").await? {
+            Answer::Reply(Reply::Claimed { child, attempt, .. }) => (child, attempt),
+            Answer::Reply(_) => break,
+            Answer::Refused(e) => {
+                seen.drain_refused = Some(e);
+                break;
+            }
+        };
+        let done = Request::QueueComplete {
+            child: child.clone(),
+            instance: verifier.into(),
+            attempt,
+        };
+        let complete_refused = match ask(client, &done, &child).await? {
+            Answer::Refused(e) => Some(e),
+            Answer::Reply(_) => None,
+        };
+        seen.drained.push(Drained {
+            child,
+            attempt,
+            complete_refused,
+        });
+    }
+    Ok(seen)
+}
+
+/// The verifier's first take of `tree`, releasing a live holder up to
+/// five times, then its own grant.
+async fn next_take(
+    client: &mut Box<dyn StoreClient>,
+    tree: &str,
+    verifier: &str,
+) -> Result<NextTake, String> {
+    let take = Request::LeaseTake {
+        tree: tree.into(),
+        holder: verifier.into(),
+        ttl_ms: LEASE_MS,
+    };
+    let mut refused_releases = Vec::new();
+    let mut outcome = TakeOutcome::AlwaysBusy;
+    for _ in 0..5 {
+        match ask(client, &take, tree).await? {
+            Answer::Reply(Reply::Granted { epoch, .. }) => {
+                outcome = TakeOutcome::Granted(epoch);
+                break;
+            }
+            Answer::Reply(Reply::Busy { holder, epoch, .. }) => {
+                let release = Request::LeaseRelease {
+                    tree: tree.into(),
+                    holder,
+                    epoch,
+                };
+                if let Answer::Refused(e) = ask(client, &release, tree).await? {
+                    refused_releases.push(e);
+                }
+            }
+            Answer::Reply(other) => {
+                outcome = TakeOutcome::Answered(other);
+                break;
+            }
+            Answer::Refused(e) => {
+                outcome = TakeOutcome::Refused(e);
+                break;
+            }
+        }
+    }
+    if let TakeOutcome::Granted(epoch) = outcome {
+        let release = Request::LeaseRelease {
+            tree: tree.into(),
+            holder: verifier.into(),
+            epoch,
+        };
+        if let Answer::Refused(e) = ask(client, &release, tree).await? {
+            refused_releases.push(e);
+        }
+    }
+    Ok(NextTake {
+        outcome,
+        refused_releases,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::{Claim, Grant};
+    use harness::contract::ChildView;
+
+    const NOW: i64 = 2_000_000_000_000;
+
+    fn lease(epoch: i64, holder: &str, until: i64) -> Answer {
+        Answer::Reply(Reply::Lease(Some(LeaseView {
+            holder: Some(holder.into()),
+            epoch,
+            expires_at_ms: Some(until),
+            live: until > NOW,
+        })))
+    }
+
+    fn child(state: ChildState, attempt: i64) -> Answer {
+        Answer::Reply(Reply::Child(Some(ChildView {
+            state,
+            claimer: (attempt > 0).then(|| "w1".to_string()),
+            attempt,
+            depth: 0,
+        })))
+    }
+
+    /// One kill's record: a tree granted twice (the second renewed), a
+    /// child saved, one claimed, one completed, a provider paused.
+    fn acked() -> Acked {
+        let mut a = Acked::default();
+        let take = |holder: &str| Request::LeaseTake {
+            tree: "tree-1".into(),
+            holder: holder.into(),
+            ttl_ms: LEASE_MS,
+        };
+        a.record(
+            &take("w0"),
+            &Reply::Granted {
+                epoch: 3,
+                expires_at_ms: NOW,
+            },
+        );
+        a.record(
+            &take("w1"),
+            &Reply::Granted {
+                epoch: 4,
+                expires_at_ms: NOW,
+            },
+        );
+        a.record(
+            &Request::LeaseRenew {
+                tree: "tree-1".into(),
+                holder: "w1".into(),
+                epoch: 4,
+                ttl_ms: 30_000,
+            },
+            &Reply::Renewed {
+                expires_at_ms: NOW + 30_000,
+            },
+        );
+        for c in ["child-a", "child-b", "child-c"] {
+            a.record(
+                &Request::QueueSave {
+                    child: c.into(),
+                    depth: 0,
+                    payload: String::new(),
+                },
+                &Reply::Saved {},
+            );
+        }
+        a.record(
+            &Request::QueueClaim {
+                instance: "w1".into(),
+                claim_ttl_ms: CLAIM_MS,
+            },
+            &Reply::Claimed {
+                child: "child-b".into(),
+                depth: 0,
+                payload: String::new(),
+                attempt: 1,
+            },
+        );
+        a.record(
+            &Request::QueueClaim {
+                instance: "w1".into(),
+                claim_ttl_ms: CLAIM_MS,
+            },
+            &Reply::Claimed {
+                child: "child-c".into(),
+                depth: 0,
+                payload: String::new(),
+                attempt: 1,
+            },
+        );
+        a.record(
+            &Request::QueueComplete {
+                child: "child-c".into(),
+                instance: "w1".into(),
+                attempt: 1,
+            },
+            &Reply::Completed {},
+        );
+        a.record(
+            &Request::RatePause {
+                provider: "provider-0".into(),
+                until_ms: NOW + 3_600_000,
+            },
+            &Reply::Paused {
+                until_ms: NOW + 3_600_000,
+            },
+        );
+        a
+    }
+
+    /// What a server that kept everything shows.
+    fn kept() -> Observed {
+        let mut s = Observed::default();
+        s.leases.insert(
+            "tree-1".into(),
+            LeaseRead {
+                read_at_ms: NOW,
+                answer: lease(4, "w1", NOW + 30_000),
+            },
+        );
+        s.next_takes.insert(
+            "tree-1".into(),
+            NextTake {
+                outcome: TakeOutcome::Granted(5),
+                refused_releases: vec![],
+            },
+        );
+        s.children
+            .insert("child-a".into(), child(ChildState::Queued, 0));
+        s.children
+            .insert("child-b".into(), child(ChildState::Claimed, 1));
+        s.children
+            .insert("child-c".into(), child(ChildState::Done, 1));
+        s.pauses.insert(
+            "provider-0".into(),
+            Answer::Reply(Reply::RateState {
+                slots_in_use: 0,
+                paused_until_ms: Some(NOW + 3_600_000),
+            }),
+        );
+        s.drained.push(Drained {
+            child: "child-a".into(),
+            attempt: 1,
+            complete_refused: None,
+        });
+        s
+    }
+
+    #[test]
+    fn a_server_that_kept_everything_passes_every_check() {
+        let round = judge_round(1, &acked(), &kept());
+        assert!(round.findings.is_empty(), "{:?}", round.findings);
+        let f = &round.figures;
+        assert_eq!(f.lost(), 0);
+        assert_eq!(
+            (
+                f.epochs_acknowledged,
+                f.renews_acknowledged,
+                f.children_acknowledged,
+                f.claims_acknowledged,
+                f.completions_acknowledged,
+                f.pauses_acknowledged
+            ),
+            (2, 1, 3, 2, 1, 1)
+        );
+    }
+
+    #[test]
+    fn an_acknowledged_epoch_read_back_lower_fails_the_epoch_check() {
+        let mut seen = kept();
+        seen.leases.get_mut("tree-1").unwrap().answer = lease(3, "w0", NOW - 1);
+        let round = judge_round(1, &acked(), &seen);
+        assert_eq!(round.figures.epochs_lost, 1);
+        assert!(
+            round.of(Kept::Epochs)[0].contains("epoch 4 was acknowledged"),
+            "{:?}",
+            round.findings
+        );
+        // The renew of the lost epoch is lost with it.
+        assert_eq!(round.figures.renews_lost, 1);
+        assert!(round.of(Kept::Renews)[0].contains("a renew of epoch 4"));
+    }
+
+    #[test]
+    fn a_take_granted_at_an_acknowledged_epoch_fails_the_next_take_check() {
+        let mut seen = kept();
+        seen.next_takes.get_mut("tree-1").unwrap().outcome = TakeOutcome::Granted(4);
+        let round = judge_round(1, &acked(), &seen);
+        assert!(
+            round.of(Kept::NextTake)[0].contains("granted epoch 4"),
+            "{:?}",
+            round.findings
+        );
+        assert_eq!(round.figures.epochs_lost, 1);
+        assert!(round.of(Kept::Epochs).is_empty());
+    }
+
+    #[test]
+    fn a_renew_whose_expiry_went_back_fails_the_renew_check_alone() {
+        let mut seen = kept();
+        seen.leases.get_mut("tree-1").unwrap().answer = lease(4, "w1", NOW + 100);
+        let round = judge_round(1, &acked(), &seen);
+        assert_eq!(round.figures.renews_lost, 1);
+        assert_eq!(
+            round.findings.keys().copied().collect::<Vec<_>>(),
+            vec![Kept::Renews]
+        );
+        // A renew whose lease was released afterwards is not judged.
+        let mut released = acked();
+        released.released.insert(("tree-1".into(), 4));
+        let round = judge_round(1, &released, &seen);
+        assert!(round.findings.is_empty(), "{:?}", round.findings);
+        assert_eq!(round.figures.renews_not_judged, 1);
+    }
+
+    #[test]
+    fn a_claimed_child_handed_out_again_fails_the_claim_check() {
+        let mut seen = kept();
+        seen.drained.push(Drained {
+            child: "child-b".into(),
+            attempt: 2,
+            complete_refused: None,
+        });
+        let round = judge_round(1, &acked(), &seen);
+        assert_eq!(round.figures.claims_lost, 1);
+        assert!(
+            round.of(Kept::Claims)[0].contains("handed out again"),
+            "{:?}",
+            round.findings
+        );
+        // A completed child handed out again breaks completed-once instead.
+        let mut seen = kept();
+        seen.drained[0].child = "child-c".into();
+        let round = judge_round(1, &acked(), &seen);
+        assert_eq!(round.figures.completions_lost, 1);
+        assert!(round.of(Kept::Claims).is_empty());
+        assert!(!round.of(Kept::CompletedOnce).is_empty());
+    }
+
+    #[test]
+    fn a_lost_child_pause_or_refused_read_is_a_finding_of_its_check() {
+        let mut seen = kept();
+        seen.children.remove("child-a");
+        seen.children
+            .insert("child-a".into(), Answer::Reply(Reply::Child(None)));
+        seen.pauses.insert(
+            "provider-0".into(),
+            Answer::Reply(Reply::RateState {
+                slots_in_use: 0,
+                paused_until_ms: None,
+            }),
+        );
+        seen.children.insert(
+            "child-b".into(),
+            Answer::Refused("queue.read after the restart answered bad_request: no".into()),
+        );
+        let round = judge_round(2, &acked(), &seen);
+        assert_eq!(
+            (
+                round.figures.children_lost,
+                round.figures.pauses_lost,
+                round.figures.claims_lost
+            ),
+            (2, 1, 1)
+        );
+        assert!(round.of(Kept::Children)[0].contains("no such child"));
+        assert!(round.of(Kept::Children)[1].contains("bad_request"));
+        assert!(round.of(Kept::Pauses)[0].contains("no pause"));
+        assert!(round.of(Kept::Claims)[0].contains("bad_request"));
+    }
+
+    #[test]
+    fn a_child_completed_twice_before_the_kill_is_a_finding() {
+        let mut a = acked();
+        a.record(
+            &Request::QueueComplete {
+                child: "child-c".into(),
+                instance: "w2".into(),
+                attempt: 1,
+            },
+            &Reply::Completed {},
+        );
+        let round = judge_round(1, &a, &kept());
+        assert!(round.of(Kept::CompletedOnce)[0].contains("completed 2 times"));
+    }
+
+    #[test]
+    fn grants_and_claims_are_recorded_in_order() {
+        let a = acked();
+        assert_eq!(
+            a.grants["tree-1"],
+            vec![
+                Grant {
+                    epoch: 3,
+                    holder: "w0".into()
+                },
+                Grant {
+                    epoch: 4,
+                    holder: "w1".into()
+                }
+            ]
+        );
+        assert_eq!(
+            a.claims["child-b"],
+            vec![Claim {
+                instance: "w1".into(),
+                attempt: 1
+            }]
+        );
+    }
+}
