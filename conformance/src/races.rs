@@ -18,27 +18,32 @@
 //! them, the released commands in order are the counterexample. Every race is
 //! judged on its own: one failing race does not hide the others.
 
-use std::time::{Duration, Instant};
-
 use serde_json::{json, Value};
 
 use super::runner::{outcome_json, Outcome, Target};
 use harness::check::Verdict;
 use harness::contract::{ContractModel, ErrorKind, Judgement, Reply, Request, StoreError};
-use harness::gate::{Gate, Mode};
+use harness::gate::drive::{
+    instance_name, next_step, start_operation, DriveError, Operation, Step,
+};
+use harness::gate::{Gate, Held, Mode};
 use harness::store::StoreClient;
-
-/// How long an operation may take to send its next command or answer.
-const STEP_TIMEOUT: Duration = Duration::from_secs(5);
 /// The most schedules explored per race. Far above what a store of a few
 /// commands per operation needs (two operations of four commands each and a
 /// clock move have 630 interleavings); a store that sends more is explored
 /// this far and the reason says how many of how many ran.
 const MAX_SCHEDULES: usize = 1000;
-/// The two racing instances, and the name of the clock move in a schedule.
-const NAMES: [&str; 3] = ["a", "b", "clock"];
 /// The schedule's pseudo-instance that moves the server clock.
 const TICK: usize = 2;
+
+/// Who went at a step of a schedule: instance `a` or `b`, or the clock move.
+fn actor(i: usize) -> &'static str {
+    if i == TICK {
+        "clock"
+    } else {
+        instance_name(i)
+    }
+}
 /// The lease length the races use.
 const TTL: i64 = 1000;
 
@@ -139,7 +144,7 @@ fn linearizable(s: &Schedule) -> Result<String, String> {
                     if let Judgement::Violates(w) =
                         model.judge(&s.requests[i], now, now, &s.outcomes[i])
                     {
-                        failed = Some(format!("{name} (at {t1}, {t2}): {} {w}", NAMES[i]));
+                        failed = Some(format!("{name} (at {t1}, {t2}): {} {w}", actor(i)));
                         break;
                     }
                 }
@@ -292,7 +297,7 @@ async fn explore(
         let commands: Vec<Value> = s
             .commands
             .iter()
-            .map(|(i, c)| json!({"instance": NAMES[*i], "command": c}))
+            .map(|(i, c)| json!({"instance": actor(*i), "command": c}))
             .collect();
         let record = json!({
             "commands": commands,
@@ -310,7 +315,7 @@ async fn explore(
                         .iter()
                         .map(|(i, c)| format!(
                             "{}:{}",
-                            NAMES[*i],
+                            actor(*i),
                             c.split(' ').next().unwrap_or("")
                         ))
                         .collect::<Vec<_>>()
@@ -385,7 +390,7 @@ async fn run_schedule(
         );
     }
     let mut clients: Vec<Box<dyn StoreClient>> = Vec::new();
-    for (i, name) in ["a", "b"].iter().enumerate() {
+    for (i, name) in [0, 1].map(instance_name).iter().enumerate() {
         match target
             .connect_store(name, prefix, &gates[i].url(), start)
             .await
@@ -418,14 +423,11 @@ async fn run_schedule(
     for g in &gates {
         g.set_mode(Mode::Hold);
     }
-    let mut tasks = Vec::new();
-    for (i, mut client) in clients.into_iter().enumerate() {
-        let call = requests[i].to_call();
-        tasks.push(tokio::spawn(async move {
-            let out = client.call(&call, now).await;
-            (client, out)
-        }));
-    }
+    let mut tasks: Vec<Operation> = clients
+        .into_iter()
+        .zip(&requests)
+        .map(|(client, req)| start_operation(client, req.to_call(), now))
+        .collect();
     let mut choices = Vec::new();
     let mut ready_sets = Vec::new();
     let mut commands = Vec::new();
@@ -435,44 +437,29 @@ async fn run_schedule(
     let mut finished_at = [usize::MAX; 2];
     let mut ticked_at: Option<usize> = None;
     loop {
-        // Wait until every running operation is either held at its gate or done.
-        let deadline = Instant::now() + STEP_TIMEOUT;
-        let mut ready: Vec<usize> = loop {
-            for i in 0..2 {
-                if finished[i].is_none() && tasks[i].is_finished() {
-                    let joined = (&mut tasks[i]).await;
-                    finished[i] = Some(match joined {
-                        Ok((_client, out)) => out,
-                        Err(e) => {
-                            return Err(Harness(format!("instance {} panicked: {e}", NAMES[i])))
-                        }
-                    });
+        // Wait until every running operation is either held at its gate or
+        // done: the command each one holds, in instance order.
+        let mut held: [Option<Held>; 2] = [None, None];
+        for i in 0..2 {
+            if finished[i].is_some() {
+                continue;
+            }
+            match next_step(&gates[i], &mut tasks[i]).await {
+                Ok(Step::Held(h)) => held[i] = Some(h),
+                Ok(Step::Answered(_client, out)) => {
+                    finished[i] = Some(out);
                     finished_at[i] = choices.len();
                 }
-            }
-            let held: Vec<bool> = gates.iter().map(|g| !g.held().is_empty()).collect();
-            let settled = (0..2).all(|i| finished[i].is_some() || held[i]);
-            if settled {
-                break (0..2)
-                    .filter(|i| held[*i] && finished[*i].is_none())
-                    .collect();
-            }
-            if Instant::now() > deadline {
-                let stuck: Vec<&str> = (0..2)
-                    .filter(|i| finished[*i].is_none() && !held[*i])
-                    .map(|i| NAMES[i])
-                    .collect();
-                for g in &gates {
-                    g.release_all();
+                Err(e @ DriveError::Stuck) => {
+                    for g in &gates {
+                        g.release_all();
+                    }
+                    return Err(Store(format!("instance {} {e}", actor(i))));
                 }
-                return Err(Store(format!(
-                    "instance {} neither answered nor sent a command within {}s",
-                    stuck.join(", "),
-                    STEP_TIMEOUT.as_secs()
-                )));
+                Err(e) => return Err(Harness(format!("instance {} {e}", actor(i)))),
             }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        };
+        }
+        let mut ready: Vec<usize> = (0..2).filter(|i| held[*i].is_some()).collect();
         if ready.is_empty() {
             break;
         }
@@ -486,7 +473,7 @@ async fn run_schedule(
             Some(f) => {
                 return Err(Harness(format!(
                     "the store sent different commands on a re-run: instance {} has no command at step {step}, so the interleavings cannot be explored",
-                    NAMES[*f]
+                    actor(*f)
                 )))
             }
             None => ready[0],
@@ -500,8 +487,7 @@ async fn run_schedule(
             ready_sets.push(ready);
             continue;
         }
-        let held = gates[pick].held();
-        let Some(first) = held.first() else {
+        let Some(first) = held[pick].take() else {
             continue;
         };
         commands.push((pick, command_text(&first.command.args)));
@@ -510,8 +496,6 @@ async fn run_schedule(
         gates[pick]
             .release(first.id)
             .map_err(|e| Harness(format!("the gate could not release a command: {e}")))?;
-        // Let the released command's reply arrive before looking again.
-        tokio::time::sleep(Duration::from_millis(1)).await;
     }
     for g in gates {
         g.shutdown().await;

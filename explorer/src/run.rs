@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use harness::check::{CheckResult, Verdict};
 use harness::figures::ExplorerFigures;
+use harness::gate::drive::instance_name;
 use harness::server::VIRTUAL_EPOCH_MS;
 use harness::store::StoreFactory;
 use serde::{Deserialize, Serialize};
@@ -18,7 +19,7 @@ use crate::property::Property;
 use crate::search::{search, Pool};
 use crate::state::{Action, Op, State, Tick};
 use crate::walk::{play, rng_for, shrink, walk};
-use crate::world::{names, Shared};
+use crate::world::Shared;
 
 /// The largest number of instances any exploration uses: every world has a
 /// gate for each.
@@ -110,7 +111,7 @@ struct Finding {
 static RUNS: AtomicU64 = AtomicU64::new(1);
 
 fn describe(a: &Action) -> String {
-    let n = |i: &usize| names(*i);
+    let n = |i: &usize| instance_name(*i);
     match a {
         Action::Start(i, op) => format!(
             "{}: {}",

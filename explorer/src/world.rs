@@ -7,9 +7,11 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use harness::contract::{ErrorKind, Reply, Request, StoreError};
+use harness::gate::drive::{
+    instance_name, next_step, start_operation, Operation, Step, STEP_TIMEOUT,
+};
 use harness::gate::{Fault, Gate, Mode};
 use harness::keyspace;
 use harness::server::{ManagedServer, ServerOptions};
@@ -46,9 +48,6 @@ fn logical(kind: &str, items: Vec<Vec<u8>>) -> serde_json::Value {
         other => json!({ other: items.iter().map(|i| text(i)).collect::<Vec<_>>() }),
     }
 }
-
-/// How long one command may take to arrive at the gate or be answered.
-const STEP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What every world shares: the store, its opt-out, the key prefix.
 pub struct Shared {
@@ -97,14 +96,9 @@ struct Inner {
     server: ManagedServer,
 }
 
-/// Instance `i`'s name: its holder name, and how counterexamples call it.
-pub fn names(i: usize) -> &'static str {
-    ["a", "b", "c", "d"].get(i).copied().unwrap_or("x")
-}
-
 /// The request instance `i` sends for `op` in `state`.
 pub fn request(state: &State, i: usize, op: Op) -> Request {
-    let holder = names(i).to_string();
+    let holder = instance_name(i).to_string();
     let epoch = state.insts[i].held.unwrap_or(0);
     match op {
         Op::Take => Request::LeaseTake {
@@ -234,7 +228,10 @@ impl Inner {
             }
             Action::Continue(i) => {
                 let Some(p) = next.insts[i].pending.take() else {
-                    return Err(format!("instance {} has nothing to continue", names(i)));
+                    return Err(format!(
+                        "instance {} has nothing to continue",
+                        instance_name(i)
+                    ));
                 };
                 self.deliver(next, i, p).await?;
             }
@@ -306,7 +303,7 @@ impl Inner {
         if self.clients[i].is_none() {
             self.gates[i].set_mode(Mode::PassThrough);
             let hello = Hello {
-                instance: names(i).into(),
+                instance: instance_name(i).into(),
                 redis_url: self.gates[i].url(),
                 prefix: self.shared.prefix.clone(),
                 opt_out: self.shared.opt_out.clone(),
@@ -316,7 +313,7 @@ impl Inner {
                 .factory
                 .connect(&hello, now)
                 .await
-                .map_err(|e| format!("instance {} could not connect: {e}", names(i)))?;
+                .map_err(|e| format!("instance {} could not connect: {e}", instance_name(i)))?;
             self.clients[i] = Some(client);
         }
         self.clients[i]
@@ -347,7 +344,7 @@ impl Inner {
         };
         let req = request(next, i, op);
         let gate = self.gates[i].clone();
-        let mut client = match self.client(i, clock_ms).await {
+        let client = match self.client(i, clock_ms).await {
             Ok(_) => self.clients[i].take().ok_or("no client")?,
             Err(e) => return Err(e),
         };
@@ -359,11 +356,7 @@ impl Inner {
         } else {
             gate.replay(delivered.clone());
         }
-        let call = req.to_call();
-        let mut task: Call = tokio::spawn(async move {
-            let out = client.call(&call, clock_ms).await;
-            (client, out)
-        });
+        let mut task = start_operation(client, req.to_call(), clock_ms);
         // Wait for the command to deliver (or for an answer without one).
         let first = next_event(&gate, &mut task).await;
         if let Some(d) = gate.divergence() {
@@ -371,18 +364,18 @@ impl Inner {
             task.abort();
             return Err(format!(
                 "the store is not deterministic: instance {} {d}",
-                names(i)
+                instance_name(i)
             ));
         }
         let held = match first? {
-            Next::Done(client, out) => {
+            Step::Answered(client, out) => {
                 // Answered without a scheduled command.
                 self.keep(i, client, &out);
                 gate.set_mode(Mode::PassThrough);
                 self.answered(next, i, op, &req, out, vec![], invoked);
                 return Ok(());
             }
-            Next::Held(h) => h,
+            Step::Held(h) => h,
         };
         self.rt();
         gate.release(held.id).map_err(|e| e.to_string())?;
@@ -390,7 +383,7 @@ impl Inner {
             task.abort();
             return Err(format!(
                 "instance {}'s command {} got no reply within {}s",
-                names(i),
+                instance_name(i),
                 held.command,
                 STEP_TIMEOUT.as_secs()
             ));
@@ -402,12 +395,12 @@ impl Inner {
             .ok_or("the gate recorded nothing")?;
         let text = vec![format!("{}", exchange.command)];
         match next_event(&gate, &mut task).await? {
-            Next::Done(client, out) => {
+            Step::Answered(client, out) => {
                 self.keep(i, client, &out);
                 gate.set_mode(Mode::PassThrough);
                 self.answered(next, i, op, &req, out, text, invoked);
             }
-            Next::Held(more) => {
+            Step::Held(more) => {
                 // The operation has more commands: remember what was
                 // delivered and abandon this run of it (the held command is
                 // reset, never sent; the client reconnects next time).
@@ -486,7 +479,7 @@ impl Inner {
             Op::Release if zombie => next.zombie_release_reached = true,
             _ => {}
         }
-        let name = names(i);
+        let name = instance_name(i);
         match (op, out) {
             (_, Err(e)) if e.kind == ErrorKind::AdapterFailed => {
                 // The harness lost the instance (its process died, hung or
@@ -524,7 +517,7 @@ impl Inner {
                         .map(|g| {
                             format!(
                                 "{} (epoch {}, promised until {})",
-                                names(g.instance),
+                                instance_name(g.instance),
                                 g.epoch,
                                 g.valid_until
                             )
@@ -650,35 +643,13 @@ pub fn nearest_expiry(state: &State) -> Option<i64> {
         .min()
 }
 
-type Call = tokio::task::JoinHandle<(Box<dyn StoreClient>, Result<Reply, StoreError>)>;
-
-/// What an operation did next.
-enum Next {
-    /// It sent a command, now held at the gate.
-    Held(harness::gate::Held),
-    /// It answered.
-    Done(Box<dyn StoreClient>, Result<Reply, StoreError>),
-}
-
-/// Waits until the gate holds a command or the operation answers.
-async fn next_event(gate: &Gate, task: &mut Call) -> Result<Next, String> {
-    tokio::select! {
-        biased;
-        joined = &mut *task => {
-            let (client, out) = joined.map_err(|e| format!("the store's task failed: {e}"))?;
-            Ok(Next::Done(client, out))
-        }
-        held = gate.next_held(STEP_TIMEOUT) => match held {
-            Some(h) => Ok(Next::Held(h)),
-            None => {
-                gate.release_all();
-                Err(format!(
-                    "the operation neither sent a command nor answered within {}s",
-                    STEP_TIMEOUT.as_secs()
-                ))
-            }
-        },
-    }
+/// Waits until the gate holds a command or the operation answers; a
+/// timeout lets every held command go (the operation is abandoned).
+async fn next_event(gate: &Gate, task: &mut Operation) -> Result<Step, String> {
+    next_step(gate, task).await.map_err(|e| {
+        gate.release_all();
+        format!("the operation {e}")
+    })
 }
 
 /// Which instances are idle (can start an operation).

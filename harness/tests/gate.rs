@@ -903,3 +903,48 @@ async fn a_protocol_error_from_the_client_is_answered_and_closed() {
     assert_eq!(raw.frame().await, None);
     eventually("the connection to close", || gate.connections() == 0).await;
 }
+
+/// A store operation of two commands (SET, then GET), answered `released`.
+struct TwoCommands(MultiplexedConnection);
+
+#[async_trait::async_trait]
+impl harness::store::StoreClient for TwoCommands {
+    async fn call(
+        &mut self,
+        _: &harness::contract::Call,
+        _: i64,
+    ) -> Result<harness::contract::Reply, harness::contract::StoreError> {
+        let _: () = self.0.set("drive:k", "1").await.unwrap();
+        let _: Option<String> = self.0.get("drive:k").await.unwrap();
+        Ok(harness::contract::Reply::Released {})
+    }
+}
+
+#[tokio::test]
+async fn the_driver_steps_an_operation_through_its_commands_then_its_answer() {
+    use harness::gate::drive::{instance_name, next_step, start_operation, Step};
+    let server = server().await;
+    let gate = gate(&server.url()).await;
+    let client = TwoCommands(connect(&gate.url()).await);
+    gate.set_mode(Mode::Hold);
+    let call = harness::contract::Request::LeaseRead { tree: "t".into() }.to_call();
+    let mut op = start_operation(Box::new(client), call, 0);
+    for expected in ["SET", "GET"] {
+        let Ok(Step::Held(held)) = next_step(&gate, &mut op).await else {
+            panic!("{expected} was not held");
+        };
+        assert!(held.command.is(expected), "{:?}", held.command);
+        // Held until released: asking again gives the same command.
+        let Ok(Step::Held(again)) = next_step(&gate, &mut op).await else {
+            panic!("{expected} is no longer held");
+        };
+        assert_eq!(again.id, held.id);
+        gate.release(held.id).unwrap();
+    }
+    let Ok(Step::Answered(_, out)) = next_step(&gate, &mut op).await else {
+        panic!("the operation did not answer");
+    };
+    assert_eq!(out.unwrap(), harness::contract::Reply::Released {});
+    assert_eq!(gate.recording().len(), 2);
+    assert_eq!([0, 1, 2].map(instance_name), ["a", "b", "c"]);
+}

@@ -30,11 +30,15 @@
 //! that also sends scheduled commands (RESP2 messages look like replies).
 //! RESP3 pub/sub works: its messages are push frames.
 //!
+//! [`drive`] steps operations through their gates one command at a time
+//! (the take races and the explorer both use it).
+//!
 //! Threading: all state sits behind one `std::sync::Mutex`, held only for
 //! short, await-free critical sections; waiting uses `tokio::sync::Notify`
 //! and oneshot channels.
 
 mod conn;
+pub mod drive;
 pub mod resp;
 
 use std::collections::VecDeque;
