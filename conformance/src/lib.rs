@@ -26,7 +26,7 @@ use async_trait::async_trait;
 pub use judge::{judge, judge_steps, CheckHistory, Judged, NotJudgeable, Observation};
 pub use runner::{run_check, ScenarioEvidence, ServerRef, Target};
 pub use server_checks::ServerCase;
-pub use special::Special;
+pub use special::{BytesPerTreeEvidence, Special};
 
 use harness::check::{CheckResult, Level};
 use harness::contract::Contract;
@@ -171,7 +171,8 @@ pub fn figures(results: &[CheckResult], seconds: f64) -> ConformanceFigures {
         bytes_per_tree: results
             .iter()
             .find(|r| r.id == BYTES_PER_TREE)
-            .and_then(|r| r.evidence.get("bytes_per_tree").cloned()),
+            .and_then(|r| serde_json::from_value::<BytesPerTreeEvidence>(r.evidence.clone()).ok())
+            .map(|e| e.bytes_per_tree.into()),
     }
 }
 
@@ -253,5 +254,64 @@ mod tests {
                 runner::dry_run(&steps).unwrap_or_else(|e| panic!("{}: {e}", c.spec.id));
             }
         }
+    }
+    #[test]
+    fn needs_follow_what_each_check_does() {
+        let specs = ConformanceSuite.checks();
+        assert_eq!(specs.len(), all_checks().len());
+        let spec = |id: &str| *specs.iter().find(|s| s.id == id).expect(id);
+        // Exact expiry instants: the server's clock is moved.
+        assert_eq!(
+            spec("conformance.lease.expiry-at-instant").needs,
+            Needs::ManagedServer
+        );
+        assert_eq!(
+            spec("conformance.lease.take-free-tree").needs,
+            Needs::AnyServer
+        );
+        assert_eq!(
+            spec("conformance.lease.take-races").needs,
+            Needs::ManagedServer
+        );
+        assert_eq!(
+            spec("conformance.lease.odd-ids-inside-prefix").needs,
+            Needs::ManagedServer
+        );
+        assert_eq!(spec(BYTES_PER_TREE).needs, Needs::AnyServer);
+        assert_eq!(
+            spec("conformance.server.replica-refused").needs,
+            Needs::OwnServers
+        );
+        assert!(spec("conformance.server.replica-refused")
+            .contracts
+            .is_empty());
+        assert_eq!(
+            spec("conformance.queue.save-and-read").contracts,
+            &[Contract::Queue]
+        );
+    }
+
+    #[test]
+    fn figures_count_each_verdict_and_read_bytes_per_tree_from_its_evidence() {
+        use harness::check::Verdict;
+        let spec = ConformanceSuite
+            .checks()
+            .into_iter()
+            .find(|s| s.id == BYTES_PER_TREE)
+            .unwrap();
+        let mut bytes = spec.result(SUITE, Verdict::Pass, "");
+        bytes.evidence = serde_json::to_value(BytesPerTreeEvidence {
+            trees: 200,
+            keys: 200,
+            bytes: 40_000,
+            bytes_per_tree: 200,
+            limit_bytes_per_tree: 1024,
+        })
+        .unwrap();
+        let failed = CheckResult::undecided("conformance.x", SUITE, Verdict::Fail, "");
+        let f = figures(&[bytes, failed], 1.23456);
+        assert_eq!((f.checks, f.pass, f.fail, f.warn), (2, 1, 1, 0));
+        assert_eq!(f.seconds, 1.235);
+        assert_eq!(f.bytes_per_tree, Some(serde_json::json!(200)));
     }
 }

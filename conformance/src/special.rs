@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::runner::{outcome_json, Outcome, SubjectExt, Target};
@@ -21,6 +22,21 @@ pub enum Special {
     BytesPerTree,
     /// The three take races, every interleaving forced through the gate.
     TakeRaces,
+}
+
+/// The evidence of the bytes-per-tree check: what was measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BytesPerTreeEvidence {
+    /// Trees taken.
+    pub trees: usize,
+    /// Keys found under the check's prefix.
+    pub keys: usize,
+    /// Their MEMORY USAGE, summed.
+    pub bytes: u64,
+    /// `bytes / trees`.
+    pub bytes_per_tree: u64,
+    /// The most a tree may cost before the check warns.
+    pub limit_bytes_per_tree: u64,
 }
 
 /// Trees measured for bytes per tree.
@@ -275,13 +291,14 @@ async fn bytes_per_tree(target: &Target<'_>, prefix: &str) -> Outcome {
         Err(e) => return Outcome::harness_trouble("read MEMORY USAGE", e, Value::Null),
     };
     let per_tree = bytes / TREES_MEASURED as u64;
-    let evidence = json!({
-        "trees": TREES_MEASURED,
-        "keys": keys.len(),
-        "bytes": bytes,
-        "bytes_per_tree": per_tree,
-        "limit_bytes_per_tree": MAX_BYTES_PER_TREE,
-    });
+    let evidence = serde_json::to_value(BytesPerTreeEvidence {
+        trees: TREES_MEASURED,
+        keys: keys.len(),
+        bytes,
+        bytes_per_tree: per_tree,
+        limit_bytes_per_tree: MAX_BYTES_PER_TREE,
+    })
+    .unwrap_or(Value::Null);
     let reason = format!(
         "{per_tree} bytes per tree ({bytes} bytes in {} keys for {TREES_MEASURED} trees, MEMORY USAGE); lease records are kept for good",
         keys.len()
