@@ -1017,7 +1017,7 @@ impl Findings<'_> {
             .next();
         let quiet =
             s.quiet(|k| format!("kill {} lost nothing ({})", k.kill, k.sentence_of(claimed)));
-        loss_shown(
+        judge(
             Judgement {
                 spec,
                 series: s,
@@ -1096,7 +1096,7 @@ impl Findings<'_> {
                 k.kill
             )
         });
-        loss_shown(Judgement {
+        judge(Judgement {
             spec,
             series: s,
             pass: format!(
@@ -1151,21 +1151,14 @@ impl Findings<'_> {
     }
 }
 
-/// A demonstration of loss: every kill of the series must have lost
-/// something (`j.found` lists the kills that did not); the one judgement of
-/// the opted-out kills and of the everysec power cuts.
-fn loss_shown(j: Judgement<'_>) -> CheckResult {
-    judge(j)
-}
-
 /// The figures of one series for `stats.crash` and evidence.
 fn series_figures(s: &Series) -> impl Serialize + Clone + use<> {
     CrashFigures::series(s.figures(), s.asked, s.trouble.clone())
 }
 
 /// Runs the series `to_run` needs and judges each check of `to_run`.
-/// `Err(SuiteError::Setup)` when the required-settings server cannot start
-/// (nothing ran yet); `Err(SuiteError::AdapterFailed)` when an adapter broke.
+/// `Err(SuiteError::Setup)` when the first server cannot start (nothing ran
+/// yet; later, its series' checks are unknown); `Err(SuiteError::AdapterFailed)` when an adapter broke.
 async fn run_checks(
     factory: Arc<dyn StoreFactory>,
     prefix: String,
@@ -1212,7 +1205,11 @@ async fn run_checks(
         } else {
             match series(&factory, &prefix, config, setting, progress).await {
                 Ok(s) => s,
-                Err(e) if setting == Setting::Required => return Err(SuiteError::Setup(e)),
+                // The first server that cannot start (Docker asked for and
+                // absent, no redis-server): nothing ran, a setup error.
+                Err(e) if runs.iter().all(|s: &Series| s.rounds.is_empty()) => {
+                    return Err(SuiteError::Setup(e))
+                }
                 Err(e) => Series::not_run(asked, Some(format!("its server could not start: {e}"))),
             }
         };

@@ -322,3 +322,51 @@ pub async fn start(
     }
     Ok(tasks)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness::contract::{Call, ErrorKind, StoreError};
+
+    /// Pauses whatever it is asked to, then the server dies after `left` calls.
+    struct Dying {
+        left: usize,
+    }
+
+    #[async_trait::async_trait]
+    impl StoreClient for Dying {
+        async fn call(&mut self, call: &Call, _: i64) -> Result<Reply, StoreError> {
+            if self.left == 0 {
+                return Err(StoreError::new(ErrorKind::Unavailable, "connection reset"));
+            }
+            self.left -= 1;
+            match Request::parse(call)? {
+                Request::RatePause { until_ms, .. } => Ok(Reply::Paused { until_ms }),
+                other => panic!("a rate-only store was sent {}", other.op()),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn the_history_holds_every_request_and_only_answered_writes_are_acknowledged() {
+        let acked = Arc::new(Mutex::new(Acked::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        instance(
+            Box::new(Dying { left: 5 }),
+            "w0".into(),
+            1,
+            vec![Contract::Rate],
+            acked.clone(),
+            stop,
+        )
+        .await;
+        let a = acked.lock().unwrap();
+        // Six requests sent, each invoked and completed; the sixth's outcome
+        // is unknown: in flight, never acknowledged.
+        assert_eq!(a.history.events.len(), 12);
+        assert_eq!(a.pauses.values().map(Vec::len).sum::<usize>(), 5);
+        assert_eq!(a.writes, 5);
+        assert_eq!(a.in_flight.len(), 1);
+        assert!(a.stopped[0].contains("connection reset"), "{:?}", a.stopped);
+    }
+}
