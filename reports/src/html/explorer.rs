@@ -1,6 +1,7 @@
 //! The explorer's figures in the report: one row per second-clock skew.
 
 use harness::check::Report;
+use harness::figures::ExplorerFigures;
 
 /// A measured number as report.json writes it (`40.0`, not `40`).
 fn num(x: f64) -> String {
@@ -9,9 +10,13 @@ fn num(x: f64) -> String {
 
 /// Appends the explorer's section to `h` when the explorer ran.
 pub(super) fn section(h: &mut String, report: &Report) {
-    let Some(e) = report.stats.explorer.as_ref() else {
-        return;
-    };
+    if let Some(e) = report.stats.explorer.as_ref() {
+        figures(h, e);
+    }
+}
+
+/// The section for figures `e`.
+fn figures(h: &mut String, e: &ExplorerFigures) {
     h.push_str(&format!(
         "<h2>Explorer</h2><p>Every schedule of two instances {} steps deep per second-clock skew; {} seeded walks of three ({} steps, seed <code>{}</code>); {} s in all.</p>",
         e.depth,
@@ -37,4 +42,30 @@ pub(super) fn section(h: &mut String, report: &Report) {
         ));
     }
     h.push_str("</table>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_as_report_json_writes_them() {
+        let e: ExplorerFigures = serde_json::from_value(serde_json::json!({
+            "depth": 8, "walks": 200, "walk_steps": 4000, "seed": 1, "wall_seconds": 40.0,
+            "walk_seconds": 1.5, "walk_digest": "00", "seconds": 39.9,
+            "transitions": 1, "round_trips": 2,
+            "per_skew": [{"skew_ms": 0, "depth": 8, "transitions": 1, "states": 27016,
+                          "unique_states": 6677, "max_depth": 8, "seconds": 4.0,
+                          "transitions_per_second": 6754.0, "round_trips_per_transition": 2.43,
+                          "zombie_renew_reached": true, "zombie_release_reached": false}],
+        }))
+        .unwrap();
+        let mut h = String::new();
+        figures(&mut h, &e);
+        assert!(h.contains("seed <code>1</code>); 40.0 s in all."), "{h}");
+        assert!(
+            h.contains("<tr><td>+0 ms</td><td>27016</td><td>6677</td><td>8</td><td>4.0</td><td>6754.0</td><td>2.43</td><td>yes</td><td><b>no</b></td></tr>"),
+            "{h}"
+        );
+    }
 }
