@@ -2,39 +2,35 @@
 //! the report, print a short summary.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::str::FromStr;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
-use serde_json::json;
 
-use conformance::{self, ServerRef, Target};
-use harness::check::{CheckResult, Report, ServerSection, StoreSection, Verdict};
-use harness::contract::{Contract, ErrorKind};
+use harness::check::{CheckResult, Report, RunSection, ServerSection, StoreSection, Verdict};
+use harness::contract::ErrorKind;
+use harness::figures::Stats;
 use harness::server::{self, ManagedServer, ServerOptions};
-use harness::store::external::ExternalStoreFactory;
-use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreFactory, OPT_OUT_WRITES_MAY_BE_LOST};
+use harness::suite::{self, CheckSpec, ServerRef, Subject, Suite};
 
-/// The suites of SPEC §3.
+use crate::store_spec::StoreSpec;
+
+/// The suites of this version (SPEC §3), as `--suite` names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Suite {
+pub enum SuiteName {
     Conformance,
     Explorer,
-    Faults,
     Crash,
-    Sabotage,
-    Layout,
 }
 
-impl Suite {
-    /// Whether this version has the suite.
-    fn built(self) -> bool {
-        matches!(self, Suite::Conformance | Suite::Explorer | Suite::Crash)
-    }
+impl SuiteName {
+    /// Every suite, in the order a run without `--suite` runs them.
+    const ALL: [SuiteName; 3] = [SuiteName::Conformance, SuiteName::Explorer, SuiteName::Crash];
 }
 
 /// Where the crash suite's server runs.
@@ -58,14 +54,11 @@ pub enum OptOut {
 
 #[derive(Debug, Args)]
 pub struct CertifyArgs {
-    /// The store: builtin:redis (default), builtin:sqlite, cmd:'<command line>',
-    /// or a deliberately broken one: sabotage:read-then-write-take,
-    /// sabotage:lease-on-caller-clock.
-    #[arg(long, default_value = "builtin:redis", value_name = "STORE")]
-    store: String,
+    #[arg(long, default_value = "builtin:redis", value_name = "STORE", value_parser = StoreSpec::from_str, help = StoreSpec::help())]
+    store: StoreSpec,
     /// Suites to run (comma-separated). Default: every suite this version has.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "SUITE")]
-    suite: Vec<Suite>,
+    suite: Vec<SuiteName>,
     /// Use this existing Redis server instead of starting one. Only keys under
     /// the run's prefix are touched; checks that need a controlled clock or
     /// whole-keyspace reads are reported skipped.
@@ -210,37 +203,27 @@ async fn certify(
     args: CertifyArgs,
     pending_keys: &mut Option<(String, String)>,
 ) -> anyhow::Result<ExitCode> {
-    let suites = if args.suite.is_empty() {
-        vec![Suite::Conformance, Suite::Explorer, Suite::Crash]
+    let names = if args.suite.is_empty() {
+        SuiteName::ALL.to_vec()
     } else {
         args.suite.clone()
     };
-    for s in &suites {
-        if !s.built() {
-            bail!(
-                "the {} suite is not in this version of storeproof yet; run --suite conformance",
-                s.to_possible_value()
-                    .map(|v| v.get_name().to_string())
-                    .unwrap_or_default()
-            );
-        }
-    }
-    check_store_spec(&args.store)?;
     // A typo in --out must not cost the whole run, and a directory of the
     // user's files must never be replaced: refused now, before anything.
     reports::check_out_dir(&args.out)?;
     if args.keep_keys && args.redis_url.is_none() {
         bail!("--keep-keys keeps the run's keys on a --redis-url server; a managed server goes with its keys, so give --redis-url or drop --keep-keys");
     }
-    check_ids_exist(&suites, &args.check)?;
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let suites: Vec<Box<dyn Suite>> = names.iter().map(|n| suite(*n, &args, seed)).collect();
+    check_ids_exist(&names, &args, &args.check)?;
     // Asked-for Docker that is not there is a setup error, found before
     // anything runs.
-    if suites.contains(&Suite::Crash) && args.crash_backend == CrashBackendArg::Docker {
+    if names.contains(&SuiteName::Crash) && args.crash_backend == CrashBackendArg::Docker {
         crash::docker::docker_available()
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
-    let seed = args.seed.unwrap_or_else(rand::random);
     let run_id = format!("{:08x}", (seed as u32) ^ std::process::id());
     let run_prefix = format!("sp:{run_id}:");
     if let (Some(url), false) = (&args.redis_url, args.keep_keys) {
@@ -248,7 +231,6 @@ async fn certify(
         let _ = RUN_KEYS.set((url.clone(), run_prefix.clone()));
     }
     let opt_out = args.opt_out.map(|_| OPT_OUT_WRITES_MAY_BE_LOST.to_string());
-    let quiet = args.quiet;
 
     // The server: managed (the default) or the user's.
     let managed = match &args.redis_url {
@@ -295,10 +277,7 @@ async fn certify(
 
     // The store, and its hello on the target server: a refusal here is the
     // server's fault or the store's, and nothing can be checked.
-    let (_workdir, factory) =
-        store_in_workdir("storeproof-run-", &args.store, args.adapter_timeout)?;
-    let shared_factory = factory.clone();
-    let opt_out_for_explorer = opt_out.clone();
+    let (_workdir, factory) = store_in_workdir("storeproof-run-", &args.store.to_string(), args.adapter_timeout)?;
     let info = probe(
         factory.as_ref(),
         &server_ref.url(),
@@ -308,7 +287,7 @@ async fn certify(
     .await?;
     // From here on the run is set up: progress starts (a bar that started
     // earlier would be left on the terminal above a setup error's line).
-    let progress = crate::progress::Progress::new(quiet);
+    let progress = crate::progress::Progress::new(args.quiet);
     let _clear_bar = progress.clears_on_drop();
     let say = |line: String| progress.line(&line);
     say(format!(
@@ -328,145 +307,49 @@ async fn certify(
         }
     ));
 
-    let may_start_servers = managed.is_some() || server::find_binary().is_ok();
-    let target = Target {
-        factory: factory.as_ref(),
-        server: server_ref,
-        run_prefix: run_prefix.clone(),
+    let subject = Subject {
+        spec: factory.spec(),
+        factory: factory.clone(),
         opt_out,
+        run_prefix: run_prefix.clone(),
         contracts: info.contracts.clone(),
-        may_start_servers,
+        server: server_ref,
+        seed,
+        may_start_servers: managed.is_some() || server::find_binary().is_ok(),
     };
-
-    let selected =
-        |id: &str| args.check.is_empty() || args.check.iter().any(|c| id.starts_with(c.as_str()));
-    let conformance_defs: Vec<_> = conformance::all_checks()
-        .into_iter()
-        .filter(|d| selected(d.id))
-        .collect();
     let mut checks: Vec<CheckResult> = Vec::new();
-    let mut stats = harness::figures::Stats::default();
+    let mut stats = Stats::default();
     for suite in &suites {
         stop_on_adapter_failure()?;
-        if *suite == Suite::Conformance && !conformance_defs.is_empty() {
+        let declared: Vec<CheckSpec> = suite
+            .checks()
+            .into_iter()
+            .filter(|c| selected(&args.check, c.id))
+            .collect();
+        if declared.is_empty() {
+            continue;
+        }
+        let (settled, to_run) = suite::plan(suite.name(), declared.clone(), &subject);
+        let mut found = settled;
+        if !to_run.is_empty() {
             let started = Instant::now();
-            let defs = &conformance_defs;
-            progress.part("conformance", defs.len() as u64);
-            let mut on_result = |r: &CheckResult| {
-                progress.step(&r.id);
-                if r.verdict != Verdict::Pass {
-                    progress.line(&format!("{} {}: {}", mark(r.verdict), r.id, r.reason));
-                }
-            };
-            let results = conformance::run_suite(&target, defs, &mut on_result).await;
-            let secs = started.elapsed().as_secs_f64();
-            let count = |v: Verdict| results.iter().filter(|r| r.verdict == v).count();
-            stats.conformance = Some(harness::figures::ConformanceFigures {
-                checks: results.len(),
-                pass: count(Verdict::Pass),
-                fail: count(Verdict::Fail),
-                warn: count(Verdict::Warn),
-                skipped: count(Verdict::Skipped),
-                unknown: count(Verdict::Unknown),
-                seconds: (secs * 1000.0).round() / 1000.0,
-                bytes_per_tree: results
-                    .iter()
-                    .find(|r| r.id == "conformance.lease.bytes-per-tree")
-                    .and_then(|r| r.evidence.get("bytes_per_tree").cloned()),
-            });
-            checks.extend(results);
+            let run = suite
+                .run(&subject, &to_run, &progress)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}; no report written"))?;
+            found.extend(run.checks);
+            stats.add(run.figures.tallied(&found, started.elapsed()));
         }
-        if *suite == Suite::Crash && crash::suite::check_ids().iter().any(|id| selected(id)) {
-            // The suite writes only to the claimed contracts and reports the
-            // checks about the others as outside the claim.
-            let config = crash::suite::CrashConfig {
-                kills: args.kills,
-                opt_out_kills: args.opt_out_kills,
-                power_losses: args.power_losses,
-                instances: 4,
-                seed,
-                sabotage_settings: None,
-                contracts: info.contracts.clone(),
-                backend: match args.crash_backend {
-                    CrashBackendArg::Auto => crash::suite::BackendChoice::Auto,
-                    CrashBackendArg::Docker => crash::suite::BackendChoice::Docker,
-                    CrashBackendArg::Process => crash::suite::BackendChoice::Process,
-                },
-            };
-            progress.part(
-                "crash",
-                (config.kills + config.opt_out_kills + 2 * config.power_losses) as u64,
-            );
-            let p = progress.clone();
-            let outcome = crash::suite::run(
-                shared_factory.clone(),
-                format!("{run_prefix}k:"),
-                &config,
-                &mut |line| {
-                    p.step("");
-                    p.line(line);
-                },
-            )
-            .await
-            .map_err(|e| anyhow::anyhow!("the crash suite could not run: {e}"))?;
-            for r in &outcome.checks {
-                if r.verdict != Verdict::Pass {
-                    progress.line(&format!("{} {}", mark(r.verdict), r.id));
-                }
-            }
-            stats.crash = Some(outcome.stats);
-            checks.extend(outcome.checks);
-        }
-        if *suite == Suite::Explorer && explorer::check_ids().iter().any(|id| selected(id)) {
-            if managed.is_none() {
-                checks.extend(skipped_all("explorer", &explorer::check_ids(), "needs managed servers: the explorer restores, flushes and moves the clock of servers it starts itself (this run uses --redis-url)"));
-                continue;
-            }
-            if !info.contracts.contains(&Contract::Lease) {
-                checks.extend(outside_claim_all(
-                    "explorer",
-                    &explorer::check_ids(),
-                    "the explorer model-checks the lease contract, which the store does not offer",
-                ));
-                continue;
-            }
-            let config = explorer::ExplorerConfig {
-                depth: args.depth,
-                walks: args.walks,
-                walk_steps: args.walk_steps,
-                seed,
-                threads: args.threads,
-                skews: explorer::skews(),
-                absolute_times: false,
-            };
-            let started = Instant::now();
-            let factory = shared_factory.clone();
-            let opt = opt_out_for_explorer.clone();
-            let prefix = format!("{run_prefix}x:");
-            progress.part("explorer", config.skews.len() as u64 + 1);
-            let p = progress.clone();
-            let outcome = tokio::task::spawn_blocking(move || {
-                explorer::explore(factory, opt, prefix, &config, &mut |line| {
-                    p.step("");
-                    p.line(line);
-                })
-            })
-            .await
-            .context("the explorer stopped unexpectedly")?;
-            let secs = started.elapsed().as_secs_f64();
-            for r in &outcome.checks {
-                if r.verdict != Verdict::Pass {
-                    progress.line(&format!("{} {}", mark(r.verdict), r.id));
-                }
-            }
-            let mut figures = outcome.stats;
-            figures["wall_seconds"] = json!((secs * 1000.0).round() / 1000.0);
-            stats.explorer = Some(figures);
-            checks.extend(outcome.checks);
-        }
+        // Report order is the order the suite declares its checks in.
+        checks.extend(
+            declared
+                .iter()
+                .filter_map(|d| found.iter().position(|r| r.id == d.id))
+                .map(|i| found[i].clone()),
+        );
     }
     stop_on_adapter_failure()?;
-    drop(target);
+    drop(subject);
 
     // Leave the user's server as it was found: the run's keys go (only
     // keys under its prefix), unless asked to keep them.
@@ -475,7 +358,7 @@ async fn certify(
             Ok(n) => {
                 *pending_keys = None;
                 say(format!("removed the run's {n} keys under {run_prefix} from the server (--keep-keys keeps them)"));
-                json!(format!("removed ({n})"))
+                format!("removed ({n})")
             }
             Err(e) => {
                 *pending_keys = None;
@@ -486,16 +369,16 @@ async fn certify(
                         "storeproof: warning: could not remove the run's keys under {run_prefix}: {e}; remove them with redis-cli --scan --pattern '{run_prefix}*' | xargs redis-cli unlink"
                     ))
                 );
-                json!("not removed")
+                "not removed".to_string()
             }
         },
         (Some(_), true) => {
             say(format!(
                 "kept the run's keys under {run_prefix} on the server (--keep-keys)"
             ));
-            json!("kept")
+            "kept".to_string()
         }
-        (None, _) => json!("managed server, removed with it"),
+        (None, _) => "managed server, removed with it".to_string(),
     };
 
     let report = Report {
@@ -514,25 +397,16 @@ async fn certify(
         server: server_section,
         checks,
         stats,
-        run: BTreeMap::from([
-            ("seed".to_string(), json!(seed)),
-            ("prefix".to_string(), json!(run_prefix)),
-            (
-                "store".to_string(),
-                json!(server::redact_secrets(&args.store)),
-            ),
-            ("keys".to_string(), keys),
-            (
-                "opt_out".to_string(),
-                json!(args.opt_out.map(|_| OPT_OUT_WRITES_MAY_BE_LOST)),
-            ),
-            (
-                "command".to_string(),
-                json!(std::env::args()
-                    .map(|a| server::redact_secrets(&a))
-                    .collect::<Vec<_>>()),
-            ),
-        ]),
+        run: RunSection {
+            seed,
+            prefix: run_prefix.clone(),
+            store: server::redact_secrets(&args.store.to_string()),
+            keys,
+            opt_out: args.opt_out.map(|_| OPT_OUT_WRITES_MAY_BE_LOST.to_string()),
+            command: std::env::args()
+                .map(|a| server::redact_secrets(&a))
+                .collect(),
+        },
     };
     if let Some(m) = managed {
         let _ = m.stop().await;
@@ -541,6 +415,41 @@ async fn certify(
     reports::write_all(&report, &args.out)?;
     print_summary(&report, &args.out);
     Ok(ExitCode::from(report.verdict.exit_code()))
+}
+
+/// Whether `--check` keeps check `id`: every check when none was given.
+fn selected(prefixes: &[String], id: &str) -> bool {
+    prefixes.is_empty() || prefixes.iter().any(|p| id.starts_with(p.as_str()))
+}
+
+/// Suite `name`, sized by the command line; random choices from `seed`.
+fn suite(name: SuiteName, args: &CertifyArgs, seed: u64) -> Box<dyn Suite> {
+    match name {
+        SuiteName::Conformance => Box::new(conformance::ConformanceSuite::new()),
+        SuiteName::Explorer => Box::new(explorer::ExplorerSuite::new(explorer::ExplorerConfig {
+            depth: args.depth,
+            walks: args.walks,
+            walk_steps: args.walk_steps,
+            seed,
+            threads: args.threads,
+            skews: explorer::skews(),
+            absolute_times: false,
+        })),
+        SuiteName::Crash => Box::new(crash::suite::CrashSuite::new(crash::suite::CrashConfig {
+            kills: args.kills,
+            opt_out_kills: args.opt_out_kills,
+            power_losses: args.power_losses,
+            instances: 4,
+            seed,
+            sabotage_settings: None,
+            contracts: Vec::new(),
+            backend: match args.crash_backend {
+                CrashBackendArg::Auto => crash::suite::BackendChoice::Auto,
+                CrashBackendArg::Docker => crash::suite::BackendChoice::Docker,
+                CrashBackendArg::Process => crash::suite::BackendChoice::Process,
+            },
+        })),
+    }
 }
 
 /// A broken adapter (exited, hung, wrote garbage) is bad input, not a
@@ -552,93 +461,31 @@ fn stop_on_adapter_failure() -> anyhow::Result<()> {
     }
 }
 
-/// How a progress line marks a check that did not pass.
-fn mark(verdict: Verdict) -> &'static str {
-    match verdict {
-        Verdict::Fail => "FAIL",
-        Verdict::Warn => "warn",
-        Verdict::Skipped => "skip",
-        Verdict::Unknown => "unknown",
-        Verdict::Pass => "pass",
-    }
-}
-
-/// Every check of `ids` reported skipped with `reason` (never a silent skip).
-/// These count toward INCOMPLETE: the store claims what they check.
-fn skipped_all(suite: &str, ids: &[&str], reason: &str) -> Vec<CheckResult> {
-    ids.iter()
-        .map(|id| CheckResult::undecided(id, suite, Verdict::Skipped, reason))
-        .collect()
-}
-
-/// Every check of `ids` skipped because the store does not claim the
-/// contract they are about (`reason` says which): not INCOMPLETE.
-fn outside_claim_all(suite: &str, ids: &[&str], reason: &str) -> Vec<CheckResult> {
-    ids.iter()
-        .map(|id| CheckResult::outside_claim(id, suite, reason))
-        .collect()
-}
-
-/// Refuses a `--store` this version cannot run, with what to use instead.
-pub fn check_store_spec(store: &str) -> anyhow::Result<()> {
-    if store == "builtin:sqlite" {
-        bail!("--store builtin:sqlite is not in this version of storeproof yet; use --store builtin:redis or cmd:'<command line>'");
-    }
-    if let Some(name) = store.strip_prefix("sabotage:") {
-        if !sabotage::NAMED.iter().any(|(n, _)| *n == name) {
-            bail!(
-                "unknown sabotaged store {name:?}; the sabotages are {}",
-                sabotage::NAMED.map(|(n, _)| n).join(", ")
-            );
-        }
-        return Ok(());
-    }
-    if store != "builtin:redis" && !store.starts_with("cmd:") {
-        bail!(
-            "unknown --store {store:?}; use builtin:redis, builtin:sqlite or cmd:'<command line>'"
-        );
-    }
-    if store.trim() == "cmd:" {
-        bail!("--store cmd: needs a command line, e.g. --store \"cmd:python3 my_adapter.py\"");
-    }
-    Ok(())
+/// `--store` as `replay` reads it from a file: parsed, or one line naming
+/// the choices.
+pub fn check_store_spec(store: &str) -> anyhow::Result<StoreSpec> {
+    store
+        .parse()
+        .map_err(|e: String| anyhow::anyhow!("--store: {e}"))
 }
 
 /// A fresh working directory for the run (removed when the returned guard
-/// drops, or by the Ctrl-C handler) and the store `store` keeping its
-/// durable files in it.
+/// drops, or by the Ctrl-C handler) and the store `store` (a `--store`
+/// spelling) keeping its durable files in it.
 pub fn store_in_workdir(
     prefix: &str,
     store: &str,
     adapter_timeout_s: f64,
 ) -> anyhow::Result<(tempfile::TempDir, Arc<dyn StoreFactory>)> {
+    let store = check_store_spec(store)?;
     let workdir = tempfile::Builder::new()
         .prefix(prefix)
         .tempdir()
         .context("cannot create a working directory")?;
     let _ = crate::RUN_WORKDIR.set(workdir.path().to_path_buf());
     server::mark_owned(workdir.path()).context("cannot mark the working directory")?;
-    let factory = make_factory(store, workdir.path(), adapter_timeout_s);
+    let factory = store.factory(workdir.path(), Duration::from_secs_f64(adapter_timeout_s));
     Ok((workdir, factory))
-}
-
-/// The factory of a checked `--store`; durable files go into `workdir`.
-fn make_factory(store: &str, workdir: &Path, adapter_timeout_s: f64) -> Arc<dyn StoreFactory> {
-    if let Some(f) = store
-        .strip_prefix("sabotage:")
-        .and_then(|name| sabotage::by_name(name, workdir))
-    {
-        return f;
-    }
-    match store.strip_prefix("cmd:") {
-        Some(command) => Arc::new(
-            ExternalStoreFactory::new(command.trim(), workdir.to_path_buf())
-                .with_timeout(Duration::from_secs_f64(adapter_timeout_s)),
-        ),
-        None => Arc::new(RedisStoreFactory::new(
-            workdir.join("kept-executions.sqlite"),
-        )),
-    }
 }
 
 /// Connects one probe instance: the store's hello on the target server. A
@@ -739,48 +586,40 @@ fn print_summary(report: &Report, out: &std::path::Path) {
 
 /// Refuses, before anything starts, a `--check` prefix that names no check
 /// of the suites to run (a typo would otherwise run nothing and pass).
-fn check_ids_exist(suites: &[Suite], prefixes: &[String]) -> anyhow::Result<()> {
-    let ids_of = |suite: Suite| -> Vec<String> {
-        match suite {
-            Suite::Conformance => conformance::all_checks()
-                .iter()
-                .map(|d| d.id.to_string())
-                .collect(),
-            Suite::Explorer => explorer::check_ids()
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
-            Suite::Crash => crash::suite::check_ids()
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
-            _ => Vec::new(),
-        }
+fn check_ids_exist(names: &[SuiteName], args: &CertifyArgs, prefixes: &[String]) -> anyhow::Result<()> {
+    let suites: Vec<(SuiteName, Box<dyn Suite>)> = SuiteName::ALL
+        .iter()
+        .map(|n| (*n, suite(*n, args, 0)))
+        .collect();
+    let matches = |suite: &dyn Suite, prefix: &str| {
+        suite.checks().iter().any(|c| c.id.starts_with(prefix))
     };
-    let name = |suite: Suite| {
-        suite
-            .to_possible_value()
-            .map(|v| v.get_name().to_string())
-            .unwrap_or_default()
-    };
-    let matches =
-        |suite: Suite, prefix: &str| ids_of(suite).iter().any(|id| id.starts_with(prefix));
     for prefix in prefixes {
-        if suites.iter().any(|s| matches(*s, prefix)) {
+        if suites
+            .iter()
+            .any(|(n, s)| names.contains(n) && matches(s.as_ref(), prefix))
+        {
             continue;
         }
-        if let Some(other) = [Suite::Conformance, Suite::Explorer, Suite::Crash]
-            .into_iter()
-            .find(|s| matches(*s, prefix))
-        {
+        if let Some((_, other)) = suites.iter().find(|(_, s)| matches(s.as_ref(), prefix)) {
             bail!(
                 "--check {prefix} names checks of the {} suite, which --suite leaves out; add --suite {}",
-                name(other),
-                name(other)
+                other.name(),
+                other.name()
             );
         }
+        let mut starts: Vec<String> = suites
+            .iter()
+            .flat_map(|(_, s)| s.checks())
+            .map(|c| match c.id.match_indices('.').nth(1) {
+                Some((i, _)) if c.id.starts_with("conformance.") => c.id[..=i].to_string(),
+                _ => c.id[..=c.id.find('.').unwrap_or(0)].to_string(),
+            })
+            .collect();
+        starts.dedup();
         bail!(
-            "no check id starts with {prefix:?}; ids start with conformance.lease., conformance.queue., conformance.rate., conformance.server., explorer. or crash. (each is in report.json)"
+            "no check id starts with {prefix:?}; ids start with {} (each is in report.json)",
+            starts.join(", ")
         );
     }
     Ok(())

@@ -8,6 +8,7 @@ mod certify;
 mod judge;
 mod progress;
 mod replay;
+mod store_spec;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -100,6 +100,19 @@ pub fn printable(text: &str) -> String {
     out
 }
 
+/// What the suites report goes to the bar or the terminal.
+impl harness::suite::Progress for Progress {
+    fn part(&self, name: &str, steps: u64) {
+        Progress::part(self, name, steps)
+    }
+    fn step(&self, label: &str) {
+        Progress::step(self, label)
+    }
+    fn line(&self, text: &str) {
+        Progress::line(self, text)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::printable;

@@ -74,6 +74,16 @@ fn wrong_flags_exit_2_with_one_line() {
             "acknowledged-writes-may-be-lost",
         ),
         (vec!["certify", "--store", "mystery"], "builtin:redis"),
+        (
+            vec!["certify", "--store", "builtin:sqlite"],
+            "not in this version",
+        ),
+        (
+            vec!["certify", "--store", "sabotage:nope"],
+            "the sabotages are read-then-write-take",
+        ),
+        // A suite this version does not have is not offered, nor accepted.
+        (vec!["certify", "--suite", "faults"], "possible values"),
         (vec!["frobnicate"], "frobnicate"),
     ] {
         let mut full = args.clone();
@@ -303,7 +313,7 @@ async fn an_external_server_keeps_every_foreign_key_and_its_config() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("skipped: needs managed servers"),
+        stdout.contains("skipped: needs a managed server"),
         "the summary names what needs a managed server: {stdout}"
     );
     // The run's own keys are gone; only the four foreign keys remain.

@@ -171,7 +171,70 @@ pub struct Report {
     /// Figures per suite: checks run, seconds, and suite-specific ones.
     pub stats: crate::figures::Stats,
     /// How this run can be repeated: command line and run prefix.
-    pub run: BTreeMap<String, Value>,
+    pub run: RunSection,
+}
+
+/// How a run can be repeated, and what it left on a `--redis-url` server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSection {
+    /// The seed of every random choice.
+    pub seed: u64,
+    /// Every key the run wrote starts with it (`sp:<run>:`).
+    pub prefix: String,
+    /// `--store` as given, secrets redacted.
+    pub store: String,
+    /// What became of the run's keys: `removed (n)`, `kept`, `not removed`,
+    /// or gone with the managed server.
+    pub keys: String,
+    /// The opt-out given to the store, if any.
+    pub opt_out: Option<String>,
+    /// The command line, secrets redacted.
+    pub command: Vec<String>,
+}
+
+/// A failed or warned check's counterexample as `replays/<check>.json`
+/// holds it: what `storeproof replay FILE` needs to run it again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayFile {
+    /// The storeproof version that wrote it.
+    pub storeproof: String,
+    /// Always `check`: the file replays one check.
+    pub kind: String,
+    /// The check's id.
+    pub check: String,
+    /// The store it failed on (`--store` spelling).
+    pub store: String,
+    /// The opt-out the store was given, if any.
+    pub opt_out: Option<String>,
+    /// The run's seed.
+    pub seed: u64,
+    /// The verdict it had.
+    pub verdict: Verdict,
+    /// Why it failed.
+    pub reason: String,
+    /// The steps that show it, as the check recorded them.
+    pub counterexample: Option<Value>,
+}
+
+impl ReplayFile {
+    /// The replay file of `check` from `report`.
+    pub fn of(report: &Report, check: &CheckResult) -> ReplayFile {
+        ReplayFile {
+            storeproof: report.storeproof.clone(),
+            kind: "check".into(),
+            check: check.id.clone(),
+            store: if report.run.store.is_empty() {
+                report.store.spec.clone()
+            } else {
+                report.run.store.clone()
+            },
+            opt_out: report.run.opt_out.clone(),
+            seed: report.run.seed,
+            verdict: check.verdict,
+            reason: check.reason.clone(),
+            counterexample: check.counterexample.clone(),
+        }
+    }
 }
 
 /// The whole run's verdict.

@@ -167,17 +167,7 @@ pub fn replay_files(report: &Report) -> Vec<(String, String)> {
         .iter()
         .filter(|c| c.counterexample.is_some())
         .map(|c| {
-            let body = serde_json::json!({
-                "storeproof": report.storeproof,
-                "kind": "check",
-                "check": c.id,
-                "store": report.run.get("store").cloned().unwrap_or(report.store.spec.clone().into()),
-                "opt_out": report.run.get("opt_out").cloned().unwrap_or_default(),
-                "seed": report.run.get("seed").cloned().unwrap_or_default(),
-                "verdict": c.verdict,
-                "reason": c.reason,
-                "counterexample": c.counterexample,
-            });
+            let body = harness::check::ReplayFile::of(report, c);
             (
                 replay_file_name(&c.id),
                 serde_json::to_string_pretty(&body).unwrap_or_default(),

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use harness::check::{
-    CheckResult, Level, Report, RunVerdict, ServerSection, StoreSection, Verdict,
+    CheckResult, Level, Report, RunSection, RunVerdict, ServerSection, StoreSection, Verdict,
 };
-use harness::figures::{ConformanceFigures, Stats};
+use harness::figures::{ConformanceFigures, ExplorerFigures, SkewFigures, Stats};
 use serde_json::json;
 
 fn check(id: &str, level: Level, verdict: Verdict, reason: &str) -> CheckResult {
@@ -87,14 +87,32 @@ fn report() -> Report {
                 seconds: 0.5,
                 ..Default::default()
             }),
-            explorer: Some(json!({
-                "depth": 8, "walks": 200, "walk_steps": 4000, "seed": 1, "wall_seconds": 40.0,
-                "per_skew": [{"skew_ms": 0, "states": 27016, "unique_states": 6677, "max_depth": 8,
-                              "seconds": 4.0, "transitions_per_second": 6754.0,
-                              "round_trips_per_transition": 2.43,
-                              "zombie_renew_reached": true, "zombie_release_reached": false}],
-            })),
-            crash: Some(json!({
+            explorer: Some(ExplorerFigures {
+                per_skew: vec![SkewFigures {
+                    skew_ms: 0,
+                    depth: 8,
+                    states: 27016,
+                    unique_states: 6677,
+                    max_depth: 8,
+                    transitions: 27015,
+                    seconds: 4.0,
+                    transitions_per_second: 6754.0,
+                    round_trips_per_transition: 2.43,
+                    zombie_renew_reached: true,
+                    zombie_release_reached: false,
+                }],
+                depth: 8,
+                walks: 200,
+                walk_steps: 4000,
+                walk_seconds: 2.0,
+                walk_digest: "00c0ffee".into(),
+                seed: 1,
+                seconds: 38.0,
+                transitions: 27015,
+                round_trips: 65646,
+                wall_seconds: Some(40.0),
+            }),
+            crash: Some(serde_json::from_value(json!({
                 "backend": "docker", "docker_unavailable": null, "kills": 1,
                 "acknowledged": 60, "lost": 0, "trouble": null,
                 "per_kill": [{"kill": 1, "epochs_acknowledged": 20, "epochs_lost": 0,
@@ -113,13 +131,16 @@ fn report() -> Report {
                                           "pauses_acknowledged": 10, "pauses_lost": 0, "in_flight": 4}]},
                 "power_loss": {"always": {"kills": 0, "per_kill": [],
                                           "trouble": "kill 1 of 1: could not restart the server: <gone>"}},
-            })),
+            })).unwrap()),
         },
-        run: BTreeMap::from([
-            ("seed".into(), json!(1)),
-            ("store".into(), json!("builtin:redis")),
-            ("opt_out".into(), json!(null)),
-        ]),
+        run: RunSection {
+            seed: 1,
+            prefix: "sp:0000002a:".into(),
+            store: "builtin:redis".into(),
+            keys: "managed server, removed with it".into(),
+            opt_out: None,
+            command: vec!["storeproof".into(), "certify".into(), "--seed".into(), "1".into()],
+        }
     }
 }
 
@@ -256,16 +277,13 @@ fn a_directory_of_someone_elses_files_is_never_replaced() {
 fn no_password_in_any_file_of_the_report() {
     let secret = "hunter2-s3cret";
     let mut r = report();
-    r.run.insert(
-        "command".into(),
-        json!([
-            "storeproof",
-            "certify",
-            format!("--redis-url=redis://:{secret}@10.0.0.1:6379/0"),
-            "--store",
-            format!("cmd:./adapter --url rediss://app:{secret}@cache:6380"),
-        ]),
-    );
+    r.run.command = vec![
+        "storeproof".into(),
+        "certify".into(),
+        format!("--redis-url=redis://:{secret}@10.0.0.1:6379/0"),
+        "--store".into(),
+        format!("cmd:./adapter --url rediss://app:{secret}@cache:6380"),
+    ];
     r.store.spec = format!("cmd:./adapter --url rediss://app:{secret}@cache:6380");
     r.checks[3].reason = format!("the adapter said: cannot reach redis://u:{secret}@h:1/");
     r.checks[3].evidence = json!({"hello": {"redis_url": format!("redis://:{secret}@h:1/")}});

@@ -39,21 +39,39 @@ use std::sync::Arc;
 use harness::store::redis::RedisStoreFactory;
 use harness::store::StoreFactory;
 
-/// The sabotaged stores selectable by name (`--store sabotage:<name>`), each
-/// with the check that must catch it.
-pub const NAMED: [(&str, &str); 3] = [
-    ("read-then-write-take", "conformance.lease.take-races"),
-    ("read-then-write-renew", "conformance.lease.take-races"),
-    ("lease-on-caller-clock", "explorer.one-live-holder"),
+/// A sabotaged store selectable by name (`--store sabotage:<name>`). The
+/// check that must catch it is named by its test, next to the check.
+pub struct Named {
+    /// Its name after `sabotage:`.
+    pub name: &'static str,
+    /// The promise it breaks, in one sentence.
+    pub breaks: &'static str,
+    make: fn(RedisStoreFactory) -> Arc<dyn StoreFactory>,
+}
+
+/// The sabotaged stores selectable by name.
+pub const NAMED: [Named; 3] = [
+    Named {
+        name: "read-then-write-take",
+        breaks: "its take reads the lease and then writes it in a second command, so two instances can both be granted",
+        make: |builtin| Arc::new(ReadThenWriteLease::new(builtin)),
+    },
+    Named {
+        name: "read-then-write-renew",
+        breaks: "its renew reads the lease and then writes it in a second command, so a renew can overwrite a newer holder",
+        make: |builtin| Arc::new(ReadThenWriteLease::renew(builtin)),
+    },
+    Named {
+        name: "lease-on-caller-clock",
+        breaks: "it decides lease expiry on the caller's clock instead of the server's",
+        make: |builtin| Arc::new(ClientClockLease::new(builtin)),
+    },
 ];
 
 /// The sabotaged store `name` (see [`NAMED`]), keeping durable files in `workdir`.
 pub fn by_name(name: &str, workdir: &Path) -> Option<Arc<dyn StoreFactory>> {
-    let builtin = RedisStoreFactory::new(workdir.join("kept-executions.sqlite"));
-    match name {
-        "read-then-write-take" => Some(Arc::new(ReadThenWriteLease::new(builtin))),
-        "read-then-write-renew" => Some(Arc::new(ReadThenWriteLease::renew(builtin))),
-        "lease-on-caller-clock" => Some(Arc::new(ClientClockLease::new(builtin))),
-        _ => None,
-    }
+    let named = NAMED.iter().find(|n| n.name == name)?;
+    Some((named.make)(RedisStoreFactory::new(
+        workdir.join("kept-executions.sqlite"),
+    )))
 }

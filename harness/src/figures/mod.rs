@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use crate::check::{CheckResult, Verdict};
 
 pub use conformance::ConformanceFigures;
-pub use crash::CrashFigures;
-pub use explorer::ExplorerFigures;
+pub use crash::{CrashFigures, KillFigures, PowerLossFigures, SeriesFigures};
+pub use explorer::{ExplorerFigures, SkewFigures};
 
 /// What one suite's run measured.
 #[derive(Debug, Clone, PartialEq)]
