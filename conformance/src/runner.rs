@@ -316,7 +316,12 @@ pub(crate) async fn run_scenario(
                 history.invoke(instance, call, server_ms, now);
                 let outcome = client.call(call, now).await;
                 history.complete(instance, &call.op, &outcome, server_ms, now);
-                let after = read_keyspace(&mut admin, prefix).await;
+                let after = match (read_keyspace(&mut admin, prefix).await, &before) {
+                    (KeyspaceRead::Keys(a), KeyspaceRead::Keys(b)) if a == *b => {
+                        KeyspaceRead::Unchanged
+                    }
+                    (after, _) => after,
+                };
                 let unreadable = matches!(before, KeyspaceRead::Failed(_))
                     || matches!(after, KeyspaceRead::Failed(_));
                 recorded.observations.push(Observation::Keyspace {
