@@ -53,8 +53,3 @@ pub fn skews() -> Vec<i64> {
         -10 * LEASE_MS,
     ]
 }
-
-/// The ids of the checks an exploration reports, in report order.
-pub fn check_ids() -> [&'static str; 8] {
-    Property::ALL.map(Property::id)
-}

@@ -125,7 +125,7 @@ mod tests {
         let checks = suite.checks();
         assert_eq!(
             checks.iter().map(|c| c.id).collect::<Vec<_>>(),
-            crate::check_ids().to_vec()
+            Property::ALL.map(Property::id).to_vec()
         );
         for c in checks {
             assert_eq!(c.level, Level::Must, "{}", c.id);

@@ -213,7 +213,7 @@ fn a_dead_adapter_is_unknown_and_the_next_state_has_a_live_instance() {
     explorer::model::drop_world(80_001);
 
     let outcome = run(store, &config(vec![0], 2, 1));
-    for id in explorer::check_ids() {
+    for id in Property::ALL.map(Property::id) {
         let c = check(&outcome, id);
         assert_ne!(c.verdict, Verdict::Fail, "{id}: {}", c.reason);
     }
