@@ -62,10 +62,9 @@ fn check(path: &Path) -> anyhow::Result<ExitCode> {
         let agrees = s.recorded.is_none_or(|v| v == judged.verdict);
         let fails = judged.verdict == Verdict::Fail;
         let mut line = format!("{}: recorded {recorded}, re-judged {now}", s.id);
-        if !agrees || fails || judged.verdict != Verdict::Pass {
-            if !judged.reason.is_empty() {
-                line.push_str(&format!(" ({})", judged.reason));
-            }
+        // A plain pass has nothing to explain.
+        if !judged.reason.is_empty() {
+            line.push_str(&format!(" ({})", judged.reason));
         }
         if !agrees {
             line.push_str(" DISAGREES");
