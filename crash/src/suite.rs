@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use harness::check::{CheckResult, Level, Verdict};
 use harness::contract::Contract;
-use harness::figures::{CrashFigures, Figures};
+use harness::figures::{CrashFigures, Figures, SeriesFigures};
 use harness::store::{Hello, StoreFactory, OPT_OUT_WRITES_MAY_BE_LOST};
 use harness::suite::{CheckSpec, Needs, Progress, Subject, Suite, SuiteError, SuiteRun};
 use rand::rngs::StdRng;
@@ -29,10 +29,7 @@ use crate::backend::{CrashBackend, CrashError};
 use crate::verify::{judge_round, observe, Kept, Round};
 use crate::workload::{self, wall_ms, Acked};
 
-/// What one kill acknowledged and lost, in named units: harness's
-/// `KillFigures`, named through [`CrashFigures`] until `harness::figures`
-/// re-exports it.
-pub type KillFigures = <CrashFigures as IntoIterator>::Item;
+pub use harness::figures::KillFigures;
 
 /// Which backend runs the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1152,8 +1149,8 @@ impl Findings<'_> {
 }
 
 /// The figures of one series for `stats.crash` and evidence.
-fn series_figures(s: &Series) -> impl Serialize + Clone + use<> {
-    CrashFigures::series(s.figures(), s.asked, s.trouble.clone())
+fn series_figures(s: &Series) -> SeriesFigures {
+    SeriesFigures::of(s.figures(), s.asked, s.trouble.clone())
 }
 
 /// Runs the series `to_run` needs and judges each check of `to_run`.
@@ -1238,12 +1235,12 @@ async fn run_checks(
     figures.total = KillFigures::total(&figures.per_kill);
     figures.acknowledged = figures.total.acknowledged();
     figures.lost = figures.total.lost();
-    *figures.opt_out = CrashFigures::series(opted.figures(), opted.asked, opted.trouble.clone());
+    *figures.opt_out = SeriesFigures::of(opted.figures(), opted.asked, opted.trouble.clone());
     figures.power_loss.backend = "process".into();
     figures.power_loss.always =
-        CrashFigures::series(always.figures(), always.asked, always.trouble.clone());
+        SeriesFigures::of(always.figures(), always.asked, always.trouble.clone());
     figures.power_loss.everysec_opted_out =
-        CrashFigures::series(everysec.figures(), everysec.asked, everysec.trouble.clone());
+        SeriesFigures::of(everysec.figures(), everysec.asked, everysec.trouble.clone());
     let findings = Findings {
         config,
         required: &required,

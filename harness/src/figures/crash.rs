@@ -221,30 +221,6 @@ pub struct CrashFigures {
     pub trouble: Option<String>,
 }
 
-/// The rows of the required-settings kills. Also how other crates name
-/// [`KillFigures`] (`<CrashFigures as IntoIterator>::Item`) while this
-/// module's types are not re-exported by `figures`.
-impl IntoIterator for CrashFigures {
-    type Item = KillFigures;
-    type IntoIter = std::vec::IntoIter<KillFigures>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.per_kill.into_iter()
-    }
-}
-
-impl CrashFigures {
-    /// The figures of one setting's kills: `per_kill` done of `asked`,
-    /// stopped by `trouble` if any.
-    pub fn series(
-        per_kill: Vec<KillFigures>,
-        asked: usize,
-        trouble: Option<String>,
-    ) -> SeriesFigures {
-        SeriesFigures::of(per_kill, asked, trouble)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
