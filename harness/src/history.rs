@@ -210,7 +210,12 @@ pub struct History {
 impl History {
     /// Records an invocation.
     pub fn invoke(&mut self, instance: &str, call: &Call, server_ms: Option<i64>, clock_ms: i64) {
-        self.push(instance, Happened::Invoke(call.clone()), server_ms, clock_ms);
+        self.push(
+            instance,
+            Happened::Invoke(call.clone()),
+            server_ms,
+            clock_ms,
+        );
     }
 
     /// Records a completion: ok for a reply, fail for a definite refusal, info
@@ -287,7 +292,9 @@ mod tests {
     fn an_ok_event_whose_value_is_no_reply_does_not_read() {
         let v = json!({"events": [{"index": 0, "instance": "a", "kind": "ok", "op": "lease.take",
             "value": {"nonsense": 1}, "server_ms": null, "clock_ms": 0}]});
-        let err = serde_json::from_value::<History>(v).unwrap_err().to_string();
+        let err = serde_json::from_value::<History>(v)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("not a reply"), "{err}");
     }
 }
