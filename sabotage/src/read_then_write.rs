@@ -6,7 +6,7 @@
 
 use async_trait::async_trait;
 use harness::contract::{Call, Reply, Request, StoreError};
-use harness::store::redis::keys::Keys;
+use harness::store::redis::Keys;
 use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 use redis::aio::MultiplexedConnection;

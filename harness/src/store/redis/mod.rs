@@ -6,16 +6,16 @@
 //! - Rate scripts run on the **instance clock**, passed in as `clock_ms`
 //!   (SPEC 2.3).
 //! - Kept execution ids never go to Redis: they go to a SQLite file the
-//!   factory was constructed with ([`kept`]).
-//! - On connect the server is checked against SPEC 2.6 ([`assumptions`]).
+//!   factory was constructed with (`kept.rs`).
+//! - On connect the server is checked against SPEC 2.6 (`assumptions.rs`).
 //!
-//! Key layout: see [`keys`].
+//! Key layout: see [`Keys`].
 
-pub mod assumptions;
-pub mod kept;
-pub mod keys;
-pub mod replies;
-pub mod scripts;
+mod assumptions;
+mod kept;
+mod keys;
+mod replies;
+mod scripts;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -28,7 +28,9 @@ use crate::contract::{Call, Contract, ErrorKind, Reply, Request, StoreError, MAX
 use crate::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 
 use kept::KeptExecutions;
-use keys::{depth_rank, Keys};
+use keys::depth_rank;
+pub use keys::Keys;
+pub use replies::parse_reply;
 pub use scripts::script_sources;
 
 /// The name the store reports in its hello.
