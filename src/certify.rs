@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::process::ExitCode;
+use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,7 +30,11 @@ pub enum SuiteName {
 
 impl SuiteName {
     /// Every suite, in the order a run without `--suite` runs them.
-    const ALL: [SuiteName; 3] = [SuiteName::Conformance, SuiteName::Explorer, SuiteName::Crash];
+    const ALL: [SuiteName; 3] = [
+        SuiteName::Conformance,
+        SuiteName::Explorer,
+        SuiteName::Crash,
+    ];
 }
 
 /// Where the crash suite's server runs.
@@ -220,7 +224,7 @@ async fn certify(
     // Asked-for Docker that is not there is a setup error, found before
     // anything runs.
     if names.contains(&SuiteName::Crash) && args.crash_backend == CrashBackendArg::Docker {
-        crash::docker::docker_available()
+        crash::docker_available()
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
@@ -277,7 +281,11 @@ async fn certify(
 
     // The store, and its hello on the target server: a refusal here is the
     // server's fault or the store's, and nothing can be checked.
-    let (_workdir, factory) = store_in_workdir("storeproof-run-", &args.store.to_string(), args.adapter_timeout)?;
+    let (_workdir, factory) = store_in_workdir(
+        "storeproof-run-",
+        &args.store.to_string(),
+        args.adapter_timeout,
+    )?;
     let info = probe(
         factory.as_ref(),
         &server_ref.url(),
@@ -406,6 +414,12 @@ async fn certify(
             command: std::env::args()
                 .map(|a| server::redact_secrets(&a))
                 .collect(),
+            only: args.check.clone(),
+            suites_left_out: SuiteName::ALL
+                .iter()
+                .filter(|n| !names.contains(n))
+                .map(|n| suite(*n, &args, seed).name().to_string())
+                .collect(),
         },
     };
     if let Some(m) = managed {
@@ -435,7 +449,7 @@ fn suite(name: SuiteName, args: &CertifyArgs, seed: u64) -> Box<dyn Suite> {
             skews: explorer::skews(),
             absolute_times: false,
         })),
-        SuiteName::Crash => Box::new(crash::suite::CrashSuite::new(crash::suite::CrashConfig {
+        SuiteName::Crash => Box::new(crash::CrashSuite::new(crash::CrashConfig {
             kills: args.kills,
             opt_out_kills: args.opt_out_kills,
             power_losses: args.power_losses,
@@ -444,9 +458,9 @@ fn suite(name: SuiteName, args: &CertifyArgs, seed: u64) -> Box<dyn Suite> {
             sabotage_settings: None,
             contracts: Vec::new(),
             backend: match args.crash_backend {
-                CrashBackendArg::Auto => crash::suite::BackendChoice::Auto,
-                CrashBackendArg::Docker => crash::suite::BackendChoice::Docker,
-                CrashBackendArg::Process => crash::suite::BackendChoice::Process,
+                CrashBackendArg::Auto => crash::BackendChoice::Auto,
+                CrashBackendArg::Docker => crash::BackendChoice::Docker,
+                CrashBackendArg::Process => crash::BackendChoice::Process,
             },
         })),
     }
@@ -581,19 +595,35 @@ fn print_summary(report: &Report, out: &std::path::Path) {
     } else {
         println!("verdict: {}", report.verdict.word());
     }
+    // A passing subset is not a certificate: say so beside the verdict.
+    if !report.run.only.is_empty() {
+        println!(
+            "  only the checks starting with {} were run (--check); a certificate needs every check",
+            crate::progress::printable(&report.run.only.join(", "))
+        );
+    }
+    if !report.run.suites_left_out.is_empty() {
+        println!(
+            "  not run (--suite): {}; a certificate needs every suite",
+            report.run.suites_left_out.join(", ")
+        );
+    }
     println!("report: {}", out.join("index.html").display());
 }
 
 /// Refuses, before anything starts, a `--check` prefix that names no check
 /// of the suites to run (a typo would otherwise run nothing and pass).
-fn check_ids_exist(names: &[SuiteName], args: &CertifyArgs, prefixes: &[String]) -> anyhow::Result<()> {
+fn check_ids_exist(
+    names: &[SuiteName],
+    args: &CertifyArgs,
+    prefixes: &[String],
+) -> anyhow::Result<()> {
     let suites: Vec<(SuiteName, Box<dyn Suite>)> = SuiteName::ALL
         .iter()
         .map(|n| (*n, suite(*n, args, 0)))
         .collect();
-    let matches = |suite: &dyn Suite, prefix: &str| {
-        suite.checks().iter().any(|c| c.id.starts_with(prefix))
-    };
+    let matches =
+        |suite: &dyn Suite, prefix: &str| suite.checks().iter().any(|c| c.id.starts_with(prefix));
     for prefix in prefixes {
         if suites
             .iter()

@@ -190,6 +190,13 @@ pub struct RunSection {
     pub opt_out: Option<String>,
     /// The command line, secrets redacted.
     pub command: Vec<String>,
+    /// The `--check` prefixes the run was limited to (none: every check).
+    /// A run limited so certifies only what it ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub only: Vec<String>,
+    /// The suites this version has that the run left out (`--suite`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suites_left_out: Vec<String>,
 }
 
 /// A failed or warned check's counterexample as `replays/<check>.json`
