@@ -147,7 +147,7 @@ impl Signals {
         let _ = tokio::time::timeout(Duration::from_secs(2), STOP.dropped.notified()).await;
         harness::server::cleanup_all();
         harness::store::external::kill_all();
-        crash::docker::cleanup_all_blocking();
+        crash::cleanup_all_blocking();
         // A --redis-url run's own keys, off the user's server.
         certify::remove_run_keys_after_signal().await;
         // Last: until now the run's stores could still write into it.

@@ -209,19 +209,19 @@ async fn replay_crash(
             args.file.display()
         );
     };
-    let config = crash::suite::CrashConfig {
+    let config = crash::CrashConfig {
         kills,
         opt_out_kills,
         power_losses,
         instances: size("instances").unwrap_or(4),
         seed,
         backend: match cx["backend"].as_str() {
-            Some("process") => crash::suite::BackendChoice::Process,
-            Some("docker") => crash::suite::BackendChoice::Docker,
-            _ => crash::suite::BackendChoice::Auto,
+            Some("process") => crash::BackendChoice::Process,
+            Some("docker") => crash::BackendChoice::Docker,
+            _ => crash::BackendChoice::Auto,
         },
         sabotage_settings: None,
-        contracts: crash::suite::contracts_of_rerun(&cx),
+        contracts: crash::contracts_of_rerun(&cx),
     };
     let (_workdir, factory) = store_in_workdir("storeproof-replay-", store, args.adapter_timeout)?;
     println!(
@@ -230,7 +230,7 @@ async fn replay_crash(
     );
     println!("  recorded: {}", printable(&file.reason));
     let prefix = format!("sp:replay{:08x}:", rand::random::<u32>());
-    let outcome = crash::suite::run(factory, prefix, &config, &mut |line| {
+    let outcome = crash::run(factory, prefix, &config, &mut |line| {
         println!("  {}", printable(line))
     })
     .await

@@ -6,8 +6,8 @@
 //! process-global registry until it is removed, a dropped backend removes
 //! its own synchronously, [`cleanup_all_blocking`] removes everything left
 //! (for the Ctrl-C handler), and everything carries the label
-//! `storeproof.run=<label>` so that [`remove_labelled`] can find it even
-//! from another process. A process killed with SIGKILL cleans nothing up:
+//! `storeproof.run=<label>` so that it can be found even from another
+//! process. A process killed with SIGKILL cleans nothing up:
 //! every object also names its owner (pid, process start, boot and host),
 //! and [`reap_dead_runs`] removes, at the start of a crash run, what was
 //! left by owners that are gone — the way testcontainers' reaper does.
@@ -208,21 +208,6 @@ impl DockerBackend {
             "cannot publish the Redis container's port on 127.0.0.1 after {PORT_ATTEMPTS} \
              tries (last: {last_error}); free some ports or use --crash-backend process"
         )))
-    }
-
-    /// The host port the server is published on (127.0.0.1).
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
-    /// The container's name.
-    pub fn container_name(&self) -> &str {
-        &self.container
-    }
-
-    /// The data volume's name.
-    pub fn volume_name(&self) -> &str {
-        &self.volume
     }
 
     async fn create_container(
@@ -499,46 +484,6 @@ async fn list_by_label(
         .volumes
         .unwrap_or_default();
     Ok((containers, volumes))
-}
-
-/// Everything labelled `storeproof.run=<label>`: the containers (id and
-/// names, as Docker lists them with a leading `/`) and the volume names.
-pub async fn list_labelled(
-    docker: &Docker,
-    label: &str,
-) -> Result<(Vec<(String, Vec<String>)>, Vec<String>), CrashError> {
-    let (containers, volumes) = list_by_label(
-        docker,
-        format!("{RUN_LABEL}={label}"),
-        &format!("labelled {label}"),
-    )
-    .await?;
-    Ok((
-        containers
-            .into_iter()
-            .filter_map(|c| c.id.map(|id| (id, c.names.unwrap_or_default())))
-            .collect(),
-        volumes.into_iter().map(|v| v.name).collect(),
-    ))
-}
-
-/// Removes every container (force) and then every volume labelled
-/// `storeproof.run=<label>`, whichever process created them.
-pub async fn remove_labelled(label: &str) -> Result<(), CrashError> {
-    let docker = docker_available().await?;
-    let (containers, volumes) = list_labelled(&docker, label).await?;
-    for (id, names) in containers {
-        remove_container(&docker, &id).await?;
-        let mut registry = lock(&REGISTRY);
-        for name in names {
-            registry.containers.remove(name.trim_start_matches('/'));
-        }
-    }
-    for volume in volumes {
-        remove_volume(&docker, &volume).await?;
-        lock(&REGISTRY).volumes.remove(&volume);
-    }
-    Ok(())
 }
 
 /// The owner labels of this process: pid, start time, boot and host.
@@ -858,6 +803,10 @@ fn one_line(error: &dyn std::error::Error) -> String {
     }
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+/// Against the real engine: image, kill, restart, cleanup, the reaper.
+#[cfg(test)]
+mod engine_tests;
 
 #[cfg(test)]
 mod tests {

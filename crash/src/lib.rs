@@ -3,22 +3,28 @@
 //! epoch, child and pause must survive it (with the required settings), and
 //! with the append-only file off (opted out) the loss must show.
 //!
-//! - [`backend`]: where the server runs — [`process`] (a managed
-//!   `redis-server`, `kill -9`) or `docker` (a locally built image,
-//!   `docker kill -s KILL`);
-//! - [`workload`]: instances writing, and the record of what was acknowledged;
-//! - [`verify`]: what the restarted server shows, and the pure judgement of it;
-//! - [`suite`]: [`suite::CrashSuite`], kills, restarts, checks and figures.
+//! The modules are private; what other crates use is re-exported here.
+//!
+//! - `backend`: the [`CrashError`] and the trait every place the server
+//!   runs implements (kill, power cut, restart, destroy);
+//! - `process`: a managed `redis-server` on disk, killed with `kill -9`;
+//! - `docker`: `redis-server` in a container, killed with `docker kill -s
+//!   KILL`, and the cleanup of every container and volume (also of dead runs);
+//! - `image`: the locally built image the `docker` backend runs;
+//! - `workload`: instances writing, and the record of what was acknowledged;
+//! - `verify`: what the restarted server shows, and the pure judgement of it;
+//! - `suite`: [`CrashSuite`], kills, restarts, checks and figures.
 
 #![warn(missing_docs)]
 
-pub mod backend;
-pub mod docker;
-pub mod image;
-pub mod process;
-pub mod suite;
-pub mod verify;
-pub mod workload;
+mod backend;
+mod docker;
+mod image;
+mod process;
+mod suite;
+mod verify;
+mod workload;
 
-pub use backend::{CrashBackend, CrashError};
-pub use docker::DockerBackend;
+pub use backend::CrashError;
+pub use docker::{cleanup_all_blocking, docker_available};
+pub use suite::{contracts_of_rerun, run, BackendChoice, CrashConfig, CrashOutcome, CrashSuite};

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use harness::check::{CheckResult, Level, Verdict};
 use harness::contract::Contract;
-use harness::figures::{CrashFigures, Figures, SeriesFigures};
+use harness::figures::{CrashFigures, Figures, KillFigures, SeriesFigures};
 use harness::store::{Hello, StoreFactory, OPT_OUT_WRITES_MAY_BE_LOST};
 use harness::suite::{CheckSpec, Needs, Progress, Subject, Suite, SuiteError, SuiteRun};
 use rand::rngs::StdRng;
@@ -29,8 +29,6 @@ use crate::backend::{CrashBackend, CrashError};
 use crate::verify::{judge_round, observe, Kept, Round};
 use crate::workload::{self, wall_ms, Acked};
 
-pub use harness::figures::KillFigures;
-
 /// Which backend runs the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackendChoice {
@@ -41,17 +39,6 @@ pub enum BackendChoice {
     Docker,
     /// The process backend only: a local `redis-server` killed with `SIGKILL`, no Docker.
     Process,
-}
-
-impl BackendChoice {
-    /// The choice a re-run recorded (`process`, `docker`; anything else: auto).
-    pub fn named(name: &str) -> BackendChoice {
-        match name {
-            "process" => BackendChoice::Process,
-            "docker" => BackendChoice::Docker,
-            _ => BackendChoice::Auto,
-        }
-    }
 }
 
 /// How big a crash run is.
@@ -208,19 +195,6 @@ pub const CHECKS: [CheckSpec; 11] = [
     DOCKER,
 ];
 
-/// The ids of the checks a crash run reports, in report order.
-pub fn check_ids() -> [&'static str; 11] {
-    CHECKS.map(|c| c.id)
-}
-
-/// The contracts crash check `id` is about (empty for an unknown id).
-pub fn check_contracts(id: &str) -> &'static [Contract] {
-    CHECKS
-        .iter()
-        .find(|c| c.id == id)
-        .map_or(&[], |c| c.contracts)
-}
-
 /// What re-runs a failed crash check (its counterexample): the same seed
 /// (kill moments and writers), sizes and backend. Thread timing is not
 /// replayed, so a re-run repeats the schedule, not every interleaving of it.
@@ -261,28 +235,6 @@ fn every_contract() -> Vec<Contract> {
 impl CrashRerun {
     /// The kind every crash counterexample names.
     pub const KIND: &'static str = "crash-run";
-
-    /// The re-run a counterexample holds, if it is one.
-    pub fn from_counterexample(cx: &Value) -> Option<CrashRerun> {
-        serde_json::from_value(cx.clone())
-            .ok()
-            .filter(|r: &CrashRerun| r.kind == Self::KIND)
-    }
-
-    /// The configuration that repeats it.
-    pub fn config(&self) -> CrashConfig {
-        CrashConfig {
-            instances: self.instances,
-            seed: self.seed,
-            contracts: self.contracts.clone(),
-            ..CrashConfig::new(
-                self.kills,
-                self.opt_out_kills,
-                self.power_losses,
-                BackendChoice::named(&self.backend),
-            )
-        }
-    }
 }
 
 /// The contracts a re-run of a crash check (its counterexample) was
@@ -1310,7 +1262,7 @@ mod tests {
 
     #[test]
     fn every_check_is_declared_once_with_its_contracts_and_own_servers() {
-        let ids = check_ids();
+        let ids = CHECKS.map(|c| c.id);
         let unique: std::collections::BTreeSet<_> = ids.iter().collect();
         assert_eq!(unique.len(), ids.len());
         for c in CHECKS {
@@ -1321,7 +1273,7 @@ mod tests {
             );
             assert_eq!(c.needs, Needs::OwnServers, "{}", c.id);
         }
-        assert_eq!(check_contracts(PAUSES.id), &[Contract::Rate]);
+        assert_eq!(PAUSES.contracts, &[Contract::Rate]);
         // Each series is judged by checks of the suite, each check by one series.
         let judged: Vec<&str> = Setting::ALL
             .iter()
@@ -1349,10 +1301,10 @@ mod tests {
             "{}",
             epochs.reason
         );
-        let rerun = CrashRerun::from_counterexample(epochs.counterexample.as_ref().unwrap())
-            .expect("a crash re-run");
+        let rerun: CrashRerun =
+            serde_json::from_value(epochs.counterexample.clone().unwrap()).expect("a crash re-run");
+        assert_eq!(rerun.kind, CrashRerun::KIND);
         assert_eq!((rerun.seed, rerun.backend.as_str()), (7, "process"));
-        assert_eq!(rerun.config().seed, 7);
         assert_eq!(epochs.evidence["figures"]["total"]["epochs_lost"], 1);
         assert_eq!(epochs.evidence["found"][0], "kill 1, tree-1: gone");
         for c in [
@@ -1473,13 +1425,10 @@ mod tests {
         let old = serde_json::json!({
             "kind": "crash-run", "seed": 3, "kills": 1, "opt_out_kills": 1, "power_losses": 0
         });
-        let rerun = CrashRerun::from_counterexample(&old).expect("an older re-run reads");
+        let rerun: CrashRerun = serde_json::from_value(old).expect("an older re-run reads");
         assert_eq!(
-            (rerun.instances, rerun.config().backend),
-            (4, BackendChoice::Auto)
-        );
-        assert!(
-            CrashRerun::from_counterexample(&serde_json::json!({"kind": "schedule"})).is_none()
+            (rerun.instances, rerun.backend.as_str(), rerun.contracts),
+            (4, "", Contract::ALL.to_vec())
         );
     }
 

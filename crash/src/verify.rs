@@ -9,13 +9,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use harness::contract::{ChildState, ErrorKind, LeaseView, Reply, Request};
+use harness::figures::KillFigures;
 use harness::store::StoreClient;
 use harness::suite::CheckSpec;
 use serde::{Deserialize, Serialize};
 
-use crate::suite::{
-    KillFigures, CHILDREN, CLAIMS, COMPLETED_ONCE, EPOCHS, NEXT_TAKE, PAUSES, RENEWS,
-};
+use crate::suite::{CHILDREN, CLAIMS, COMPLETED_ONCE, EPOCHS, NEXT_TAKE, PAUSES, RENEWS};
 use crate::workload::{wall_ms, Acked, CLAIM_MS, LEASE_MS};
 
 /// A renew is judged only if it should still run this long after the read:

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use crash::suite::{BackendChoice, CrashConfig, CrashSuite};
+use crash::{BackendChoice, CrashConfig, CrashSuite};
 use harness::check::{CheckResult, Report, RunVerdict, Verdict};
 use harness::contract::{Call, Contract, ErrorKind, Reply, Request, StoreError};
 use harness::figures::{CrashFigures, Figures};
@@ -20,6 +20,23 @@ fn config(backend: BackendChoice, seed: u64) -> CrashConfig {
         seed,
         ..CrashConfig::new(2, 3, 2, backend)
     }
+}
+
+/// The wall clock in ms (the crash suite runs on real time).
+fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap()
+}
+
+/// The contracts crash check `id` is about, as the suite declares them.
+fn contracts_of(id: &str) -> &'static [Contract] {
+    CrashSuite::new(config(BackendChoice::Process, 0))
+        .checks()
+        .into_iter()
+        .find(|c| c.id == id)
+        .map_or(&[], |c| c.contracts)
 }
 
 /// Progress lines on stderr, for a failing test's log.
@@ -304,7 +321,7 @@ impl StoreClient for FaultyClient {
     async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
         match (self.fault, Request::parse(call)?) {
             (Fault::ForgetsRenews, Request::LeaseRenew { ttl_ms, .. }) => Ok(Reply::Renewed {
-                expires_at_ms: crash::workload::wall_ms() + ttl_ms,
+                expires_at_ms: wall_ms() + ttl_ms,
             }),
             (Fault::ShortClaims, Request::QueueClaim { instance, .. }) => {
                 let short = Request::QueueClaim {
@@ -490,7 +507,7 @@ async fn narrowed_run(contracts: &[Contract], seed: u64) -> (Outcome, usize) {
 /// and hold; the others are outside the claim, naming what is not offered.
 fn assert_only_claimed_decided(outcome: &Outcome, decided: &[&str]) {
     for c in &outcome.checks {
-        let about = crash::suite::check_contracts(&c.id);
+        let about = contracts_of(&c.id);
         if decided.contains(&c.id.as_str()) {
             assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
         } else if about.len() == 1 {

@@ -5,18 +5,60 @@
 //! Each test uses its own label, so they can run in parallel (under nextest
 //! or `cargo test`).
 
-use std::time::{Duration, Instant};
-
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use bollard::models::{ContainerCreateBody, VolumeCreateRequest};
 use bollard::query_parameters::CreateContainerOptionsBuilder;
-use crash::docker::{
-    cleanup_all_blocking, docker_available, list_labelled, owner_labels, reap_dead_runs,
-    remove_labelled, OWNER_PID_LABEL, OWNER_START_LABEL, RUN_LABEL,
+use bollard::Docker;
+
+use super::{
+    cleanup_all_blocking, docker_available, list_by_label, lock, owner_labels, reap_dead_runs,
+    remove_container, remove_volume, DockerBackend, OWNER_PID_LABEL, OWNER_START_LABEL, REGISTRY,
+    RUN_LABEL,
 };
-use crash::image::ensure_image;
-use crash::{CrashBackend, DockerBackend};
+use crate::backend::{CrashBackend, CrashError};
+use crate::image::ensure_image;
+
+/// Everything labelled `storeproof.run=<label>`: the containers (id and
+/// names, as Docker lists them with a leading `/`) and the volume names.
+async fn list_labelled(
+    docker: &Docker,
+    label: &str,
+) -> Result<(Vec<(String, Vec<String>)>, Vec<String>), CrashError> {
+    let (containers, volumes) = list_by_label(
+        docker,
+        format!("{RUN_LABEL}={label}"),
+        &format!("labelled {label}"),
+    )
+    .await?;
+    Ok((
+        containers
+            .into_iter()
+            .filter_map(|c| c.id.map(|id| (id, c.names.unwrap_or_default())))
+            .collect(),
+        volumes.into_iter().map(|v| v.name).collect(),
+    ))
+}
+
+/// Removes every container (force) and then every volume labelled
+/// `storeproof.run=<label>`, whichever process created them.
+async fn remove_labelled(label: &str) -> Result<(), CrashError> {
+    let docker = docker_available().await?;
+    let (containers, volumes) = list_labelled(&docker, label).await?;
+    for (id, names) in containers {
+        remove_container(&docker, &id).await?;
+        let mut registry = lock(&REGISTRY);
+        for name in names {
+            registry.containers.remove(name.trim_start_matches('/'));
+        }
+    }
+    for volume in volumes {
+        remove_volume(&docker, &volume).await?;
+        lock(&REGISTRY).volumes.remove(&volume);
+    }
+    Ok(())
+}
 
 fn durable() -> Vec<(String, String)> {
     [
@@ -122,13 +164,13 @@ async fn with_the_aof_a_write_survives_sigkill_on_the_same_port() {
     assert_eq!(backend.name(), "docker");
     let url = backend.url();
     assert!(
-        url.starts_with("redis://:") && url.ends_with(&format!("@127.0.0.1:{}/", backend.port())),
+        url.starts_with("redis://:") && url.ends_with(&format!("@127.0.0.1:{}/", backend.port)),
         "{url}"
     );
     set(&url, "k", "v").await;
 
     backend.kill().await.unwrap();
-    let (running, exit) = state(backend.container_name()).await;
+    let (running, exit) = state(&backend.container).await;
     assert!(!running);
     assert_eq!(exit, 137, "128 + SIGKILL");
 
@@ -155,7 +197,7 @@ async fn without_the_aof_a_write_is_lost_at_sigkill() {
     assert_eq!(get(&url, "k").await.as_deref(), Some("v"));
 
     backend.kill().await.unwrap();
-    assert_eq!(state(backend.container_name()).await, (false, 137));
+    assert_eq!(state(&backend.container).await, (false, 137));
     backend.restart().await.unwrap();
     assert_eq!(
         get(&url, "k").await,
@@ -172,8 +214,8 @@ async fn destroy_removes_the_container_and_the_volume() {
     let label = unique_label("destroy");
     let backend = DockerBackend::start(&durable(), &label).await.unwrap();
     let (containers, volumes) = labelled(&label).await;
-    assert_eq!(containers, vec![format!("/{}", backend.container_name())]);
-    assert_eq!(volumes, vec![backend.volume_name().to_string()]);
+    assert_eq!(containers, vec![format!("/{}", backend.container)]);
+    assert_eq!(volumes, vec![backend.volume.clone()]);
     Box::new(backend).destroy().await.unwrap();
     assert_eq!(labelled(&label).await, (vec![], vec![]));
 }
@@ -200,7 +242,7 @@ async fn cleanup_all_removes_a_backend_that_was_never_dropped() {
     let output = std::process::Command::new(exe)
         .args([
             "--exact",
-            "leak_a_backend_then_cleanup_all",
+            "docker::engine_tests::leak_a_backend_then_cleanup_all",
             "--ignored",
             "--nocapture",
         ])
@@ -264,14 +306,14 @@ async fn the_server_in_the_container_wants_its_password_and_is_published_on_loop
     let url = backend.url();
     set(&url, "k", "v").await;
     // The same server without the password: refused.
-    let bare = format!("redis://127.0.0.1:{}/", backend.port());
+    let bare = format!("redis://127.0.0.1:{}/", backend.port);
     let mut c = conn(&bare).await;
     let refused: Result<String, _> = redis::cmd("GET").arg("k").query_async(&mut c).await;
     let err = refused.expect_err("a connection without the password reads nothing");
     assert!(err.to_string().contains("NOAUTH"), "{err}");
     let docker = docker_available().await.unwrap();
     let inspect = docker
-        .inspect_container(backend.container_name(), None)
+        .inspect_container(&backend.container, None)
         .await
         .unwrap();
     let bindings = inspect.host_config.unwrap().port_bindings.unwrap();
