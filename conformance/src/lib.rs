@@ -3,18 +3,27 @@
 //! input, odd ids, the server's own clock ruling, the server assumptions,
 //! kept execution ids never in Redis, and bytes per tree.
 //!
-//! Most checks are [`scenario`]s judged reply by reply by the sequential
-//! model; the rest (`special`, `server_checks`) look at the server itself.
-//! A new check goes into the list of its contract's module (`lease`, `queue`,
-//! `rate`, `server_checks`) with a stable id named for what it checks.
+//! `certify` drives it as [`ConformanceSuite`]; `replay` and the sabotage
+//! tests run single checks with [`all_checks`] and [`run_check`];
+//! `storeproof check` judges a saved [`CheckHistory`] again with [`judge`].
+//!
+//! The private modules:
+//! - `lease`, `queue`, `rate`: each contract's checks, a new check goes into
+//!   its contract's list with a stable id named for what it checks;
+//! - `scenario`: the [`Step`]s a scenario check is written in;
+//! - `runner`: plays a check against the store and records its history;
+//! - `judge`: the pure judge of a recorded scenario history;
+//! - `special`: checks that look at the server itself (kept ids, odd ids,
+//!   bytes per tree, and the take `races`);
+//! - `server_checks`: the server-assumption cases, each on servers of its own.
 
-pub mod judge;
+mod judge;
 mod lease;
 mod queue;
 mod races;
 mod rate;
 mod runner;
-pub mod scenario;
+mod scenario;
 mod server_checks;
 mod special;
 
@@ -23,22 +32,24 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 
-pub use judge::{judge, judge_steps, CheckHistory, Judged, NotJudgeable, Observation};
-pub use runner::{run_check, ScenarioEvidence, ServerRef, Target};
+pub use judge::{judge, CheckHistory, Judged, NotJudgeable};
+pub use runner::{run_check, ServerRef, Target};
+pub use scenario::Step;
 pub use server_checks::ServerCase;
-pub use special::{BytesPerTreeEvidence, Special};
+pub use special::Special;
 
 use harness::check::{CheckResult, Level};
 use harness::contract::Contract;
 use harness::figures::{ConformanceFigures, Figures};
 use harness::suite::{CheckSpec, Needs, Progress, Subject, Suite, SuiteError, SuiteRun};
-use scenario::{needs_server_clock, Step};
+use scenario::needs_server_clock;
+use special::BytesPerTreeEvidence;
 
 /// The suite's name, as `--suite` and the report write it.
-pub const SUITE: &str = "conformance";
+const SUITE: &str = "conformance";
 
 /// The check whose evidence carries the suite's `bytes_per_tree` figure.
-pub const BYTES_PER_TREE: &str = "conformance.lease.bytes-per-tree";
+const BYTES_PER_TREE: &str = "conformance.lease.bytes-per-tree";
 
 /// How a check runs.
 #[derive(Clone)]
@@ -79,7 +90,7 @@ pub fn all_checks() -> Vec<Arc<CheckDef>> {
 }
 
 /// The steps of scenario check `id`; `None` when `id` is no scenario check.
-pub fn scenario_steps(id: &str) -> Option<Vec<Step>> {
+fn scenario_steps(id: &str) -> Option<Vec<Step>> {
     all_checks().iter().find_map(|d| match d.kind {
         CheckKind::Scenario(steps) if d.spec.id == id => Some(steps()),
         _ => None,
@@ -157,7 +168,7 @@ impl ConformanceSuite {
 }
 
 /// The suite's figures over `results`, which took `seconds`.
-pub fn figures(results: &[CheckResult], seconds: f64) -> ConformanceFigures {
+fn figures(results: &[CheckResult], seconds: f64) -> ConformanceFigures {
     let count = |v| results.iter().filter(|r| r.verdict == v).count();
     use harness::check::Verdict;
     ConformanceFigures {

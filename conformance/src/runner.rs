@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::judge::{cut, judge_steps, CheckHistory, KeyspaceRead, Learned, Observation};
-use super::scenario::{needs_server_clock, Step};
+use super::scenario::Step;
 use super::{CheckDef, CheckKind, SUITE};
 use harness::check::{CheckResult, Level, Verdict};
 #[cfg(test)]
@@ -21,7 +21,7 @@ use harness::history::Happened;
 use harness::keyspace;
 use harness::server::VIRTUAL_EPOCH_MS;
 use harness::store::StoreClient;
-use harness::suite::{CheckSpec, Subject};
+use harness::suite::{plan, CheckSpec, Subject};
 
 pub use harness::suite::ServerRef;
 
@@ -86,14 +86,6 @@ impl Outcome {
             counterexample,
         }
     }
-    pub fn skipped(reason: impl Into<String>) -> Self {
-        Outcome {
-            verdict: Verdict::Skipped,
-            reason: reason.into(),
-            evidence: Value::Null,
-            counterexample: None,
-        }
-    }
     /// The harness could not decide the check (its own trouble, not the
     /// store's): `reason` says what went wrong.
     pub fn unknown(reason: impl Into<String>, evidence: Value) -> Self {
@@ -137,20 +129,14 @@ impl Outcome {
 
 /// Runs one check as check number `n` of the run (which picks its prefix).
 /// A check outside the store's claim, or whose needs the run cannot meet,
-/// is settled as `plan` settles it, without running.
+/// is settled by [`plan`] without running, so every check body may assume
+/// its [`Needs`](harness::suite::Needs) are met.
 pub async fn run_check(target: &Target<'_>, n: usize, def: &CheckDef) -> CheckResult {
     let spec = &def.spec;
-    if let Some(why) = spec.outside_claim(&target.contracts) {
-        return CheckResult {
-            level: spec.level,
-            ..CheckResult::outside_claim(spec.id, SUITE, why)
-        };
-    }
-    if let Some(why) = spec.unmet_needs(target) {
-        return CheckResult {
-            level: spec.level,
-            ..CheckResult::undecided(spec.id, SUITE, Verdict::Skipped, why)
-        };
+    // `plan` is the one place claims and needs are settled; a caller that
+    // skipped it (replay, the sabotage tests) gets the same answer.
+    if let Some(settled) = plan(SUITE, vec![*spec], target).0.pop() {
+        return settled;
     }
     let started = Instant::now();
     let outcome = match &def.kind {
@@ -246,13 +232,10 @@ pub(crate) async fn run_scenario(
     prefix: &str,
     steps: &[Step],
 ) -> Outcome {
+    // A scenario that moves time needs a managed server (`scenario_check`),
+    // which `plan` made sure of; without a virtual clock the server's TIME
+    // is read around each call, as on any other server.
     let clock = target.server.managed().and_then(|s| s.clock());
-    if needs_server_clock(steps) && clock.is_none() {
-        return Outcome::skipped(
-            "needs a managed server: lease and queue expiry are judged to the millisecond \
-             on a server clock storeproof controls (this run uses --redis-url)",
-        );
-    }
     // Each scenario starts a day after the last one, so nothing earlier is
     // still live, and time only moves forward.
     let start = match clock {

@@ -5,8 +5,7 @@
 
 use std::sync::Arc;
 
-use conformance::scenario::Step;
-use conformance::{all_checks, run_check, CheckDef, CheckKind, ServerRef, Special, Target};
+use conformance::{all_checks, run_check, CheckDef, CheckKind, ServerRef, Special, Step, Target};
 use harness::check::{CheckResult, Level, Verdict};
 use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
