@@ -409,3 +409,73 @@ pub(crate) fn outcome_json(outcome: &Result<Reply, StoreError>) -> Value {
         Err(e) => json!({"error": e}),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use async_trait::async_trait;
+    use harness::contract::Contract;
+    use harness::store::{Hello, StoreFactory, StoreInfo};
+
+    use super::*;
+    use crate::all_checks;
+
+    /// A store no settled check may touch: connecting it is a test failure.
+    struct Untouchable;
+
+    #[async_trait]
+    impl StoreFactory for Untouchable {
+        fn spec(&self) -> String {
+            "untouchable".into()
+        }
+
+        async fn connect(
+            &self,
+            hello: &Hello,
+            _: i64,
+        ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
+            panic!("a settled check connected instance {}", hello.instance)
+        }
+    }
+
+    #[tokio::test]
+    async fn run_check_settles_claims_and_needs_exactly_as_plan_does() {
+        let subject = Subject {
+            spec: "untouchable".into(),
+            factory: Arc::new(Untouchable),
+            opt_out: None,
+            run_prefix: "sp:settled:".into(),
+            // Only the queue: lease and rate checks are outside the claim.
+            contracts: vec![Contract::Queue],
+            // Nothing listens on port 1, and nothing may connect to it.
+            server: ServerRef::External {
+                url: "redis://127.0.0.1:1/".into(),
+            },
+            seed: 0,
+            may_start_servers: false,
+        };
+        let defs = all_checks();
+        let (settled, _) = plan(SUITE, defs.iter().map(|d| d.spec).collect(), &subject);
+        let (mut outside, mut skipped) = (0, 0);
+        for def in &defs {
+            let Some(planned) = settled.iter().find(|r| r.id == def.spec.id) else {
+                continue;
+            };
+            let ran = run_check(&subject, 0, def).await;
+            assert_eq!(&ran, planned, "{}", def.spec.id);
+            if ran.outside_claim {
+                outside += 1;
+            } else {
+                assert_eq!(ran.verdict, Verdict::Skipped, "{}", def.spec.id);
+                skipped += 1;
+            }
+        }
+        // Lease and rate checks are outside the claim; the server checks
+        // and the queue's timed scenarios have needs this run cannot meet.
+        assert!(
+            outside > 10 && skipped > 3,
+            "{outside} outside, {skipped} skipped"
+        );
+    }
+}
