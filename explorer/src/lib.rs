@@ -8,38 +8,43 @@
 //! the commands already delivered), and the ghost record of every
 //! acknowledged grant; the fingerprint reads times relative to now.
 //!
-//! - [`model`]: the model (possible actions, steps) and each thread's world;
-//! - [`search`]: the exhaustive search, level by level on a pool of worlds;
-//! - [`world`]: restore, act, snapshot on a real server;
-//! - [`walk`]: seeded walks of three instances and shrinking;
-//! - [`run`]: both, for every skew, turned into checks and figures;
-//! - [`property`]: what is looked for, each named once with its check;
-//! - [`suite`]: the explorer as a [`harness::suite::Suite`], what `certify` runs.
+//! Every module is private; the crate root re-exports what `certify`,
+//! `bench`, `replay` and the tests use.
+//!
+//! - `state`: the state, the actions and the fingerprint;
+//! - `model`: the model (possible actions, steps) and each thread's world;
+//! - `search`: the exhaustive search, level by level on a pool of worlds;
+//! - `world`: restore, act, snapshot on a real server;
+//! - `walk`: seeded walks of three instances and shrinking;
+//! - `run`: both, for every skew, turned into checks and figures;
+//! - `property`: what is looked for, each named once with its check;
+//! - `suite`: the explorer as a [`harness::suite::Suite`], what `certify` runs.
 
 #![warn(missing_docs)]
 
-pub mod model;
-pub mod property;
-pub mod run;
-pub mod search;
-pub mod state;
-pub mod suite;
-pub mod walk;
-pub mod world;
+mod model;
+mod property;
+mod run;
+mod search;
+mod state;
+mod suite;
+mod walk;
+mod world;
 
 pub use property::Property;
 pub use run::{
     explore, replay_schedule, Counterexample, ExplorerConfig, ExplorerOutcome, Schedule,
 };
+pub use state::{Action, Op, State, Tick};
 pub use suite::ExplorerSuite;
 
 /// The lease length every exploration uses (ms).
 pub const LEASE_MS: i64 = 1000;
 /// The tree every exploration fights over.
-pub const TREE: &str = "t";
+const TREE: &str = "t";
 /// Beyond this far in the past a time can no longer matter (20 leases,
 /// more than the largest skew): the fingerprint collapses it.
-pub const FAR_PAST_MS: i64 = 20 * LEASE_MS;
+const FAR_PAST_MS: i64 = 20 * LEASE_MS;
 
 /// The second clock's skews of SPEC 3.2: 0, ± lease/2, ± lease, ± 10 × lease.
 pub fn skews() -> Vec<i64> {

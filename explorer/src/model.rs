@@ -127,3 +127,56 @@ impl LeaseModel {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use harness::server::VIRTUAL_EPOCH_MS;
+    use harness::store::external::ExternalStoreFactory;
+
+    use super::*;
+
+    /// An adapter that dies is the harness's trouble, naming the instance
+    /// and the request, never a property the store broke; and the dead
+    /// instance does not outlive the state it died in: the next state
+    /// computed on the same world starts from a live instance.
+    #[test]
+    fn a_dead_adapter_is_harness_trouble_and_the_next_state_has_a_live_instance() {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../fixtures/adapters/explorer-tests/jedis_like_lock.py");
+        // -S: no site packages (the adapter needs none): it starts fast.
+        let store = Arc::new(ExternalStoreFactory::new(
+            format!(
+                "JEDIS_LIKE_DIE_ON=lease.read python3 -S {}",
+                script.display()
+            ),
+            std::env::temp_dir(),
+        ));
+        // A run id no exploration of this process takes.
+        let run = 80_001;
+        let model = LeaseModel {
+            run,
+            shared: Shared::new(store, "sp:model-dead:".into(), None),
+            skews: vec![0, 0],
+            start_ms: VIRTUAL_EPOCH_MS,
+            max_steps: 4,
+            absolute_times: false,
+        };
+        let init = model.initial();
+        let died = model.step(&init, Action::Start(0, Op::Read));
+        let why = died
+            .harness_error
+            .clone()
+            .expect("the adapter's death is harness trouble");
+        assert!(
+            why.contains("instance a") && why.contains("lease.read"),
+            "{why}"
+        );
+        assert!(died.violations.is_empty(), "{:?}", died.violations);
+        let took = model.step(&init, Action::Start(0, Op::Take));
+        assert!(took.harness_error.is_none(), "{:?}", took.harness_error);
+        assert_eq!(took.insts[0].held, Some(1));
+        drop_world(run);
+    }
+}

@@ -58,7 +58,7 @@ impl Property {
     ];
 
     /// The properties that must hold in every state.
-    pub const ALWAYS: [Property; 5] = [
+    pub(crate) const ALWAYS: [Property; 5] = [
         Property::OneLiveHolder,
         Property::EpochMonotonic,
         Property::ZombieRefused,
@@ -67,7 +67,8 @@ impl Property {
     ];
 
     /// The races every search must reach.
-    pub const RACES: [Property; 2] = [Property::ZombieRenewRace, Property::ZombieReleaseRace];
+    pub(crate) const RACES: [Property; 2] =
+        [Property::ZombieRenewRace, Property::ZombieReleaseRace];
 
     /// The property's name, as violations and counterexamples write it.
     pub const fn name(self) -> &'static str {

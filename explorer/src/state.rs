@@ -52,8 +52,8 @@ pub enum Action {
 }
 
 /// One key under the prefix, as dumped.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct KeyDump {
+#[derive(Debug, Clone)]
+pub(crate) struct KeyDump {
     /// The full key name, prefix included.
     pub name: Vec<u8>,
     /// `DUMP` bytes, for `RESTORE … ABSTTL`.
@@ -65,8 +65,8 @@ pub struct KeyDump {
 }
 
 /// An operation in progress: what was asked and the commands delivered so far.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Pending {
+#[derive(Debug, Clone)]
+pub(crate) struct Pending {
     /// The operation being run.
     pub op: Op,
     /// The instance clock the operation was invoked with: it keeps it until
@@ -85,8 +85,8 @@ pub struct Pending {
 }
 
 /// One simulated application instance.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Inst {
+#[derive(Debug, Clone)]
+pub(crate) struct Inst {
     /// Its clock's offset from server time.
     pub skew_ms: i64,
     /// The epoch it believes it holds.
@@ -98,8 +98,8 @@ pub struct Inst {
 }
 
 /// An acknowledged grant (the ghost record).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Grant {
+#[derive(Debug, Clone)]
+pub(crate) struct Grant {
     /// The instance the lease was granted to.
     pub instance: usize,
     /// The epoch granted.
@@ -112,53 +112,55 @@ pub struct Grant {
 }
 
 /// What the last step did, for counterexamples (not part of the fingerprint).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Note {
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Note {
     /// The Redis commands the step delivered, as text.
     pub commands: Vec<String>,
     /// The store's answer, when the step finished an operation.
     pub answer: Option<Value>,
 }
 
-/// The whole explored state.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// The whole explored state. Outside the crate it is what a replay ended
+/// in: which properties it broke ([`State::broke`], [`State::violation`])
+/// and whether the harness could go on ([`State::harness_error`]).
+#[derive(Debug, Clone)]
 pub struct State {
     /// Server time (virtual, ms).
-    pub now: i64,
+    pub(crate) now: i64,
     /// Every key under the prefix: the store's state on the server.
-    pub keys: Vec<KeyDump>,
+    pub(crate) keys: Vec<KeyDump>,
     /// The instances, by index.
-    pub insts: Vec<Inst>,
+    pub(crate) insts: Vec<Inst>,
     /// Every acknowledged grant so far, oldest first: what the properties are
     /// judged against.
-    pub ghost: Vec<Grant>,
+    pub(crate) ghost: Vec<Grant>,
     /// Broken properties (sticky): (property, what happened).
-    pub violations: Vec<(Property, String)>,
+    pub(crate) violations: Vec<(Property, String)>,
     /// A renew by a holder whose epoch was superseded was reached (the first
     /// takeover race).
-    pub zombie_renew_reached: bool,
+    pub(crate) zombie_renew_reached: bool,
     /// A release by a holder whose epoch was superseded was reached (the
     /// second takeover race).
-    pub zombie_release_reached: bool,
+    pub(crate) zombie_release_reached: bool,
     /// The latest server instant until which the store may still hold a
     /// lease nobody is promised: one a crash interrupted while it was being
     /// taken or renewed (the store may have written it; nobody was told),
     /// or being released. A refusal before it is not a stuck tree.
-    pub unacked_until: Option<i64>,
+    pub(crate) unacked_until: Option<i64>,
     /// Why the harness could not go on from this state: its own trouble
     /// (restore, snapshot, clock, a failed connect, a dead adapter, a store
     /// that sends other commands on a re-run), never a property the store
     /// broke. It makes the exploration undecided, not failed.
     pub harness_error: Option<String>,
     /// What the last step did (not part of the fingerprint).
-    pub note: Note,
+    pub(crate) note: Note,
     /// Fingerprint times as absolute instants instead of relative to now
     /// (only to measure what the relative reading saves).
-    pub absolute_times: bool,
+    pub(crate) absolute_times: bool,
     /// Steps taken from the initial state (not part of the fingerprint: the
     /// level-by-level search meets every state first at its least depth,
     /// see [`crate::search`]).
-    pub steps: usize,
+    pub(crate) steps: usize,
 }
 
 /// Times within this distance of now are read relative to it.
@@ -217,7 +219,7 @@ fn hash_value<H: Hasher>(v: &Value, now: i64, far_ms: i64, h: &mut H) {
 
 impl State {
     /// The initial state: an empty keyspace at `now`, one instance per skew.
-    pub fn initial(now: i64, skews: &[i64]) -> State {
+    pub(crate) fn initial(now: i64, skews: &[i64]) -> State {
         State {
             now,
             keys: Vec::new(),
@@ -243,7 +245,7 @@ impl State {
     }
 
     /// Hashes the state with times relative to now (`relative`), or absolute.
-    pub fn hash_with<H: Hasher>(&self, h: &mut H, relative: bool, far_ms: i64) {
+    pub(crate) fn hash_with<H: Hasher>(&self, h: &mut H, relative: bool, far_ms: i64) {
         let now = if relative { self.now } else { 0 };
         if !relative {
             self.now.hash(h);
@@ -308,7 +310,7 @@ impl State {
     /// The grants live at server time now: unreleased, promised beyond now,
     /// and not being released (a holder that asked to release has stopped
     /// relying on its lease, whether or not the store has answered yet).
-    pub fn live_grants(&self) -> impl Iterator<Item = &Grant> {
+    pub(crate) fn live_grants(&self) -> impl Iterator<Item = &Grant> {
         self.ghost.iter().filter(move |g| {
             !g.released
                 && g.valid_until > self.now
@@ -323,7 +325,7 @@ impl State {
     /// unreleased grant promised beyond now, a take or renew of another
     /// instance in flight, or one a crash interrupted that may still hold.
     /// A take refused then is mutual exclusion, not a stuck tree.
-    pub fn contended(&self, i: usize) -> bool {
+    pub(crate) fn contended(&self, i: usize) -> bool {
         self.ghost
             .iter()
             .any(|g| !g.released && g.valid_until > self.now)
@@ -364,7 +366,7 @@ impl Hash for State {
 
 impl State {
     /// The fingerprint: the relative-time hash the search dedups on.
-    pub fn fingerprint(&self) -> u64 {
+    pub(crate) fn fingerprint(&self) -> u64 {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         self.hash(&mut h);
         h.finish()
