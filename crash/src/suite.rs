@@ -299,7 +299,7 @@ impl Suite for CrashSuite {
 
 /// What a crash run found (see [`run`]).
 pub struct CrashOutcome {
-    /// One result per check of [`CHECKS`], in report order.
+    /// One result per check of the suite, in report order.
     pub checks: Vec<CheckResult>,
     /// The crash figures for the report's `stats.crash`.
     pub stats: CrashFigures,
