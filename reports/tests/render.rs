@@ -140,6 +140,7 @@ fn report() -> Report {
             keys: "managed server, removed with it".into(),
             opt_out: None,
             command: vec!["storeproof".into(), "certify".into(), "--seed".into(), "1".into()],
+            ..Default::default()
         }
     }
 }
