@@ -33,7 +33,7 @@ use std::time::Instant;
 use async_trait::async_trait;
 
 pub use judge::{judge, CheckHistory, Judged, NotJudgeable};
-pub use runner::{run_check, ServerRef, Target};
+pub use runner::run_check;
 pub use scenario::Step;
 pub use server_checks::ServerCase;
 pub use special::Special;

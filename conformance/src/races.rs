@@ -20,7 +20,7 @@
 
 use serde_json::{json, Value};
 
-use super::runner::{outcome_json, Outcome, Target};
+use super::runner::{outcome_json, Outcome};
 use harness::check::Verdict;
 use harness::contract::{ContractModel, ErrorKind, Judgement, Reply, Request, StoreError};
 use harness::gate::drive::{
@@ -28,6 +28,7 @@ use harness::gate::drive::{
 };
 use harness::gate::{Gate, Held, Mode};
 use harness::store::StoreClient;
+use harness::suite::Subject;
 /// The most schedules explored per race. Far above what a store of a few
 /// commands per operation needs (two operations of four commands each and a
 /// clock move have 630 interleavings); a store that sends more is explored
@@ -187,7 +188,7 @@ struct RaceResult {
     summary: String,
 }
 
-pub(crate) async fn take_races(target: &Target<'_>, prefix: &str) -> Outcome {
+pub(crate) async fn take_races(target: &Subject<'_>, prefix: &str) -> Outcome {
     // `plan` made sure of a managed server; storeproof starts those with a
     // virtual clock, so one without is the harness's own trouble.
     let Some(clock) = target.server.managed().and_then(|s| s.clock()) else {
@@ -238,7 +239,7 @@ pub(crate) async fn take_races(target: &Target<'_>, prefix: &str) -> Outcome {
 /// Explores every interleaving of one race (up to [`MAX_SCHEDULES`]) and
 /// judges each; stops at the first one no sequential order explains.
 async fn explore(
-    target: &Target<'_>,
+    target: &Subject<'_>,
     race: &Race,
     prefix: &str,
     clock: &harness::server::VirtualClock,
@@ -375,7 +376,7 @@ async fn explore(
 }
 
 async fn run_schedule(
-    target: &Target<'_>,
+    target: &Subject<'_>,
     race: &Race,
     prefix: &str,
     forced: &[usize],

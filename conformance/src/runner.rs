@@ -23,10 +23,7 @@ use harness::server::VIRTUAL_EPOCH_MS;
 use harness::store::StoreClient;
 use harness::suite::{plan, CheckSpec, Subject};
 
-pub use harness::suite::ServerRef;
-
 /// Everything a check needs to run against one store: the run's [`Subject`].
-pub type Target<'a> = Subject<'a>;
 
 /// What the conformance checks add to a [`Subject`]: a prefix per check and
 /// instances connected straight to the server.
@@ -131,7 +128,7 @@ impl Outcome {
 /// A check outside the store's claim, or whose needs the run cannot meet,
 /// is settled by [`plan`] without running, so every check body may assume
 /// its [`Needs`](harness::suite::Needs) are met.
-pub async fn run_check(target: &Target<'_>, n: usize, def: &CheckDef) -> CheckResult {
+pub async fn run_check(target: &Subject<'_>, n: usize, def: &CheckDef) -> CheckResult {
     let spec = &def.spec;
     // `plan` is the one place claims and needs are settled; a caller that
     // skipped it (replay, the sabotage tests) gets the same answer.
@@ -227,7 +224,7 @@ pub(crate) fn dry_run(steps: &[Step]) -> Result<(), String> {
 /// slot the store never gave, an instance that cannot connect, an adapter
 /// that failed, a server that cannot be read).
 pub(crate) async fn run_scenario(
-    target: &Target<'_>,
+    target: &Subject<'_>,
     spec: &CheckSpec,
     prefix: &str,
     steps: &[Step],

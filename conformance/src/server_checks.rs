@@ -6,13 +6,14 @@
 
 use serde_json::{json, Value};
 
-use super::runner::{outcome_json, Outcome, Target};
+use super::runner::{outcome_json, Outcome};
 use super::CheckDef;
 use super::CheckKind;
 use harness::check::Level::Must;
 use harness::contract::{ErrorKind, Request};
 use harness::server::{ManagedServer, Preset, ServerOptions};
 use harness::store::{Hello, OPT_OUT_WRITES_MAY_BE_LOST};
+use harness::suite::Subject;
 use harness::suite::{CheckSpec, Needs};
 
 /// A server the check starts, and what the store must answer on it.
@@ -216,7 +217,7 @@ impl ServerCase {
 
     /// Runs the case on servers of its own (`Needs::OwnServers`, settled by
     /// `plan` before it runs).
-    pub(crate) async fn run(&self, target: &Target<'_>) -> Outcome {
+    pub(crate) async fn run(&self, target: &Subject<'_>) -> Outcome {
         let started = match self.start().await {
             Ok(s) => s,
             Err(e) => return Outcome::unknown(e, Value::Null),

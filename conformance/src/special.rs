@@ -6,10 +6,11 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::runner::{outcome_json, Outcome, SubjectExt, Target};
+use super::runner::{outcome_json, Outcome, SubjectExt};
 use harness::check::Verdict;
 use harness::contract::{Contract, Reply, Request};
 use harness::keyspace;
+use harness::suite::Subject;
 
 /// The checks that inspect the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +58,7 @@ async fn call(
 }
 
 impl Special {
-    pub(crate) async fn run(self, target: &Target<'_>, prefix: &str) -> Outcome {
+    pub(crate) async fn run(self, target: &Subject<'_>, prefix: &str) -> Outcome {
         match self {
             Special::KeptNotInRedis => kept_not_in_redis(target, prefix).await,
             Special::OddIdsInsidePrefix => odd_ids_inside_prefix(target, prefix).await,
@@ -67,7 +68,7 @@ impl Special {
     }
 }
 
-fn now(target: &Target<'_>) -> i64 {
+fn now(target: &Subject<'_>) -> i64 {
     target
         .server
         .managed()
@@ -75,7 +76,7 @@ fn now(target: &Target<'_>) -> i64 {
         .map_or(harness::server::VIRTUAL_EPOCH_MS, |c| c.now_ms())
 }
 
-async fn kept_not_in_redis(target: &Target<'_>, prefix: &str) -> Outcome {
+async fn kept_not_in_redis(target: &Subject<'_>, prefix: &str) -> Outcome {
     let clock_ms = now(target);
     // storeproof's own connection first: a server it cannot reach is its
     // trouble, not the store's.
@@ -153,7 +154,7 @@ async fn kept_not_in_redis(target: &Target<'_>, prefix: &str) -> Outcome {
 
 /// Reads the whole keyspace, so it runs only on a managed server
 /// (`Needs::ManagedServer`, settled by `plan` before it runs).
-async fn odd_ids_inside_prefix(target: &Target<'_>, prefix: &str) -> Outcome {
+async fn odd_ids_inside_prefix(target: &Subject<'_>, prefix: &str) -> Outcome {
     let mut admin = match target.admin().await {
         Ok(a) => a,
         Err(e) => return Outcome::harness_trouble("connect to the server", e, Value::Null),
@@ -251,7 +252,7 @@ async fn odd_ids_inside_prefix(target: &Target<'_>, prefix: &str) -> Outcome {
     }
 }
 
-async fn bytes_per_tree(target: &Target<'_>, prefix: &str) -> Outcome {
+async fn bytes_per_tree(target: &Subject<'_>, prefix: &str) -> Outcome {
     let clock_ms = now(target);
     // storeproof's own connection first: a server it cannot reach is its
     // trouble, not the store's.

@@ -5,12 +5,13 @@
 
 use std::sync::Arc;
 
-use conformance::{all_checks, run_check, CheckDef, CheckKind, ServerRef, Special, Step, Target};
+use conformance::{all_checks, run_check, CheckDef, CheckKind, Special, Step};
 use harness::check::{CheckResult, Level, Verdict};
 use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::redis::RedisStoreFactory;
 use harness::store::StoreFactory;
+use harness::suite::{ServerRef, Subject};
 use sabotage::{Extra, RefusesAll, ServerBlind, SideEffect, Tampered};
 
 struct Fixture {
@@ -39,7 +40,7 @@ async fn run_with(
     n: usize,
     def: &CheckDef,
 ) -> CheckResult {
-    let target = Target {
+    let target = Subject {
         spec: "test".into(),
         factory,
         server: ServerRef::Managed(&fx.server),

@@ -5,18 +5,19 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use conformance::{all_checks, run_check, CheckKind, ServerRef, Target};
+use conformance::{all_checks, run_check, CheckKind};
 use harness::check::{Level, Verdict};
 use harness::contract::{Call, Contract, ErrorKind, Reply, StoreError};
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
+use harness::suite::{ServerRef, Subject};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_storeproof_cannot_reach_fails_no_check() {
     let dir = tempfile::tempdir().unwrap();
     let store = RedisStoreFactory::new(dir.path().join("kept.sqlite"));
-    let target = Target {
+    let target = Subject {
         spec: "test".into(),
         factory: Arc::new(store),
         // Nothing listens on port 1.
@@ -101,7 +102,7 @@ async fn an_adapter_that_fails_is_not_judged_as_a_contract_violation() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let store = AdapterDiesOnRead(RedisStoreFactory::new(dir.path().join("kept.sqlite")));
-    let target = Target {
+    let target = Subject {
         spec: "test".into(),
         factory: Arc::new(store),
         server: ServerRef::Managed(&server),

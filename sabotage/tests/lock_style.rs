@@ -8,11 +8,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use conformance::{all_checks, run_check, CheckKind, ServerRef, Target};
+use conformance::{all_checks, run_check, CheckKind};
 use harness::check::Verdict;
 use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::external::ExternalStoreFactory;
+use harness::suite::{ServerRef, Subject};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_store_answering_nulls_for_a_lease_that_is_not_live_passes_every_lease_check() {
@@ -29,7 +30,7 @@ async fn a_store_answering_nulls_for_a_lease_that_is_not_live_passes_every_lease
         ),
         dir.path().to_path_buf(),
     );
-    let target = Target {
+    let target = Subject {
         spec: "test".into(),
         factory: Arc::new(store),
         server: ServerRef::Managed(&server),

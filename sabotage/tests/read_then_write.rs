@@ -4,11 +4,12 @@
 
 use std::sync::Arc;
 
-use conformance::{all_checks, run_check, CheckKind, ServerRef, Target};
+use conformance::{all_checks, run_check, CheckKind};
 use harness::check::Verdict;
 use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::redis::RedisStoreFactory;
+use harness::suite::{ServerRef, Subject};
 use sabotage::ReadThenWriteLease;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -18,7 +19,7 @@ async fn the_take_races_catch_a_read_then_write_take_and_nothing_else_does() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let store = ReadThenWriteLease::new(RedisStoreFactory::new(dir.path().join("kept.sqlite")));
-    let target = Target {
+    let target = Subject {
         spec: "test".into(),
         factory: Arc::new(store),
         server: ServerRef::Managed(&server),
@@ -86,7 +87,7 @@ async fn take_races(
     let server = ManagedServer::start(ServerOptions::default())
         .await
         .unwrap();
-    let target = Target {
+    let target = Subject {
         spec: "test".into(),
         factory: store,
         server: ServerRef::Managed(&server),
