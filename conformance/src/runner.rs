@@ -23,8 +23,6 @@ use harness::server::VIRTUAL_EPOCH_MS;
 use harness::store::StoreClient;
 use harness::suite::{plan, CheckSpec, Subject};
 
-/// Everything a check needs to run against one store: the run's [`Subject`].
-
 /// What the conformance checks add to a [`Subject`]: a prefix per check and
 /// instances connected straight to the server.
 pub(crate) trait SubjectExt {
@@ -414,6 +412,7 @@ mod tests {
     use async_trait::async_trait;
     use harness::contract::Contract;
     use harness::store::{Hello, StoreFactory, StoreInfo};
+    use harness::suite::ServerRef;
 
     use super::*;
     use crate::all_checks;
