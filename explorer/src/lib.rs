@@ -14,7 +14,11 @@
 //! - `state`: the state, the actions and the fingerprint;
 //! - `model`: the model (possible actions, steps) and each thread's world;
 //! - `search`: the exhaustive search, level by level on a pool of worlds;
-//! - `world`: restore, act, snapshot on a real server;
+//! - `world`: restore, deliver one action's command, snapshot, on a real
+//!   server: the runner, which hands every outcome to `judge`;
+//! - `judge`: the checker, pure functions from a step's outcome (the state
+//!   before, the instance, the operation, its answer, what was known when
+//!   it was invoked) to beliefs, the ghost, violations and races reached;
 //! - `walk`: seeded walks of three instances and shrinking;
 //! - `run`: both, for every skew, turned into checks and figures;
 //! - `property`: what is looked for, each named once with its check;
@@ -22,6 +26,7 @@
 
 #![warn(missing_docs)]
 
+mod judge;
 mod model;
 mod property;
 mod run;

@@ -143,7 +143,10 @@ fn render(start: &State, path: &[(Action, State)]) -> Value {
             "what": describe(a),
             "server_ms": s.now,
             "commands": s.note.commands,
-            "answer": s.note.answer,
+            "answer": s.note.answer.as_ref().map(|out| match out {
+                Ok(r) => serde_json::to_value(r).unwrap_or_default(),
+                Err(e) => json!({"error": e}),
+            }),
         }));
     }
     Value::Array(steps)

@@ -22,21 +22,11 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::judge::discovers;
 use crate::model::LeaseModel;
 use crate::property::Property;
 use crate::state::{Action, State};
 use crate::world::{Shared, World};
-
-/// Whether `state` is a discovery for `property` (a violation of one that
-/// must always hold, the harness's trouble, or a race reached).
-pub fn discovers(state: &State, property: Property) -> bool {
-    match property {
-        Property::HarnessOk => state.harness_error.is_some(),
-        Property::ZombieRenewRace => state.zombie_renew_reached,
-        Property::ZombieReleaseRace => state.zombie_release_reached,
-        p => state.broke(p),
-    }
-}
 
 /// The first state met for a property, and the path to it.
 #[derive(Debug, Clone)]

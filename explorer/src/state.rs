@@ -3,6 +3,7 @@
 
 use std::hash::{Hash, Hasher};
 
+use harness::contract::{Reply, StoreError};
 use harness::gate::Exchange;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -117,7 +118,7 @@ pub(crate) struct Note {
     /// The Redis commands the step delivered, as text.
     pub commands: Vec<String>,
     /// The store's answer, when the step finished an operation.
-    pub answer: Option<Value>,
+    pub answer: Option<Result<Reply, StoreError>>,
 }
 
 /// The whole explored state. Outside the crate it is what a replay ended
@@ -305,36 +306,6 @@ impl State {
         self.zombie_renew_reached.hash(h);
         self.zombie_release_reached.hash(h);
         self.harness_error.is_some().hash(h);
-    }
-
-    /// The grants live at server time now: unreleased, promised beyond now,
-    /// and not being released (a holder that asked to release has stopped
-    /// relying on its lease, whether or not the store has answered yet).
-    pub(crate) fn live_grants(&self) -> impl Iterator<Item = &Grant> {
-        self.ghost.iter().filter(move |g| {
-            !g.released
-                && g.valid_until > self.now
-                && !self.insts.get(g.instance).is_some_and(|i| {
-                    i.held == Some(g.epoch)
-                        && i.pending.as_ref().is_some_and(|p| p.op == Op::Release)
-                })
-        })
-    }
-
-    /// Whether someone other than instance `i` may hold the tree now: an
-    /// unreleased grant promised beyond now, a take or renew of another
-    /// instance in flight, or one a crash interrupted that may still hold.
-    /// A take refused then is mutual exclusion, not a stuck tree.
-    pub(crate) fn contended(&self, i: usize) -> bool {
-        self.ghost
-            .iter()
-            .any(|g| !g.released && g.valid_until > self.now)
-            || self.unacked_until.is_some_and(|t| t > self.now)
-            || self.insts.iter().enumerate().any(|(j, o)| {
-                j != i
-                    && !o.crashed
-                    && matches!(o.pending.as_ref().map(|p| p.op), Some(Op::Take | Op::Renew))
-            })
     }
 
     /// Whether `property` has been broken.

@@ -1,6 +1,7 @@
 //! A world: one managed server, a gate and a store client per instance, and
 //! the runtime that drives them. `step` is the explorer's transition: restore
-//! the server to a state's snapshot, apply one action, snapshot back. Given
+//! the server to a state's snapshot, apply one action, snapshot back; what
+//! the action's outcome means is [`crate::judge`]'s to say. Given
 //! the same state and action it gives the same next state on any world, which
 //! is what lets the search run a transition on whichever world is free, and
 //! a replay or a shrink re-run a schedule on a world of its own.
@@ -19,8 +20,8 @@ use harness::store::{Hello, StoreClient, StoreFactory};
 use redis::aio::MultiplexedConnection;
 use serde_json::json;
 
-use crate::property::Property;
-use crate::state::{Action, Grant, Inst, KeyDump, Note, Op, Pending, State, Tick};
+use crate::judge;
+use crate::state::{Action, Inst, KeyDump, Note, Op, Pending, State, Tick};
 use crate::{LEASE_MS, TREE};
 
 /// The snapshot script (see `snapshot.lua`).
@@ -188,40 +189,20 @@ impl Inner {
                     c.set_ms(next.now);
                 }
             }
-            Action::Crash(i) => {
-                // A take or renew cut short may have written its lease
-                // already, valid for at most a lease from now: until then a
-                // refusal is that lease, not a stuck tree.
-                let mut until = None;
-                match next.insts[i].pending.as_ref().map(|p| p.op) {
-                    Some(Op::Take | Op::Renew) => until = Some(next.now + LEASE_MS),
-                    Some(Op::Release) => {
-                        // It had asked to release: it gave its lease up
-                        // then, though the store may still hold it for the
-                        // rest of its promise.
-                        let held = next.insts[i].held;
-                        for g in next.ghost.iter_mut() {
-                            if g.instance == i && Some(g.epoch) == held && !g.released {
-                                g.released = true;
-                                until = until.max(Some(g.valid_until));
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-                next.unacked_until = next.unacked_until.max(until);
-                next.insts[i].crashed = true;
-                next.insts[i].pending = None;
-                next.insts[i].held = None;
-            }
+            Action::Crash(i) => judge::crashed(next, i),
             Action::Start(i, op) => {
                 // The instance clock is read once, when the operation is
                 // invoked: it keeps it until it answers.
+                let judge::Invoked {
+                    clock_ms,
+                    acked_before,
+                    contended,
+                } = judge::invoked(next, i);
                 let started = Pending {
                     op,
-                    clock_ms: next.now + next.insts[i].skew_ms,
-                    acked_before: next.ghost.len(),
-                    contended: next.contended(i),
+                    clock_ms,
+                    acked_before,
+                    contended,
                     delivered: Vec::new(),
                 };
                 self.deliver(next, i, started).await?
@@ -236,14 +217,7 @@ impl Inner {
                 self.deliver(next, i, p).await?;
             }
         }
-        // An operation still in flight remembers whether someone else may
-        // have held the tree at any instant since it was invoked.
-        for j in 0..next.insts.len() {
-            let contended = next.contended(j);
-            if let Some(p) = next.insts[j].pending.as_mut() {
-                p.contended |= contended;
-            }
-        }
+        judge::stepped(next);
         self.snapshot(next).await
     }
 
@@ -337,7 +311,7 @@ impl Inner {
             contended,
             delivered,
         } = pending;
-        let invoked = Invoked {
+        let invoked = judge::Invoked {
             clock_ms,
             acked_before,
             contended,
@@ -372,7 +346,7 @@ impl Inner {
                 // Answered without a scheduled command.
                 self.keep(i, client, &out);
                 gate.set_mode(Mode::PassThrough);
-                self.answered(next, i, op, &req, out, vec![], invoked);
+                answered(next, i, op, &req, out, vec![], invoked);
                 return Ok(());
             }
             Step::Held(h) => h,
@@ -398,7 +372,7 @@ impl Inner {
             Step::Answered(client, out) => {
                 self.keep(i, client, &out);
                 gate.set_mode(Mode::PassThrough);
-                self.answered(next, i, op, &req, out, text, invoked);
+                answered(next, i, op, &req, out, text, invoked);
             }
             Step::Held(more) => {
                 // The operation has more commands: remember what was
@@ -434,191 +408,24 @@ impl Inner {
         let dead = matches!(out, Err(e) if e.kind == ErrorKind::AdapterFailed);
         self.clients[i] = (!dead).then_some(client);
     }
-
-    /// Records an operation's answer: the instance's belief, the ghost, the
-    /// properties it may break and the races it reaches, judged against
-    /// what was known when it was invoked (`invoked`).
-    #[allow(clippy::too_many_arguments)]
-    fn answered(
-        &self,
-        next: &mut State,
-        i: usize,
-        op: Op,
-        req: &Request,
-        out: Result<Reply, StoreError>,
-        commands: Vec<String>,
-        invoked: Invoked,
-    ) {
-        let Invoked {
-            clock_ms,
-            acked_before,
-            contended,
-        } = invoked;
-        // A holder counts its lease from when it asked (all it can know):
-        // the server time the operation was invoked at, which is now for an
-        // operation of one command.
-        let asked_at = clock_ms - next.insts[i].skew_ms;
-        next.note = Note {
-            commands,
-            answer: Some(match &out {
-                Ok(r) => serde_json::to_value(r).unwrap_or_default(),
-                Err(e) => json!({"error": e}),
-            }),
-        };
-        let now = next.now;
-        let held = next.insts[i].held;
-        // Only grants acknowledged before this operation was invoked come
-        // before it; one acknowledged while it was in flight is concurrent
-        // with it (the store may have ordered them either way).
-        let before = &next.ghost[..acked_before.min(next.ghost.len())];
-        let max_epoch = before.iter().map(|g| g.epoch).max().unwrap_or(0);
-        // Its epoch was superseded: another instance was granted a newer one.
-        let zombie = held.is_some_and(|e| before.iter().any(|g| g.epoch > e && g.instance != i));
-        match op {
-            Op::Renew if zombie => next.zombie_renew_reached = true,
-            Op::Release if zombie => next.zombie_release_reached = true,
-            _ => {}
-        }
-        let name = instance_name(i);
-        match (op, out) {
-            (_, Err(e)) if e.kind == ErrorKind::AdapterFailed => {
-                // The harness lost the instance (its process died, hung or
-                // wrote no answer): nothing is known of the store's answer.
-                next.harness_error = Some(format!(
-                    "instance {name}'s {} got no answer: {}",
-                    req.op(),
-                    e.message
-                ));
-            }
-            (_, Err(e)) => {
-                next.violate(
-                    Property::Answered,
-                    format!("instance {name}'s {} answered the error {e}", req.op()),
-                );
-            }
-            (Op::Take, Ok(Reply::Granted { epoch, .. })) => {
-                if epoch <= max_epoch {
-                    next.violate(
-                        Property::EpochMonotonic,
-                        format!("instance {name} was granted epoch {epoch}, but epoch {max_epoch} had been granted before it asked"),
-                    );
-                }
-                next.ghost.push(Grant {
-                    instance: i,
-                    epoch,
-                    valid_until: asked_at + LEASE_MS,
-                    released: false,
-                });
-                next.insts[i].held = Some(epoch);
-                let live: Vec<&Grant> = next.live_grants().collect();
-                if live.len() > 1 {
-                    let who: Vec<String> = live
-                        .iter()
-                        .map(|g| {
-                            format!(
-                                "{} (epoch {}, promised until {})",
-                                instance_name(g.instance),
-                                g.epoch,
-                                g.valid_until
-                            )
-                        })
-                        .collect();
-                    next.violate(
-                        Property::OneLiveHolder,
-                        format!(
-                            "two live holders at server time {now}: {}",
-                            who.join(" and ")
-                        ),
-                    );
-                }
-            }
-            (Op::Take, Ok(Reply::Busy { .. })) => {
-                let promised = next
-                    .ghost
-                    .iter()
-                    .filter(|g| !g.released)
-                    .map(|g| g.valid_until)
-                    .chain(next.unacked_until)
-                    .max();
-                // If someone else may have held the tree at any instant
-                // since the take was invoked (a live lease, another take in
-                // flight), refusing is mutual exclusion: the property is
-                // about trees whose holders are gone (crashed, or their
-                // leases ran out). The schedule that crashes the one in
-                // flight is explored too. Busy strictly after every promise
-                // ran out: the tree is stuck.
-                if !contended && promised.is_none_or(|p| now > p) {
-                    let why = match promised {
-                        Some(p) => format!("every lease had run out, the last at server time {p}"),
-                        None if next.ghost.is_empty() => {
-                            "no lease had ever been granted and no take was in flight".to_string()
-                        }
-                        None => "every lease granted had been released".to_string(),
-                    };
-                    next.violate(
-                        Property::NoTreeStuck,
-                        format!("instance {name}'s take at server time {now} was refused (busy) although no lease was live: {why}"),
-                    );
-                }
-            }
-            (Op::Renew, Ok(Reply::Renewed { .. })) => {
-                if zombie {
-                    next.violate(
-                        Property::ZombieRefused,
-                        format!(
-                            "instance {name} renewed epoch {} after a newer epoch was granted",
-                            held.unwrap_or(0)
-                        ),
-                    );
-                }
-                for g in next.ghost.iter_mut() {
-                    if g.instance == i && Some(g.epoch) == held {
-                        g.valid_until = asked_at + LEASE_MS;
-                    }
-                }
-                let live: Vec<&Grant> = next.live_grants().collect();
-                if live.len() > 1 {
-                    next.violate(
-                        Property::OneLiveHolder,
-                        format!(
-                            "instance {name}'s renew left two live holders at server time {now}"
-                        ),
-                    );
-                }
-            }
-            (Op::Renew, Ok(_)) => next.insts[i].held = None,
-            (Op::Release, Ok(Reply::Released {})) => {
-                if zombie {
-                    next.violate(
-                        Property::ZombieRefused,
-                        format!(
-                            "instance {name} released epoch {} after a newer epoch was granted",
-                            held.unwrap_or(0)
-                        ),
-                    );
-                }
-                for g in next.ghost.iter_mut() {
-                    if g.instance == i && Some(g.epoch) == held {
-                        g.released = true;
-                    }
-                }
-                next.insts[i].held = None;
-            }
-            (Op::Release, Ok(_)) => next.insts[i].held = None,
-            (_, Ok(_)) => {}
-        }
-    }
 }
 
-/// What an operation was invoked with, for judging its answer.
-#[derive(Clone, Copy)]
-struct Invoked {
-    /// The instance clock it was invoked with.
-    clock_ms: i64,
-    /// How many grants had been acknowledged when it was invoked.
-    acked_before: usize,
-    /// Someone else may have held the tree at some instant since.
-    contended: bool,
+/// Records what the step that finished instance `i`'s operation did (for
+/// counterexamples) and has the answer judged.
+fn answered(
+    next: &mut State,
+    i: usize,
+    op: Op,
+    req: &Request,
+    out: Result<Reply, StoreError>,
+    commands: Vec<String>,
+    invoked: judge::Invoked,
+) {
+    judge::answered(next, i, op, req, &out, invoked);
+    next.note = Note {
+        commands,
+        answer: Some(out),
+    };
 }
 
 /// Where a tick moves server time.
