@@ -20,7 +20,9 @@
 //!   before, the instance, the operation, its answer, what was known when
 //!   it was invoked) to beliefs, the ghost, violations and races reached;
 //! - `walk`: seeded walks of three instances and shrinking;
-//! - `run`: both, for every skew, turned into checks and figures;
+//! - `run`: both, for every skew, turned into checks, figures and
+//!   counterexamples (the schedule, its steps and its operations as a typed
+//!   [`harness::history::History`]);
 //! - `property`: what is looked for, each named once with its check;
 //! - `suite`: the explorer as a [`harness::suite::Suite`], what `certify` runs.
 

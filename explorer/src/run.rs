@@ -9,6 +9,7 @@ use std::time::Instant;
 use harness::check::{CheckResult, Verdict};
 use harness::figures::ExplorerFigures;
 use harness::gate::drive::instance_name;
+use harness::history::History;
 use harness::server::VIRTUAL_EPOCH_MS;
 use harness::store::StoreFactory;
 use serde::{Deserialize, Serialize};
@@ -19,7 +20,7 @@ use crate::property::Property;
 use crate::search::{search, Pool};
 use crate::state::{Action, Op, State, Tick};
 use crate::walk::{play, rng_for, shrink, walk};
-use crate::world::Shared;
+use crate::world::{request, Shared};
 
 /// The largest number of instances any exploration uses: every world has a
 /// gate for each.
@@ -90,6 +91,14 @@ pub struct Counterexample {
     pub schedule: Schedule,
     /// The schedule's steps as the report shows them.
     pub steps: Value,
+    /// The schedule's operations as a typed history: each instance's
+    /// invocation (the wire call, at the server time and instance clock it
+    /// was invoked with) and its completion (ok, fail or info, at the server
+    /// time it answered, with the clock it was invoked with). An operation
+    /// its instance crashed in the middle of has no completion. Absent from
+    /// counterexamples written before it was recorded.
+    #[serde(default)]
+    pub history: History,
 }
 
 impl Counterexample {
@@ -104,6 +113,7 @@ struct Finding {
     found_in: String,
     schedule: Schedule,
     steps: Value,
+    history: History,
     /// Re-running the schedule broke the property again.
     replays: bool,
 }
@@ -152,6 +162,36 @@ fn render(start: &State, path: &[(Action, State)]) -> Value {
     Value::Array(steps)
 }
 
+/// The operations of a path as a history. The invocation's call is the
+/// request the world sent (it follows from the state the operation started
+/// in); the completion is the answer the step that finished it recorded.
+fn history_of(start: &State, path: &[(Action, State)]) -> History {
+    let mut history = History::default();
+    let mut before = start;
+    for (action, after) in path {
+        // The instance whose operation this step started or continued, with
+        // the call and the clock it was invoked with.
+        let ran = match *action {
+            Action::Start(i, op) => {
+                let call = request(before, i, op).to_call();
+                let clock_ms = before.now + before.insts[i].skew_ms;
+                history.invoke(instance_name(i), &call, Some(before.now), clock_ms);
+                Some((i, call.op, clock_ms))
+            }
+            Action::Continue(i) => before.insts[i]
+                .pending
+                .as_ref()
+                .map(|p| (i, request(before, i, p.op).op().to_string(), p.clock_ms)),
+            Action::Tick(_) | Action::Crash(_) => None,
+        };
+        if let (Some((i, op, clock_ms)), Some(outcome)) = (ran, after.note.answer.as_ref()) {
+            history.complete(instance_name(i), &op, outcome, Some(after.now), clock_ms);
+        }
+        before = after;
+    }
+    history
+}
+
 /// What happened, in words: the violation's message, or the harness's
 /// trouble for [`Property::HarnessOk`].
 fn violation_of(state: &State, property: Property) -> String {
@@ -188,7 +228,7 @@ fn finding(
     };
     match shrunk {
         Some((shrunk, last)) => {
-            let (_, steps) = replay_path(model, &shrunk);
+            let (_, steps, history) = replay_path(model, &shrunk);
             let found_in = if shrunk.len() < actions.len() {
                 format!("{found_in}, shrunk from {} steps", actions.len())
             } else {
@@ -200,17 +240,19 @@ fn finding(
                 found_in,
                 schedule: schedule(shrunk),
                 steps,
+                history,
                 replays: true,
             }
         }
         None => {
-            let (_, steps) = replay_path(model, actions);
+            let (_, steps, history) = replay_path(model, actions);
             Finding {
                 property,
                 message: violation_of(found, property),
                 found_in,
                 schedule: schedule(actions.to_vec()),
                 steps,
+                history,
                 replays: property == Property::HarnessOk,
             }
         }
@@ -246,6 +288,7 @@ pub fn explore(
                     actions: vec![],
                 },
                 steps: Value::Array(vec![]),
+                history: History::default(),
                 replays: false,
             });
             None
@@ -391,8 +434,8 @@ pub(crate) fn millis(secs: f64) -> f64 {
     (secs * 1000.0).round() / 1000.0
 }
 
-/// Plays a schedule and renders its steps.
-fn replay_path(model: &LeaseModel, actions: &[Action]) -> (State, Value) {
+/// Plays a schedule and renders its steps and its history.
+fn replay_path(model: &LeaseModel, actions: &[Action]) -> (State, Value, History) {
     let start = State::initial(model.start_ms, &model.skews);
     let mut state = start.clone();
     let mut pairs = Vec::new();
@@ -401,7 +444,8 @@ fn replay_path(model: &LeaseModel, actions: &[Action]) -> (State, Value) {
         pairs.push((*a, state.clone()));
     }
     let rendered = render(&start, &pairs);
-    (state, rendered)
+    let history = history_of(&start, &pairs);
+    (state, rendered, history)
 }
 
 /// Re-runs a saved schedule on a fresh world; the final state says which
@@ -423,7 +467,7 @@ pub fn replay_schedule(
         absolute_times: false,
     };
     let (_, last) = play(&model, &schedule.actions);
-    let (_, rendered) = replay_path(&model, &schedule.actions);
+    let (_, rendered, _) = replay_path(&model, &schedule.actions);
     drop_world(run);
     (last, rendered)
 }
@@ -435,6 +479,7 @@ fn counterexample(f: &Finding) -> Option<Value> {
         property: f.property,
         schedule: f.schedule.clone(),
         steps: f.steps.clone(),
+        history: f.history.clone(),
     })
     .ok()
 }
@@ -554,4 +599,155 @@ fn checks(
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use harness::contract::{Reply, StoreError};
+    use harness::history::{EventKind, Happened};
+
+    use super::*;
+    use crate::state::{Note, Pending};
+
+    const START: i64 = 1_000_000;
+
+    /// `after` with the answer `out` recorded, as the step that finished an
+    /// operation leaves it.
+    fn answering(mut after: State, out: Result<Reply, StoreError>) -> State {
+        after.note = Note {
+            commands: vec![],
+            answer: Some(out),
+        };
+        after
+    }
+
+    #[test]
+    fn a_path_becomes_invocations_and_completions_and_a_crash_leaves_one_open() {
+        let start = State::initial(START, &[0, 500]);
+        let mut path: Vec<(Action, State)> = Vec::new();
+        // a takes in one command and is granted epoch 1.
+        let mut s = start.clone();
+        s.insts[0].held = Some(1);
+        let s = answering(
+            s,
+            Ok(Reply::Granted {
+                epoch: 1,
+                expires_at_ms: START + 1000,
+            }),
+        );
+        path.push((Action::Start(0, Op::Take), s.clone()));
+        // b's take delivers its first command of two.
+        let mut s = State {
+            note: Note::default(),
+            ..s
+        };
+        s.insts[1].pending = Some(Pending {
+            op: Op::Take,
+            clock_ms: START + 500,
+            acked_before: 1,
+            contended: true,
+            delivered: vec![],
+        });
+        path.push((Action::Start(1, Op::Take), s.clone()));
+        // Time moves; b's take then answers busy.
+        let mut s = State {
+            now: START + 500,
+            ..s
+        };
+        path.push((Action::Tick(Tick::HalfLease), s.clone()));
+        s.insts[1].pending = None;
+        let s = answering(
+            s,
+            Ok(Reply::Busy {
+                holder: "a".into(),
+                epoch: 1,
+                expires_at_ms: START + 1000,
+            }),
+        );
+        path.push((Action::Continue(1), s.clone()));
+        // a starts a renew of epoch 1 and crashes in the middle of it.
+        let mut s = State {
+            note: Note::default(),
+            ..s
+        };
+        s.insts[0].pending = Some(Pending {
+            op: Op::Renew,
+            clock_ms: START + 500,
+            acked_before: 1,
+            contended: false,
+            delivered: vec![],
+        });
+        path.push((Action::Start(0, Op::Renew), s.clone()));
+        s.insts[0].pending = None;
+        s.insts[0].crashed = true;
+        path.push((Action::Crash(0), s));
+
+        let h = history_of(&start, &path);
+        let seen: Vec<(&str, EventKind, &str, Option<i64>, i64)> = h
+            .events
+            .iter()
+            .map(|e| {
+                (
+                    e.instance.as_str(),
+                    e.kind(),
+                    e.op(),
+                    e.server_ms,
+                    e.clock_ms,
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                ("a", EventKind::Invoke, "lease.take", Some(START), START),
+                ("a", EventKind::Ok, "lease.take", Some(START), START),
+                (
+                    "b",
+                    EventKind::Invoke,
+                    "lease.take",
+                    Some(START),
+                    START + 500
+                ),
+                (
+                    "b",
+                    EventKind::Ok,
+                    "lease.take",
+                    Some(START + 500),
+                    START + 500
+                ),
+                (
+                    "a",
+                    EventKind::Invoke,
+                    "lease.renew",
+                    Some(START + 500),
+                    START + 500
+                ),
+            ]
+        );
+        // The renew names the epoch a believed it held.
+        let Happened::Invoke(call) = &h.events[4].what else {
+            panic!("{:?}", h.events[4]);
+        };
+        assert_eq!(call.args["epoch"], 1);
+        assert!(matches!(
+            h.events[3].what,
+            Happened::Ok {
+                reply: Reply::Busy { .. },
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_counterexample_without_a_history_still_reads() {
+        let cx = json!({
+            "kind": Counterexample::KIND,
+            "property": "one-live-holder",
+            "schedule": {"skews": [0, 500], "actions": [{"start": [0, "take"]}]},
+            "steps": [],
+        });
+        let cx: Counterexample = serde_json::from_value(cx).unwrap();
+        assert!(cx.history.events.is_empty());
+        assert_eq!(cx.property, Property::OneLiveHolder);
+    }
 }

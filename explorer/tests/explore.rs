@@ -6,9 +6,12 @@
 use std::sync::Arc;
 
 use explorer::{
-    explore, replay_schedule, ExplorerConfig, ExplorerOutcome, Property, Schedule, LEASE_MS,
+    explore, replay_schedule, Counterexample, ExplorerConfig, ExplorerOutcome, Property, Schedule,
+    LEASE_MS,
 };
 use harness::check::Verdict;
+use harness::contract::Reply;
+use harness::history::{EventKind, Happened};
 use harness::store::redis::RedisStoreFactory;
 use harness::store::StoreFactory;
 use sabotage::{ClientClockLease, ReadThenWriteLease};
@@ -106,6 +109,33 @@ fn a_read_then_write_take_is_caught_by_command_interleaving() {
     let cx = check.counterexample.as_ref().unwrap();
     let steps = serde_json::to_string(&cx["steps"]).unwrap();
     assert!(steps.contains("next command"), "{steps}");
+    // Its history shows the two takes overlapping: both invoked before
+    // either answered, and both granted.
+    let cx: Counterexample = serde_json::from_value(cx.clone()).unwrap();
+    let kinds: Vec<(&str, EventKind)> = cx
+        .history
+        .events
+        .iter()
+        .map(|e| (e.instance.as_str(), e.kind()))
+        .collect();
+    let first_answer = kinds.iter().position(|(_, k)| *k != EventKind::Invoke);
+    assert_eq!(first_answer, Some(2), "{kinds:?}");
+    let granted = cx
+        .history
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.what,
+                Happened::Ok {
+                    reply: Reply::Granted { .. },
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(granted, 2, "{kinds:?}");
+    assert!(cx.history.events.iter().all(|e| e.op() == "lease.take"));
 }
 
 #[test]
