@@ -608,6 +608,7 @@ mod tests {
 
     use super::*;
     use crate::state::{Note, Pending};
+    use crate::LEASE_MS;
 
     const START: i64 = 1_000_000;
 
@@ -736,6 +737,94 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    fn found(property: Property, replays: bool) -> Finding {
+        let mut history = History::default();
+        history.invoke(
+            "a",
+            &request(&State::initial(START, &[0]), 0, Op::Read).to_call(),
+            Some(START),
+            START,
+        );
+        Finding {
+            property,
+            message: format!("{property} broke"),
+            found_in: "a test".into(),
+            schedule: Schedule {
+                skews: vec![0],
+                actions: vec![Action::Start(0, Op::Read)],
+            },
+            steps: json!([]),
+            history,
+            replays,
+        }
+    }
+
+    fn verdicts(findings: &[Finding], unreached: &[(Property, i64)]) -> Vec<(Property, Verdict)> {
+        let figures = ExplorerFigures::default();
+        let results = checks(findings, unreached, &figures, &ExplorerConfig::default());
+        assert_eq!(results.len(), Property::ALL.len());
+        Property::ALL
+            .into_iter()
+            .zip(results)
+            .map(|(p, r)| {
+                assert_eq!(r.id, p.id());
+                (p, r.verdict)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn nothing_found_and_every_race_reached_passes_every_check() {
+        let all = verdicts(&[], &[]);
+        assert!(all.iter().all(|(_, v)| *v == Verdict::Pass), "{all:?}");
+    }
+
+    #[test]
+    fn a_violation_that_replays_fails_with_its_history_and_one_that_does_not_is_unknown() {
+        let findings = [
+            found(Property::OneLiveHolder, true),
+            found(Property::EpochMonotonic, false),
+        ];
+        let figures = ExplorerFigures::default();
+        let results = checks(&findings, &[], &figures, &ExplorerConfig::default());
+        let of = |p: Property| results.iter().find(|r| r.id == p.id()).unwrap();
+        assert_eq!(of(Property::OneLiveHolder).verdict, Verdict::Fail);
+        assert_eq!(of(Property::EpochMonotonic).verdict, Verdict::Unknown);
+        assert_eq!(of(Property::ZombieRefused).verdict, Verdict::Pass);
+        let cx: Counterexample =
+            serde_json::from_value(of(Property::OneLiveHolder).counterexample.clone().unwrap())
+                .unwrap();
+        assert_eq!(cx.kind, Counterexample::KIND);
+        assert_eq!(cx.history.events.len(), 1);
+        assert_eq!(cx.history.events[0].op(), "lease.read");
+    }
+
+    #[test]
+    fn the_harness_trouble_is_unknown_never_a_failure() {
+        let all = verdicts(
+            &[found(Property::HarnessOk, false)],
+            &[(Property::ZombieRenewRace, 0)],
+        );
+        for (p, v) in all {
+            let expected = match p {
+                Property::ZombieReleaseRace => Verdict::Pass,
+                _ => Verdict::Unknown,
+            };
+            assert_eq!(v, expected, "{p}");
+        }
+    }
+
+    #[test]
+    fn a_race_never_reached_fails_unless_a_violation_stopped_the_search() {
+        let unreached = [(Property::ZombieReleaseRace, LEASE_MS)];
+        let all = verdicts(&[], &unreached);
+        assert!(all.contains(&(Property::ZombieReleaseRace, Verdict::Fail)));
+        assert!(all.contains(&(Property::ZombieRenewRace, Verdict::Pass)));
+        let all = verdicts(&[found(Property::NoTreeStuck, true)], &unreached);
+        assert!(all.contains(&(Property::ZombieReleaseRace, Verdict::Skipped)));
+        assert!(all.contains(&(Property::NoTreeStuck, Verdict::Fail)));
     }
 
     #[test]
