@@ -436,6 +436,21 @@ fn selected(prefixes: &[String], id: &str) -> bool {
     prefixes.is_empty() || prefixes.iter().any(|p| id.starts_with(p.as_str()))
 }
 
+/// Every suite of this version at the command line's default sizes: what
+/// `replay` looks a check up in (a replay takes its sizes from the
+/// counterexample).
+pub(crate) fn every_suite() -> Vec<Box<dyn Suite>> {
+    use clap::{Args, FromArgMatches};
+    let defaults = CertifyArgs::augment_args(clap::Command::new("certify"))
+        .try_get_matches_from(["certify"])
+        .ok()
+        .and_then(|m| CertifyArgs::from_arg_matches(&m).ok());
+    match defaults {
+        Some(args) => SuiteName::ALL.map(|n| suite(n, &args, 0)).into(),
+        None => Vec::new(),
+    }
+}
+
 /// Suite `name`, sized by the command line; random choices from `seed`.
 fn suite(name: SuiteName, args: &CertifyArgs, seed: u64) -> Box<dyn Suite> {
     match name {

@@ -230,6 +230,27 @@ impl Suite for ConformanceSuite {
             figures: Figures::Conformance(figures),
         })
     }
+
+    /// A scenario is deterministic: it is played again from its first step
+    /// (the counterexample only shows where it broke).
+    async fn replay(
+        &self,
+        subject: &Subject<'_>,
+        check: &CheckSpec,
+        _counterexample: Option<&serde_json::Value>,
+        _progress: &dyn Progress,
+    ) -> Result<CheckResult, SuiteError> {
+        let defs = all_checks();
+        let def = defs
+            .iter()
+            .find(|d| d.spec.id == check.id)
+            .ok_or_else(|| SuiteError::Setup(format!("{} is not a conformance check", check.id)))?;
+        let result = run_check(subject, 0, def).await;
+        match harness::store::external::first_adapter_failure() {
+            Some(line) => Err(SuiteError::AdapterFailed(line)),
+            None => Ok(result),
+        }
+    }
 }
 
 #[cfg(test)]

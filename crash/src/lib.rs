@@ -27,4 +27,4 @@ mod workload;
 
 pub use backend::CrashError;
 pub use docker::{cleanup_all_blocking, docker_available};
-pub use suite::{contracts_of_rerun, run, BackendChoice, CrashConfig, CrashOutcome, CrashSuite};
+pub use suite::{BackendChoice, CrashConfig, CrashSuite};

@@ -237,14 +237,8 @@ impl CrashRerun {
     pub const KIND: &'static str = "crash-run";
 }
 
-/// The contracts a re-run of a crash check (its counterexample) was
-/// recorded with; every contract when it names none (an older report).
-pub fn contracts_of_rerun(rerun: &Value) -> Vec<Contract> {
-    rerun
-        .get("contracts")
-        .and_then(|c| serde_json::from_value(c.clone()).ok())
-        .unwrap_or_else(every_contract)
-}
+/// The suite's name, as `--suite` and the report write it.
+const NAME: &str = "crash";
 
 /// The crash suite as `certify` drives it: [`CrashSuite::new`] with the
 /// sizes and backend, then [`Suite::run`] on the subject.
@@ -262,7 +256,7 @@ impl CrashSuite {
 #[async_trait]
 impl Suite for CrashSuite {
     fn name(&self) -> &'static str {
-        "crash"
+        NAME
     }
 
     fn checks(&self) -> Vec<CheckSpec> {
@@ -295,69 +289,65 @@ impl Suite for CrashSuite {
             figures: Figures::Crash(figures),
         })
     }
-}
 
-/// What a crash run found (see [`run`]).
-pub struct CrashOutcome {
-    /// One result per check of the suite, in report order.
-    pub checks: Vec<CheckResult>,
-    /// The crash figures for the report's `stats.crash`.
-    pub stats: CrashFigures,
-}
-
-/// Progress lines handed to a closure (kill lines and the rest alike).
-struct Lines<'a>(Mutex<&'a mut (dyn FnMut(&str) + Send)>);
-
-impl Progress for Lines<'_> {
-    fn part(&self, _: &str, _: u64) {}
-    fn step(&self, _: &str) {}
-    fn line(&self, text: &str) {
-        if let Ok(mut f) = self.0.lock() {
-            f(text)
-        }
-    }
-}
-
-/// Runs every crash check against `factory`, keys under `prefix`, the
-/// checks about contracts `config.contracts` does not claim reported outside
-/// the claim; each progress line goes to `progress`. What `storeproof
-/// replay` uses; `certify` drives [`CrashSuite`].
-///
-/// `Err` (one line) when the run could not be done: the first server could
-/// not start, or an adapter broke.
-pub async fn run(
-    factory: Arc<dyn StoreFactory>,
-    prefix: String,
-    config: &CrashConfig,
-    progress: &mut (dyn FnMut(&str) + Send),
-) -> Result<CrashOutcome, String> {
-    let to_run: Vec<CheckSpec> = CHECKS
-        .into_iter()
-        .filter(|c| c.outside_claim(&config.contracts).is_none())
-        .collect();
-    let lines = Lines(Mutex::new(progress));
-    let (mut decided, stats) = run_checks(factory, prefix, config, &to_run, &lines)
-        .await
-        .map_err(|e| e.to_string())?;
-    let checks = CHECKS
-        .iter()
-        .map(|spec| match spec.outside_claim(&config.contracts) {
-            Some(why) => CheckResult {
-                level: spec.level,
-                ..CheckResult::outside_claim(spec.id, "crash", why)
+    /// Repeats the saved crash run (its seed, sizes, backend and contracts)
+    /// and reads the check's verdict from it.
+    async fn replay(
+        &self,
+        subject: &Subject<'_>,
+        check: &CheckSpec,
+        counterexample: Option<&Value>,
+        progress: &dyn Progress,
+    ) -> Result<CheckResult, SuiteError> {
+        let rerun: CrashRerun = counterexample
+            .cloned()
+            .and_then(|c| serde_json::from_value(c).ok())
+            .ok_or_else(|| {
+                SuiteError::Setup(format!(
+                    "the replay file holds no crash run to repeat for {} (counterexample.seed, kills, opt_out_kills, power_losses)",
+                    check.id
+                ))
+            })?;
+        let config = CrashConfig {
+            kills: rerun.kills,
+            opt_out_kills: rerun.opt_out_kills,
+            power_losses: rerun.power_losses,
+            instances: rerun.instances,
+            seed: rerun.seed,
+            backend: match rerun.backend.as_str() {
+                "process" => BackendChoice::Process,
+                "docker" => BackendChoice::Docker,
+                _ => BackendChoice::Auto,
             },
-            None => {
-                let at = decided.iter().position(|c| c.id == spec.id);
-                match at {
-                    Some(i) => decided.remove(i),
-                    None => {
-                        spec.result("crash", Verdict::Unknown, "the crash suite left no verdict")
-                    }
-                }
+            sabotage_settings: None,
+            contracts: rerun.contracts,
+        };
+        progress.line(&format!(
+            "seed {}, {} kills, {} opted-out kills, {} power cuts per setting",
+            config.seed, config.kills, config.opt_out_kills, config.power_losses
+        ));
+        let prefix = format!("{}k:", subject.run_prefix);
+        let (checks, _) = run_checks(
+            subject.factory.clone(),
+            prefix,
+            &config,
+            &[*check],
+            progress,
+        )
+        .await
+        .map_err(|e| match e {
+            SuiteError::Setup(e) => {
+                SuiteError::Setup(format!("the crash suite could not run: {e}"))
             }
-        })
-        .collect();
-    Ok(CrashOutcome { checks, stats })
+            other => other,
+        })?;
+        Ok(checks
+            .into_iter()
+            .find(|c| c.id == check.id)
+            .unwrap_or_else(|| {
+                check.result(NAME, Verdict::Unknown, "the crash run left no verdict")
+            }))
+    }
 }
 
 /// Acknowledged writes a round waits for before its kill may land.
@@ -797,7 +787,7 @@ fn judge(j: Judgement<'_>) -> CheckResult {
     } else {
         (Verdict::Pass, j.pass)
     };
-    let mut result = j.spec.result("crash", verdict, reason);
+    let mut result = j.spec.result(NAME, verdict, reason);
     result.evidence = j.evidence;
     if verdict == Verdict::Fail {
         result.counterexample = j.rerun;
@@ -829,7 +819,7 @@ pub fn docker_backend_check(
                 .to_string(),
         ),
     };
-    let mut result = DOCKER.result("crash", verdict, reason);
+    let mut result = DOCKER.result(NAME, verdict, reason);
     result.evidence = evidence;
     result
 }
@@ -1095,7 +1085,7 @@ impl Findings<'_> {
                 .value(),
             )
         } else {
-            spec.result("crash", Verdict::Unknown, "not a check of the crash suite")
+            spec.result(NAME, Verdict::Unknown, "not a check of the crash suite")
         }
     }
 }
@@ -1126,7 +1116,7 @@ async fn run_checks(
         .filter(|s| wanted(*s))
         .map(|s| s.kills(config))
         .sum();
-    progress.part("crash", steps as u64);
+    progress.part(NAME, steps as u64);
     let docker_wanted = config.backend != BackendChoice::Process
         && (wanted(Setting::Required) || wanted(Setting::OptOut));
     if docker_wanted {
@@ -1416,12 +1406,12 @@ mod tests {
 
     #[test]
     fn a_rerun_keeps_its_contracts_and_an_older_one_means_all() {
-        let narrowed = serde_json::json!({"kind": "crash-run", "contracts": ["lease"]});
-        assert_eq!(contracts_of_rerun(&narrowed), vec![Contract::Lease]);
-        assert_eq!(
-            contracts_of_rerun(&serde_json::json!({"kind": "crash-run"})),
-            Contract::ALL.to_vec()
-        );
+        let narrowed = serde_json::json!({
+            "kind": "crash-run", "seed": 3, "kills": 1, "opt_out_kills": 1, "power_losses": 0,
+            "contracts": ["lease"]
+        });
+        let rerun: CrashRerun = serde_json::from_value(narrowed).expect("a re-run reads");
+        assert_eq!(rerun.contracts, vec![Contract::Lease]);
         let old = serde_json::json!({
             "kind": "crash-run", "seed": 3, "kills": 1, "opt_out_kills": 1, "power_losses": 0
         });
@@ -1454,22 +1444,34 @@ mod tests {
                 panic!("nothing is written to a store that claims nothing")
             }
         }
-        let config = CrashConfig {
+        let subject = Subject {
+            spec: "test:unreachable".into(),
+            factory: Arc::new(Unreachable),
+            opt_out: None,
+            run_prefix: "sp:none:".into(),
             contracts: vec![],
-            ..CrashConfig::new(1, 1, 1, BackendChoice::Process)
+            server: harness::suite::ServerRef::External {
+                url: "redis://127.0.0.1:1/".into(),
+            },
+            seed: 1,
+            may_start_servers: true,
         };
-        let outcome = run(
-            Arc::new(Unreachable),
-            "sp:none:".into(),
-            &config,
-            &mut |_| {},
-        )
-        .await
-        .unwrap();
-        assert_eq!(outcome.checks.len(), CHECKS.len());
-        for c in &outcome.checks {
+        let suite = CrashSuite::new(CrashConfig::new(1, 1, 1, BackendChoice::Process));
+        let (settled, to_run) = harness::suite::plan(NAME, suite.checks(), &subject);
+        assert!(to_run.is_empty(), "{to_run:?}");
+        assert_eq!(settled.len(), CHECKS.len());
+        for c in &settled {
             assert!(c.outside_claim && !c.leaves_incomplete(), "{}", c.id);
         }
-        assert_eq!(outcome.stats.kills, 0);
+        // Nothing to run: the suite starts no server and connects nothing.
+        let run = suite
+            .run(&subject, &to_run, &harness::suite::Silent)
+            .await
+            .unwrap();
+        assert!(run.checks.is_empty());
+        match run.figures {
+            Figures::Crash(f) => assert_eq!(f.kills, 0),
+            other => panic!("{other:?}"),
+        }
     }
 }

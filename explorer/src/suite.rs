@@ -6,12 +6,15 @@
 use std::time::Instant;
 
 use async_trait::async_trait;
+use harness::check::{CheckResult, Verdict};
 use harness::figures::Figures;
 use harness::store::external::first_adapter_failure;
 use harness::suite::{CheckSpec, Progress, Subject, Suite, SuiteError, SuiteRun};
 
 use crate::property::Property;
-use crate::run::{explore, millis, ExplorerConfig, ExplorerOutcome};
+use crate::run::{
+    explore, millis, replay_schedule, Counterexample, ExplorerConfig, ExplorerOutcome,
+};
 
 /// The suite's name, as `--suite` and the report write it.
 const NAME: &str = "explorer";
@@ -108,6 +111,68 @@ impl Suite for ExplorerSuite {
         Ok(SuiteRun {
             checks,
             figures: Figures::Explorer(figures),
+        })
+    }
+
+    /// Plays the saved schedule again on a fresh world (the same clocks,
+    /// the same actions) and asks whether its property broke again; each
+    /// step goes to `progress` as a line.
+    async fn replay(
+        &self,
+        subject: &Subject<'_>,
+        check: &CheckSpec,
+        counterexample: Option<&serde_json::Value>,
+        progress: &dyn Progress,
+    ) -> Result<CheckResult, SuiteError> {
+        let saved: Counterexample = counterexample
+            .cloned()
+            .and_then(|c| serde_json::from_value(c).ok())
+            .ok_or_else(|| {
+                SuiteError::Setup(format!(
+                    "the replay file holds no explorer schedule for {} (counterexample.property, .schedule)",
+                    check.id
+                ))
+            })?;
+        let property = saved.property;
+        let schedule = saved.schedule;
+        progress.line(&format!(
+            "{} steps, clocks {:?}",
+            schedule.actions.len(),
+            schedule.skews
+        ));
+        let factory = subject.factory.clone();
+        let opt_out = subject.opt_out.clone();
+        let prefix = format!("{}x:", subject.run_prefix);
+        let (last, steps) = tokio::task::spawn_blocking(move || {
+            replay_schedule(factory, opt_out, prefix, &schedule)
+        })
+        .await
+        .map_err(|e| SuiteError::Setup(format!("the replay stopped unexpectedly: {e}")))?;
+        for step in steps.as_array().into_iter().flatten() {
+            progress.line(&format!(
+                "{:>2}. {:<40} {}",
+                step["step"],
+                step["what"].as_str().unwrap_or(""),
+                step["answer"]
+            ));
+        }
+        if let Some(line) = first_adapter_failure() {
+            return Err(SuiteError::AdapterFailed(line));
+        }
+        Ok(if let Some(e) = &last.harness_error {
+            check.result(
+                NAME,
+                Verdict::Unknown,
+                format!("the replay could not run: {e}"),
+            )
+        } else if last.broke(property) {
+            check.result(
+                NAME,
+                Verdict::Fail,
+                last.violation(property).unwrap_or_default().to_string(),
+            )
+        } else {
+            check.result(NAME, Verdict::Pass, format!("{property} holds"))
         })
     }
 }

@@ -261,6 +261,18 @@ pub trait Suite: Send + Sync {
         to_run: &[CheckSpec],
         progress: &dyn Progress,
     ) -> Result<SuiteRun, SuiteError>;
+
+    /// Runs `check` again on `subject` from the counterexample its failure
+    /// saved (`storeproof replay`): the check's result now. `Err` when the
+    /// counterexample cannot be read as this suite's, or the run could not
+    /// be done.
+    async fn replay(
+        &self,
+        subject: &Subject<'_>,
+        check: &CheckSpec,
+        counterexample: Option<&serde_json::Value>,
+        progress: &dyn Progress,
+    ) -> Result<CheckResult, SuiteError>;
 }
 
 /// Splits `checks` (already selected by `--check`) into the results that
