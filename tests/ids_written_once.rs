@@ -33,12 +33,20 @@ fn sources() -> Vec<PathBuf> {
 /// The string literals of `code` that look like a check id:
 /// `<suite>.<name>` with lower-case words, digits, dots and dashes.
 fn id_literals(code: &str) -> Vec<String> {
-    let suites = ["conformance.", "explorer.", "crash.", "faults.", "sabotage."];
+    let suites = [
+        "conformance.",
+        "explorer.",
+        "crash.",
+        "faults.",
+        "sabotage.",
+    ];
     code.split('"')
         .skip(1)
         .step_by(2)
         .filter(|lit| {
-            suites.iter().any(|s| lit.starts_with(s) && lit.len() > s.len())
+            suites
+                .iter()
+                .any(|s| lit.starts_with(s) && lit.len() > s.len())
                 && lit
                     .chars()
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-')
@@ -51,7 +59,9 @@ fn id_literals(code: &str) -> Vec<String> {
 #[test]
 fn the_id_finder_sees_ids_and_nothing_else() {
     assert_eq!(
-        id_literals(r#"let a = "crash.acknowledged-epochs-survive"; let b = "crash."; let c = "x.y";"#),
+        id_literals(
+            r#"let a = "crash.acknowledged-epochs-survive"; let b = "crash."; let c = "x.y";"#
+        ),
         vec!["crash.acknowledged-epochs-survive".to_string()]
     );
     assert!(id_literals(r#""conformance.lease.take-busy is wrong""#).is_empty());
@@ -67,9 +77,7 @@ fn every_check_id_is_written_once_outside_tests() {
         // A file's unit tests follow its code: only the code counts.
         let code = text.split("#[cfg(test)]").next().unwrap_or("");
         for id in id_literals(code) {
-            seen.entry(id)
-                .or_default()
-                .push(file.display().to_string());
+            seen.entry(id).or_default().push(file.display().to_string());
         }
     }
     assert!(
