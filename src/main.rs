@@ -104,6 +104,9 @@ fn main() -> ExitCode {
         runtime.block_on(std::future::pending::<()>());
         return ExitCode::from(2);
     };
+    // Adapters still alive (one left hanging by a run that stopped on its
+    // error) go now, with their process groups: nothing outlives the run.
+    harness::store::external::kill_all();
     match result {
         Ok(code) => code,
         Err(e) => {
