@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 
-use harness::check::{CheckResult, Report, RunSection, ServerSection, StoreSection, Verdict};
 use harness::contract::ErrorKind;
 use harness::figures::Stats;
 use harness::server::{self, ManagedServer, ServerOptions};
 use harness::store::{Hello, StoreFactory, OPT_OUT_WRITES_MAY_BE_LOST};
-use harness::suite::{self, CheckSpec, ServerRef, Subject, Suite};
+use harness::{CheckResult, Report, RunSection, ServerSection, StoreSection, Verdict};
+use harness::{CheckSpec, ServerRef, Subject, Suite};
 
 use crate::store_spec::StoreSpec;
 
@@ -337,7 +337,7 @@ async fn certify(
         if declared.is_empty() {
             continue;
         }
-        let (settled, to_run) = suite::plan(suite.name(), declared.clone(), &subject);
+        let (settled, to_run) = harness::plan(suite.name(), declared.clone(), &subject);
         let mut found = settled;
         if !to_run.is_empty() {
             let started = Instant::now();
@@ -590,7 +590,7 @@ fn print_summary(report: &Report, out: &std::path::Path) {
         }
     }
     let undecided = report.undecided();
-    if report.verdict == harness::check::RunVerdict::Incomplete {
+    if report.verdict == harness::RunVerdict::Incomplete {
         // Say how many and why, grouped by reason, so a reader sees at once
         // what would have to change for the run to decide them.
         let mut why: BTreeMap<(&str, &str), usize> = BTreeMap::new();

@@ -10,7 +10,7 @@ use clap::Args;
 use serde_json::Value;
 
 use conformance::CheckHistory;
-use harness::check::Verdict;
+use harness::Verdict;
 
 use crate::progress::printable;
 

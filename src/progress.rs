@@ -101,7 +101,7 @@ pub fn printable(text: &str) -> String {
 }
 
 /// What the suites report goes to the bar or the terminal.
-impl harness::suite::Progress for Progress {
+impl harness::Progress for Progress {
     fn part(&self, name: &str, steps: u64) {
         Progress::part(self, name, steps)
     }

@@ -6,9 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use harness::check::{ReplayFile, Verdict};
 use harness::server::{ManagedServer, ServerOptions};
-use harness::suite::{Progress, ServerRef, Subject};
+use harness::{Progress, ServerRef, Subject};
+use harness::{ReplayFile, Verdict};
 
 use crate::certify::{check_store_spec, probe, store_in_workdir};
 use crate::progress::printable;

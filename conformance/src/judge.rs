@@ -16,10 +16,10 @@ use serde_json::Value;
 
 use super::runner::outcome_json;
 use super::scenario::{Patch, Step};
-use harness::check::{Level, Verdict};
 use harness::contract::{ContractModel, ErrorKind, Judgement, Reply, Request, StoreError};
-use harness::history::{Event, Happened, History};
 use harness::keyspace::Snapshot;
+use harness::{Event, Happened, History};
+use harness::{Level, Verdict};
 
 /// What a scenario's run recorded: enough to judge it again without a
 /// server. This is the evidence of a scenario check (plus `calls`).

@@ -5,8 +5,8 @@ use serde_json::json;
 use super::scenario::*;
 use super::special::Special;
 use super::{scenario_check, special_check, CheckDef};
-use harness::check::Level::{Must, Should};
 use harness::contract::Contract::Lease;
+use harness::Level::{Must, Should};
 
 const TTL: i64 = 1000;
 

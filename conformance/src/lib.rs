@@ -38,10 +38,10 @@ pub use scenario::Step;
 pub use server_checks::ServerCase;
 pub use special::Special;
 
-use harness::check::{CheckResult, Level};
 use harness::contract::Contract;
 use harness::figures::{ConformanceFigures, Figures};
-use harness::suite::{CheckSpec, Needs, Progress, Subject, Suite, SuiteError, SuiteRun};
+use harness::{CheckResult, Level};
+use harness::{CheckSpec, Needs, Progress, Subject, Suite, SuiteError, SuiteRun};
 use scenario::needs_server_clock;
 use special::BytesPerTreeEvidence;
 
@@ -170,7 +170,7 @@ impl ConformanceSuite {
 /// The suite's figures over `results`, which took `seconds`.
 fn figures(results: &[CheckResult], seconds: f64) -> ConformanceFigures {
     let count = |v| results.iter().filter(|r| r.verdict == v).count();
-    use harness::check::Verdict;
+    use harness::Verdict;
     ConformanceFigures {
         checks: results.len(),
         pass: count(Verdict::Pass),
@@ -211,7 +211,7 @@ impl Suite for ConformanceSuite {
                 Some(def) => run_check(subject, n, def).await,
                 None => spec.result(
                     SUITE,
-                    harness::check::Verdict::Unknown,
+                    harness::Verdict::Unknown,
                     "not a check of the conformance suite",
                 ),
             };
@@ -325,7 +325,7 @@ mod tests {
 
     #[test]
     fn figures_count_each_verdict_and_read_bytes_per_tree_from_its_evidence() {
-        use harness::check::Verdict;
+        use harness::Verdict;
         let spec = ConformanceSuite
             .checks()
             .into_iter()

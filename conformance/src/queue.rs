@@ -4,8 +4,8 @@ use serde_json::json;
 
 use super::scenario::*;
 use super::{scenario_check, CheckDef};
-use harness::check::Level::Must;
 use harness::contract::Contract::Queue;
+use harness::Level::Must;
 
 const CLAIM: i64 = 1000;
 

@@ -21,14 +21,14 @@
 use serde_json::{json, Value};
 
 use super::runner::{outcome_json, Outcome};
-use harness::check::Verdict;
 use harness::contract::{ContractModel, ErrorKind, Judgement, Reply, Request, StoreError};
 use harness::gate::drive::{
     instance_name, next_step, start_operation, DriveError, Operation, Step,
 };
 use harness::gate::{Gate, Held, Mode};
 use harness::store::StoreClient;
-use harness::suite::Subject;
+use harness::Subject;
+use harness::Verdict;
 /// The most schedules explored per race. Far above what a store of a few
 /// commands per operation needs (two operations of four commands each and a
 /// clock move have 630 interleavings); a store that sends more is explored

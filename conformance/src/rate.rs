@@ -6,8 +6,8 @@ use serde_json::json;
 
 use super::scenario::*;
 use super::{scenario_check, CheckDef};
-use harness::check::Level::Must;
 use harness::contract::Contract::Rate;
+use harness::Level::Must;
 
 const TTL: i64 = 1000;
 const WINDOW: i64 = 1000;

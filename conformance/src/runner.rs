@@ -13,15 +13,15 @@ use serde_json::{json, Value};
 use super::judge::{cut, judge_steps, CheckHistory, KeyspaceRead, Learned, Observation};
 use super::scenario::Step;
 use super::{CheckDef, CheckKind, SUITE};
-use harness::check::{CheckResult, Level, Verdict};
 #[cfg(test)]
 use harness::contract::{ContractModel, Request};
 use harness::contract::{ErrorKind, Reply, StoreError};
-use harness::history::Happened;
 use harness::keyspace;
 use harness::server::VIRTUAL_EPOCH_MS;
 use harness::store::StoreClient;
-use harness::suite::{plan, CheckSpec, Subject};
+use harness::Happened;
+use harness::{plan, CheckSpec, Subject};
+use harness::{CheckResult, Level, Verdict};
 
 /// What the conformance checks add to a [`Subject`]: a prefix per check and
 /// instances connected straight to the server.
@@ -125,7 +125,7 @@ impl Outcome {
 /// Runs one check as check number `n` of the run (which picks its prefix).
 /// A check outside the store's claim, or whose needs the run cannot meet,
 /// is settled by [`plan`] without running, so every check body may assume
-/// its [`Needs`](harness::suite::Needs) are met.
+/// its [`Needs`](harness::Needs) are met.
 pub async fn run_check(target: &Subject<'_>, n: usize, def: &CheckDef) -> CheckResult {
     let spec = &def.spec;
     // `plan` is the one place claims and needs are settled; a caller that
@@ -412,7 +412,7 @@ mod tests {
     use async_trait::async_trait;
     use harness::contract::Contract;
     use harness::store::{Hello, StoreFactory, StoreInfo};
-    use harness::suite::ServerRef;
+    use harness::ServerRef;
 
     use super::*;
     use crate::all_checks;

@@ -9,12 +9,12 @@ use serde_json::{json, Value};
 use super::runner::{outcome_json, Outcome};
 use super::CheckDef;
 use super::CheckKind;
-use harness::check::Level::Must;
 use harness::contract::{ErrorKind, Request};
 use harness::server::{ManagedServer, Preset, ServerOptions};
 use harness::store::{Hello, OPT_OUT_WRITES_MAY_BE_LOST};
-use harness::suite::Subject;
-use harness::suite::{CheckSpec, Needs};
+use harness::Level::Must;
+use harness::Subject;
+use harness::{CheckSpec, Needs};
 
 /// A server the check starts, and what the store must answer on it.
 #[derive(Debug, Clone, PartialEq, Eq)]

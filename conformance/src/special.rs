@@ -7,10 +7,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::runner::{outcome_json, Outcome, SubjectExt};
-use harness::check::Verdict;
 use harness::contract::{Contract, Reply, Request};
 use harness::keyspace;
-use harness::suite::Subject;
+use harness::Subject;
+use harness::Verdict;
 
 /// The checks that inspect the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

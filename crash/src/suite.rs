@@ -15,11 +15,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use harness::check::{CheckResult, Level, Verdict};
 use harness::contract::Contract;
 use harness::figures::{CrashFigures, Figures, KillFigures, SeriesFigures};
 use harness::store::{Hello, StoreFactory, OPT_OUT_WRITES_MAY_BE_LOST};
-use harness::suite::{CheckSpec, Needs, Progress, Subject, Suite, SuiteError, SuiteRun};
+use harness::{CheckResult, Level, Verdict};
+use harness::{CheckSpec, Needs, Progress, Subject, Suite, SuiteError, SuiteRun};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -1450,14 +1450,14 @@ mod tests {
             opt_out: None,
             run_prefix: "sp:none:".into(),
             contracts: vec![],
-            server: harness::suite::ServerRef::External {
+            server: harness::ServerRef::External {
                 url: "redis://127.0.0.1:1/".into(),
             },
             seed: 1,
             may_start_servers: true,
         };
         let suite = CrashSuite::new(CrashConfig::new(1, 1, 1, BackendChoice::Process));
-        let (settled, to_run) = harness::suite::plan(NAME, suite.checks(), &subject);
+        let (settled, to_run) = harness::plan(NAME, suite.checks(), &subject);
         assert!(to_run.is_empty(), "{to_run:?}");
         assert_eq!(settled.len(), CHECKS.len());
         for c in &settled {
@@ -1465,7 +1465,7 @@ mod tests {
         }
         // Nothing to run: the suite starts no server and connects nothing.
         let run = suite
-            .run(&subject, &to_run, &harness::suite::Silent)
+            .run(&subject, &to_run, &harness::Silent)
             .await
             .unwrap();
         assert!(run.checks.is_empty());

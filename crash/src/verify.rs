@@ -11,7 +11,7 @@ use std::time::Duration;
 use harness::contract::{ChildState, ErrorKind, LeaseView, Reply, Request};
 use harness::figures::KillFigures;
 use harness::store::StoreClient;
-use harness::suite::CheckSpec;
+use harness::CheckSpec;
 use serde::{Deserialize, Serialize};
 
 use crate::suite::{CHILDREN, CLAIMS, COMPLETED_ONCE, EPOCHS, NEXT_TAKE, PAUSES, RENEWS};

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use harness::contract::{Contract, Reply, Request};
-use harness::history::History;
 use harness::store::{StoreClient, StoreFactory};
+use harness::History;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 

@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use crash::{BackendChoice, CrashConfig, CrashSuite};
-use harness::check::{CheckResult, Report, RunVerdict, Verdict};
 use harness::contract::{Call, Contract, ErrorKind, Reply, Request, StoreError};
 use harness::figures::{CrashFigures, Figures};
 use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
-use harness::suite::{plan, Progress, ServerRef, Subject, Suite};
+use harness::{plan, Progress, ServerRef, Subject, Suite};
+use harness::{CheckResult, Report, RunVerdict, Verdict};
 
 fn config(backend: BackendChoice, seed: u64) -> CrashConfig {
     CrashConfig {

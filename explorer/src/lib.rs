@@ -22,9 +22,9 @@
 //! - `walk`: seeded walks of three instances and shrinking;
 //! - `run`: both, for every skew, turned into checks, figures and
 //!   counterexamples (the schedule, its steps and its operations as a typed
-//!   [`harness::history::History`]);
+//!   [`harness::History`]);
 //! - `property`: what is looked for, each named once with its check;
-//! - `suite`: the explorer as a [`harness::suite::Suite`], what `certify` runs.
+//! - `suite`: the explorer as a [`harness::Suite`], what `certify` runs.
 
 #![warn(missing_docs)]
 

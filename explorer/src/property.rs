@@ -2,9 +2,9 @@
 //! state's violations and a counterexample write it) and the check it feeds
 //! (its id, level, contracts and what passing proves).
 
-use harness::check::Level;
 use harness::contract::Contract;
-use harness::suite::{CheckSpec, Needs};
+use harness::Level;
+use harness::{CheckSpec, Needs};
 use serde::{Deserialize, Serialize};
 
 /// A property the explorer looks for: one that must always hold, the

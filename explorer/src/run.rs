@@ -6,12 +6,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use harness::check::{CheckResult, Verdict};
 use harness::figures::ExplorerFigures;
 use harness::gate::drive::instance_name;
-use harness::history::History;
 use harness::server::VIRTUAL_EPOCH_MS;
 use harness::store::StoreFactory;
+use harness::History;
+use harness::{CheckResult, Verdict};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -604,7 +604,7 @@ fn checks(
 #[cfg(test)]
 mod tests {
     use harness::contract::{Reply, StoreError};
-    use harness::history::{EventKind, Happened};
+    use harness::{EventKind, Happened};
 
     use super::*;
     use crate::state::{Note, Pending};

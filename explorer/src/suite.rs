@@ -6,10 +6,10 @@
 use std::time::Instant;
 
 use async_trait::async_trait;
-use harness::check::{CheckResult, Verdict};
 use harness::figures::Figures;
 use harness::store::external::first_adapter_failure;
-use harness::suite::{CheckSpec, Progress, Subject, Suite, SuiteError, SuiteRun};
+use harness::{CheckResult, Verdict};
+use harness::{CheckSpec, Progress, Subject, Suite, SuiteError, SuiteRun};
 
 use crate::property::Property;
 use crate::run::{
@@ -180,9 +180,9 @@ impl Suite for ExplorerSuite {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness::check::Level;
     use harness::contract::Contract;
-    use harness::suite::Needs;
+    use harness::Level;
+    use harness::Needs;
 
     #[test]
     fn every_check_is_a_must_about_leases_on_a_managed_server() {

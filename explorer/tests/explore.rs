@@ -9,11 +9,11 @@ use explorer::{
     explore, replay_schedule, Counterexample, ExplorerConfig, ExplorerOutcome, Property, Schedule,
     LEASE_MS,
 };
-use harness::check::Verdict;
 use harness::contract::Reply;
-use harness::history::{EventKind, Happened};
 use harness::store::redis::RedisStoreFactory;
 use harness::store::StoreFactory;
+use harness::Verdict;
+use harness::{EventKind, Happened};
 use sabotage::{ClientClockLease, ReadThenWriteLease};
 
 fn builtin(dir: &tempfile::TempDir) -> RedisStoreFactory {
@@ -246,7 +246,7 @@ fn every_property_can_fail() {
 async fn the_suite_reports_only_the_checks_it_was_asked_for() {
     use harness::figures::Figures;
     use harness::server::{ManagedServer, ServerOptions};
-    use harness::suite::{ServerRef, Silent, Subject, Suite};
+    use harness::{ServerRef, Silent, Subject, Suite};
 
     let dir = tempfile::tempdir().unwrap();
     let server = ManagedServer::start(ServerOptions::default())

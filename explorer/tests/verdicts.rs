@@ -12,11 +12,11 @@ use async_trait::async_trait;
 use explorer::{
     explore, replay_schedule, Action, ExplorerConfig, ExplorerOutcome, Property, Schedule, LEASE_MS,
 };
-use harness::check::{CheckResult, Verdict};
 use harness::contract::{Call, ErrorKind, Reply, StoreError};
 use harness::store::external::ExternalStoreFactory;
 use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
+use harness::{CheckResult, Verdict};
 use redis::aio::MultiplexedConnection;
 
 fn builtin(dir: &tempfile::TempDir) -> RedisStoreFactory {

@@ -1,18 +1,38 @@
-//! storeproof's foundation: the contracts as code, the store clients, managed
-//! Redis servers with a controlled clock, checks and the conformance suite.
+//! What every storeproof suite shares.
 //!
-//! Data flows one way: a schedule (here, a conformance scenario) is run by a
-//! runner against store clients on a server, producing a history; checkers
-//! turn histories into verdicts; the binary hands the verdicts to `reports`.
+//! At the root, the run model: the store under test as a [`Subject`], the
+//! [`Suite`] trait and each check declared once as a [`CheckSpec`] ([`plan`]
+//! settles what a run cannot decide), a [`History`] of what happened, and the
+//! verdicts and [`Report`] the binary hands to `reports`. The parts, each a
+//! namespace of its own:
+//!
+//! - [`contract`]: the operations, replies and errors of docs/PROTOCOL.md and
+//!   a pure sequential model of each contract;
+//! - [`store`]: store clients: the built-in Redis stores and adapters in any
+//!   language;
+//! - [`gate`]: a RESP proxy per instance that holds, releases and records
+//!   each command, and the one interleaving driver;
+//! - [`server`]: managed `redis-server`s with a clock storeproof controls;
+//! - [`keyspace`]: read-only views of a server's keys;
+//! - [`figures`]: each suite's figures, typed.
 
 #![warn(missing_docs)]
 
-pub mod check;
+mod check;
 pub mod contract;
 pub mod figures;
 pub mod gate;
-pub mod history;
+mod history;
 pub mod keyspace;
 pub mod server;
 pub mod store;
-pub mod suite;
+mod suite;
+
+pub use check::{
+    CheckResult, Level, ReplayFile, Report, RunSection, RunVerdict, ServerSection, StoreSection,
+    Verdict,
+};
+pub use history::{Event, EventKind, Happened, History};
+pub use suite::{
+    plan, CheckSpec, Needs, Progress, ServerRef, Silent, Subject, Suite, SuiteError, SuiteRun,
+};

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use harness::check::{CheckResult, Report, Verdict};
+use harness::{CheckResult, Report, Verdict};
 
 use crate::escape;
 

@@ -11,7 +11,7 @@ mod junit;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use harness::check::Report;
+use harness::Report;
 
 pub use html::render_html;
 pub use junit::render_junit;
@@ -167,7 +167,7 @@ pub fn replay_files(report: &Report) -> Vec<(String, String)> {
         .iter()
         .filter(|c| c.counterexample.is_some())
         .map(|c| {
-            let body = harness::check::ReplayFile::of(report, c);
+            let body = harness::ReplayFile::of(report, c);
             (
                 replay_file_name(&c.id),
                 serde_json::to_string_pretty(&body).unwrap_or_default(),

@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use harness::check::{
+use harness::figures::{ConformanceFigures, ExplorerFigures, SkewFigures, Stats};
+use harness::{
     CheckResult, Level, Report, RunSection, RunVerdict, ServerSection, StoreSection, Verdict,
 };
-use harness::figures::{ConformanceFigures, ExplorerFigures, SkewFigures, Stats};
 use serde_json::json;
 
 fn check(id: &str, level: Level, verdict: Verdict, reason: &str) -> CheckResult {

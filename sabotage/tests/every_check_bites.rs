@@ -6,12 +6,12 @@
 use std::sync::Arc;
 
 use conformance::{all_checks, run_check, CheckDef, CheckKind, Special, Step};
-use harness::check::{CheckResult, Level, Verdict};
 use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::redis::RedisStoreFactory;
 use harness::store::StoreFactory;
-use harness::suite::{ServerRef, Subject};
+use harness::{CheckResult, Level, Verdict};
+use harness::{ServerRef, Subject};
 use sabotage::{Extra, RefusesAll, ServerBlind, SideEffect, Tampered};
 
 struct Fixture {

@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use conformance::{all_checks, run_check, CheckKind};
-use harness::check::{Level, Verdict};
 use harness::contract::{Call, Contract, ErrorKind, Reply, StoreError};
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
-use harness::suite::{ServerRef, Subject};
+use harness::{Level, Verdict};
+use harness::{ServerRef, Subject};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_storeproof_cannot_reach_fails_no_check() {

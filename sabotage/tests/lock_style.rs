@@ -9,11 +9,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use conformance::{all_checks, run_check, CheckKind};
-use harness::check::Verdict;
 use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::external::ExternalStoreFactory;
-use harness::suite::{ServerRef, Subject};
+use harness::Verdict;
+use harness::{ServerRef, Subject};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_store_answering_nulls_for_a_lease_that_is_not_live_passes_every_lease_check() {

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use conformance::{all_checks, run_check, CheckKind};
-use harness::check::Verdict;
 use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::redis::RedisStoreFactory;
-use harness::suite::{ServerRef, Subject};
+use harness::Verdict;
+use harness::{ServerRef, Subject};
 use sabotage::ReadThenWriteLease;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -83,7 +83,7 @@ async fn the_take_races_catch_a_read_then_write_take_and_nothing_else_does() {
 async fn take_races(
     store: Arc<dyn harness::store::StoreFactory>,
     tag: &str,
-) -> harness::check::CheckResult {
+) -> harness::CheckResult {
     let server = ManagedServer::start(ServerOptions::default())
         .await
         .unwrap();
@@ -105,7 +105,7 @@ async fn take_races(
 }
 
 /// Each race's verdict and schedule count, as the evidence reports them.
-fn per_race(result: &harness::check::CheckResult) -> Vec<(String, String, u64)> {
+fn per_race(result: &harness::CheckResult) -> Vec<(String, String, u64)> {
     result.evidence["races"]
         .as_array()
         .expect("one entry per race")

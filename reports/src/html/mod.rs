@@ -3,7 +3,7 @@
 //! server, a row per check, and each failure's counterexample as a timeline of
 //! the calls that led to it, one lane per instance.
 
-use harness::check::{CheckResult, Report, RunVerdict, Verdict};
+use harness::{CheckResult, Report, RunVerdict, Verdict};
 use serde_json::Value;
 
 use crate::escape;
@@ -105,8 +105,8 @@ pub fn render_html(report: &Report) -> String {
         h.push_str(&format!(
             "<tr><td><a href=\"#{id}\"><code>{id}</code></a></td><td>{}</td><td>{}</td><td>{}</td></tr>",
             match c.level {
-                harness::check::Level::Must => "MUST",
-                harness::check::Level::Should => "SHOULD",
+                harness::Level::Must => "MUST",
+                harness::Level::Should => "SHOULD",
             },
             badge(c.verdict),
             escape(&c.reason),
