@@ -28,6 +28,7 @@ use serde_json::Value;
 use crate::backend::{CrashBackend, CrashError};
 use crate::verify::{judge_round, observe, Kept, Round};
 use crate::workload::{self, wall_ms, Acked};
+use harness::History;
 
 /// Which backend runs the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -648,7 +649,7 @@ async fn kill_round(
     server: &mut dyn CrashBackend,
     k: usize,
 ) -> Result<Round, String> {
-    let acked = Arc::new(Mutex::new(Acked::default()));
+    let history = Arc::new(Mutex::new(History::default()));
     let stop = Arc::new(AtomicBool::new(false));
     let tasks = workload::start(
         factory,
@@ -656,19 +657,25 @@ async fn kill_round(
         config.instances,
         seed,
         &config.contracts,
-        &acked,
+        &history,
         &stop,
     )
     .await?;
-    let written = || acked.lock().map(|a| a.writes).unwrap_or(0);
+    // The history is short until the kill may land: reading it whole is cheap.
+    let written = || {
+        history
+            .lock()
+            .map(|h| Acked::from_history(&h).writes)
+            .unwrap_or(0)
+    };
     // The kill lands at a seeded moment once the workload is going.
     let deadline = Instant::now() + WORKLOAD_TIMEOUT;
     while written() < MIN_ACKED_PER_ROUND {
         if Instant::now() > deadline {
             stop.store(true, Ordering::Relaxed);
-            let why = acked
+            let why = history
                 .lock()
-                .map(|a| a.stopped.join("; "))
+                .map(|h| workload::stopped(&h).join("; "))
                 .unwrap_or_default();
             return Err(format!(
                 "the workload acknowledged {} writes in {} s, too few to crash it{}",
@@ -699,10 +706,11 @@ async fn kill_round(
         .restart()
         .await
         .map_err(|e| format!("could not restart the server: {e}"))?;
-    let acked = acked
+    let history = history
         .lock()
-        .map_err(|_| "the record of acknowledged writes is unreadable".to_string())?
+        .map_err(|_| "the history of the workload is unreadable".to_string())?
         .clone();
+    let acked = Acked::from_history(&history);
     let h = hello(format!("verifier{k}"));
     let (_, mut client) = factory
         .connect(&h, wall_ms())
@@ -710,7 +718,7 @@ async fn kill_round(
         .map_err(|e| format!("the store could not connect after the restart: {e}"))?;
     let queue = config.contracts.contains(&Contract::Queue);
     let seen = observe(&mut client, &acked, queue, &h.instance).await?;
-    Ok(judge_round(k + 1, &acked, &seen))
+    Ok(judge_round(k + 1, &history, &seen))
 }
 
 /// What a crash check saw, as its evidence: the figures of the kills it
@@ -718,12 +726,47 @@ async fn kill_round(
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Evidence<F: Serialize> {
-    /// A check that lists what broke.
-    Found { figures: F, found: Vec<String> },
+    /// A check that lists what broke, with the history of the first kill
+    /// where it broke (only about what was lost there).
+    Found {
+        figures: F,
+        found: Vec<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        history: Option<KillHistory>,
+    },
     /// A demonstration of loss, with the loss it shows first.
     Example { figures: F, example: Option<String> },
     /// Figures alone.
     Figures { figures: F },
+}
+
+/// A part of one kill's history in a failed check's evidence: `kill` and
+/// the `events` (the [`History`] shape) of the requests about the first
+/// trees, children or providers the check found lost in that kill, each
+/// event keeping its index in the kill's whole history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KillHistory {
+    /// The kill, from 1.
+    pub kill: usize,
+    /// Its events about what was lost.
+    #[serde(flatten)]
+    pub history: History,
+}
+
+impl KillHistory {
+    /// The events of the first kill of `s` with a finding of `check` (of
+    /// any check: `None`) about what it found; `None` when there are none.
+    fn first(s: &Series, check: Option<Kept>) -> Option<KillHistory> {
+        let round = s.rounds.iter().find(|r| match check {
+            Some(k) => !r.of(k).is_empty(),
+            None => !r.findings.is_empty(),
+        })?;
+        let history = round.history_of(check);
+        (!history.events.is_empty()).then(|| KillHistory {
+            kill: round.figures.kill,
+            history,
+        })
+    }
 }
 
 impl<F: Serialize> Evidence<F> {
@@ -926,6 +969,7 @@ impl Findings<'_> {
             evidence: Evidence::Found {
                 figures: series_figures(s),
                 found: found.clone(),
+                history: KillHistory::first(s, Some(kept)),
             }
             .value(),
             rerun: self.rerun(&found),
@@ -1018,6 +1062,7 @@ impl Findings<'_> {
             evidence: Evidence::Found {
                 figures: series_figures(s),
                 found: found.clone(),
+                history: KillHistory::first(s, None),
             }
             .value(),
             rerun: self.rerun(&found),
@@ -1212,6 +1257,7 @@ mod tests {
             findings: finding
                 .map(|(k, f)| BTreeMap::from([(k, vec![f.to_string()])]))
                 .unwrap_or_default(),
+            ..Round::default()
         }
     }
 

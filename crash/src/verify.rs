@@ -1,9 +1,9 @@
 //! After each restart: what the restarted server shows ([`observe`], the only
 //! part that talks to the store) and what that means ([`judge_round`], a pure
-//! function of the acknowledged record and the observations).
+//! function of the round's history and the observations).
 //!
 //! Keeping the judgement pure lets every way a write can be lost be shown
-//! on hand-written records (the tests below), without a server.
+//! on hand-written histories (the tests below), without a server.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -11,11 +11,11 @@ use std::time::Duration;
 use harness::contract::{ChildState, ErrorKind, LeaseView, Reply, Request};
 use harness::figures::KillFigures;
 use harness::store::StoreClient;
-use harness::CheckSpec;
+use harness::{CheckSpec, History};
 use serde::{Deserialize, Serialize};
 
 use crate::suite::{CHILDREN, CLAIMS, COMPLETED_ONCE, EPOCHS, NEXT_TAKE, PAUSES, RENEWS};
-use crate::workload::{wall_ms, Acked, CLAIM_MS, LEASE_MS};
+use crate::workload::{exchanges, wall_ms, Acked, Exchange, CLAIM_MS, LEASE_MS};
 
 /// A renew is judged only if it should still run this long after the read:
 /// the server's clock is the host's real clock, read a moment apart.
@@ -138,24 +138,113 @@ pub struct Observed {
     pub drain_refused: Option<String>,
 }
 
-/// What one kill showed: its figures and, per check, what broke.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+/// What a finding is about.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Item {
+    /// A tree's lease.
+    Tree(String),
+    /// A child of the queue.
+    Child(String),
+    /// A provider's pause.
+    Provider(String),
+    /// The queue as a whole (its drain): no request of the workload names it.
+    Queue,
+}
+
+impl Item {
+    /// The items a request of the workload is about: the tree, child or
+    /// provider it names, or for a claim the child its reply hands out.
+    fn of(x: &Exchange<'_>) -> Option<Item> {
+        match Request::parse(x.call).ok()? {
+            Request::LeaseTake { tree, .. }
+            | Request::LeaseRenew { tree, .. }
+            | Request::LeaseRelease { tree, .. }
+            | Request::LeaseRead { tree } => Some(Item::Tree(tree)),
+            Request::QueueSave { child, .. }
+            | Request::QueueComplete { child, .. }
+            | Request::QueueRead { child } => Some(Item::Child(child)),
+            Request::QueueClaim { .. } => match x.reply() {
+                Some(Reply::Claimed { child, .. }) => Some(Item::Child(child.clone())),
+                _ => None,
+            },
+            Request::RatePause { provider, .. } | Request::RateRead { provider } => {
+                Some(Item::Provider(provider))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The items of each check whose events a round keeps for its evidence:
+/// as many as the verdict's reason words.
+pub const SHOWN_ITEMS: usize = 3;
+
+/// The requests a round keeps for its evidence at most (the last ones: a
+/// kill loses the newest writes), so a report stays small.
+pub const SHOWN_REQUESTS: usize = 60;
+
+/// What one kill showed: its figures and, per check, what broke, with the
+/// part of the kill's history that shows it.
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Round {
     /// Acknowledged and lost, per kind.
     pub figures: KillFigures,
     /// Per check, each finding in words.
     pub findings: BTreeMap<Kept, Vec<String>>,
+    /// Per check, what its findings are about, in the order found, each once.
+    pub items: BTreeMap<Kept, Vec<Item>>,
+    /// The requests of the kill's history about the first
+    /// [`SHOWN_ITEMS`] items of each check's findings (the last
+    /// [`SHOWN_REQUESTS`] of them), invoke and completion together, each
+    /// event keeping its index in the whole history. Empty when nothing broke.
+    pub shown: History,
 }
 
 impl Round {
-    fn find(&mut self, check: Kept, what: String) {
+    fn find(&mut self, check: Kept, item: Item, what: String) {
         self.findings.entry(check).or_default().push(what);
+        let items = self.items.entry(check).or_default();
+        if !items.contains(&item) {
+            items.push(item);
+        }
     }
 
     /// The findings of `check`.
     pub fn of(&self, check: Kept) -> &[String] {
         self.findings.get(&check).map_or(&[], Vec::as_slice)
     }
+
+    /// The events that show what `check` found (every check's: `None`),
+    /// a part of [`Round::shown`]; empty when it found nothing about a
+    /// tree, child or provider.
+    pub fn history_of(&self, check: Option<Kept>) -> History {
+        let items: BTreeSet<&Item> = self
+            .items
+            .iter()
+            .filter(|(k, _)| check.is_none_or(|c| c == **k))
+            .flat_map(|(_, items)| items.iter().take(SHOWN_ITEMS))
+            .collect();
+        about(&self.shown, &items, SHOWN_REQUESTS)
+    }
+}
+
+/// The requests of `history` about any of `items`, the last `most` of them,
+/// each with its completion, in the history's order.
+fn about(history: &History, items: &BTreeSet<&Item>, most: usize) -> History {
+    let mut picked: Vec<Exchange<'_>> = exchanges(history)
+        .into_iter()
+        .filter(|x| Item::of(x).is_some_and(|i| items.contains(&i)))
+        .collect();
+    picked.sort_by_key(|x| x.invoke.index);
+    let skip = picked.len().saturating_sub(most);
+    let mut events: Vec<_> = picked
+        .into_iter()
+        .skip(skip)
+        .flat_map(|x| std::iter::once(x.invoke).chain(x.completion))
+        .cloned()
+        .collect();
+    events.sort_by_key(|e| e.index);
+    History { events }
 }
 
 /// A reply in a few words, for findings.
@@ -193,9 +282,11 @@ fn lease_words(v: &LeaseView) -> String {
 
 const NOT_READ: &str = "was not read after the restart";
 
-/// Judges one kill (number `kill`, from 1): what was acknowledged before
-/// it against what the restarted server showed. Pure.
-pub fn judge_round(kill: usize, acked: &Acked, seen: &Observed) -> Round {
+/// Judges one kill (number `kill`, from 1): what its history acknowledged
+/// before it ([`Acked::from_history`]) against what the restarted server
+/// showed. Pure: a request whose outcome is unknown is never judged.
+pub fn judge_round(kill: usize, history: &History, seen: &Observed) -> Round {
+    let acked = &Acked::from_history(history);
     let mut round = Round {
         figures: KillFigures {
             kill,
@@ -208,7 +299,7 @@ pub fn judge_round(kill: usize, acked: &Acked, seen: &Observed) -> Round {
             in_flight: acked.in_flight.len(),
             ..KillFigures::default()
         },
-        findings: BTreeMap::new(),
+        ..Round::default()
     };
     let mut lost_epochs: BTreeSet<(String, i64)> = BTreeSet::new();
     judge_leases(acked, seen, &mut round, &mut lost_epochs);
@@ -216,6 +307,12 @@ pub fn judge_round(kill: usize, acked: &Acked, seen: &Observed) -> Round {
     round.figures.epochs_lost = lost_epochs.len();
     judge_queue(acked, seen, &mut round);
     judge_pauses(acked, seen, &mut round);
+    let items: BTreeSet<&Item> = round
+        .items
+        .values()
+        .flat_map(|items| items.iter().take(SHOWN_ITEMS))
+        .collect();
+    round.shown = about(history, &items, SHOWN_REQUESTS * Kept::ALL.len());
     round
 }
 
@@ -245,7 +342,11 @@ fn judge_leases(
                     }) => e.clone(),
                     None => NOT_READ.to_string(),
                 };
-                round.find(Kept::Epochs, format!("{tree}: {what}"));
+                round.find(
+                    Kept::Epochs,
+                    Item::Tree(tree.clone()),
+                    format!("{tree}: {what}"),
+                );
                 lost_epochs.extend(grants.iter().map(|g| (tree.clone(), g.epoch)));
                 continue;
             }
@@ -254,6 +355,7 @@ fn judge_leases(
         if on_server < top {
             round.find(
                 Kept::Epochs,
+                Item::Tree(tree.clone()),
                 format!(
                     "{tree}: epoch {top} was acknowledged, the restarted server reads {}",
                     view.as_ref().map_or("no record".into(), lease_words)
@@ -300,6 +402,7 @@ fn judge_leases(
                 round.figures.renews_lost += lost;
                 round.find(
                     Kept::Renews,
+                    Item::Tree(tree.clone()),
                     format!(
                         "{tree}: a renew of epoch {epoch} by {holder} to {until} was acknowledged, \
                          the restarted server reads {} at {read_at}",
@@ -321,16 +424,25 @@ fn judge_next_takes(
     for (tree, grants) in &acked.grants {
         let top = grants.iter().map(|g| g.epoch).max().unwrap_or(0);
         let Some(take) = seen.next_takes.get(tree) else {
-            round.find(Kept::NextTake, format!("{tree}: the take {NOT_READ}"));
+            round.find(
+                Kept::NextTake,
+                Item::Tree(tree.clone()),
+                format!("{tree}: the take {NOT_READ}"),
+            );
             continue;
         };
         for e in &take.refused_releases {
-            round.find(Kept::NextTake, format!("{tree}: {e}"));
+            round.find(
+                Kept::NextTake,
+                Item::Tree(tree.clone()),
+                format!("{tree}: {e}"),
+            );
         }
         match &take.outcome {
             TakeOutcome::Granted(got) if *got <= top => {
                 round.find(
                     Kept::NextTake,
+                    Item::Tree(tree.clone()),
                     format!(
                         "{tree}: epoch {top} was acknowledged, the first take after the restart was granted epoch {got}"
                     ),
@@ -345,14 +457,20 @@ fn judge_next_takes(
             TakeOutcome::Granted(_) => {}
             TakeOutcome::Answered(other) => round.find(
                 Kept::NextTake,
+                Item::Tree(tree.clone()),
                 format!(
                     "{tree}: the take after the restart answered {}",
                     words(other)
                 ),
             ),
-            TakeOutcome::Refused(e) => round.find(Kept::NextTake, format!("{tree}: {e}")),
+            TakeOutcome::Refused(e) => round.find(
+                Kept::NextTake,
+                Item::Tree(tree.clone()),
+                format!("{tree}: {e}"),
+            ),
             TakeOutcome::AlwaysBusy => round.find(
                 Kept::NextTake,
+                Item::Tree(tree.clone()),
                 format!("{tree}: the take after the restart was refused five times"),
             ),
         }
@@ -374,7 +492,11 @@ fn judge_queue(acked: &Acked, seen: &Observed, round: &mut Round) {
         if !matches!(answer, Some(Answer::Reply(Reply::Child(Some(_))))) {
             round.figures.children_lost += 1;
             let what = trouble(answer, "saved and acknowledged");
-            round.find(Kept::Children, format!("{child}: {what}"));
+            round.find(
+                Kept::Children,
+                Item::Child(child.clone()),
+                format!("{child}: {what}"),
+            );
         }
     }
 
@@ -407,7 +529,11 @@ fn judge_queue(acked: &Acked, seen: &Observed, round: &mut Round) {
                     last.instance, last.attempt
                 ),
             );
-            round.find(Kept::Claims, format!("{child}: {what}"));
+            round.find(
+                Kept::Claims,
+                Item::Child(child.clone()),
+                format!("{child}: {what}"),
+            );
         }
     }
 
@@ -418,7 +544,11 @@ fn judge_queue(acked: &Acked, seen: &Observed, round: &mut Round) {
         {
             lost_completions.insert(child.clone());
             let what = trouble(answer, "completed and acknowledged");
-            round.find(Kept::CompletedOnce, format!("{child}: {what}"));
+            round.find(
+                Kept::CompletedOnce,
+                Item::Child(child.clone()),
+                format!("{child}: {what}"),
+            );
         }
     }
 
@@ -429,6 +559,7 @@ fn judge_queue(acked: &Acked, seen: &Observed, round: &mut Round) {
             if lost_completions.insert(child.clone()) {
                 round.find(
                     Kept::CompletedOnce,
+                    Item::Child(child.clone()),
                     format!("{child}: completed before the kill, handed out again after it"),
                 );
             }
@@ -440,6 +571,7 @@ fn judge_queue(acked: &Acked, seen: &Observed, round: &mut Round) {
                 });
                 round.find(
                     Kept::Claims,
+                    Item::Child(child.clone()),
                     format!(
                         "{child}: claimed by {last} for {} minutes before the kill, handed out again \
                          (attempt {}) after it",
@@ -450,16 +582,24 @@ fn judge_queue(acked: &Acked, seen: &Observed, round: &mut Round) {
             }
         }
         if let Some(e) = &d.complete_refused {
-            round.find(Kept::Claims, format!("{child}: {e}"));
+            round.find(
+                Kept::Claims,
+                Item::Child(child.clone()),
+                format!("{child}: {e}"),
+            );
         }
     }
     if let Some(e) = &seen.drain_refused {
-        round.find(Kept::Claims, format!("the queue: {e}"));
+        round.find(Kept::Claims, Item::Queue, format!("the queue: {e}"));
     }
     round.figures.claims_lost = lost_claims.values().sum();
     round.figures.completions_lost = lost_completions.len();
-    for v in &acked.violations {
-        round.find(Kept::CompletedOnce, v.clone());
+    for (child, n) in &acked.completed_again {
+        round.find(
+            Kept::CompletedOnce,
+            Item::Child(child.clone()),
+            format!("{child}: completed {n} times before the kill"),
+        );
     }
 }
 
@@ -482,13 +622,18 @@ fn judge_pauses(acked: &Acked, seen: &Observed, round: &mut Round) {
             .filter(|u| **u > in_force.unwrap_or(i64::MIN))
             .count();
         if let Some(said) = &said {
-            round.find(Kept::Pauses, format!("{provider}: {said}"));
+            round.find(
+                Kept::Pauses,
+                Item::Provider(provider.clone()),
+                format!("{provider}: {said}"),
+            );
         }
         if lost > 0 {
             round.figures.pauses_lost += lost;
             if said.is_none() {
                 round.find(
                     Kept::Pauses,
+                    Item::Provider(provider.clone()),
                     format!(
                         "{provider}: paused until {until} (acknowledged), the restarted server reads {}",
                         in_force.map_or("no pause".into(), |p| format!("paused until {p}"))
@@ -662,7 +807,7 @@ async fn next_take(
 mod tests {
     use super::*;
     use crate::workload::{Claim, Grant};
-    use harness::contract::ChildView;
+    use harness::contract::{ChildView, StoreError};
 
     const NOW: i64 = 2_000_000_000_000;
 
@@ -684,92 +829,126 @@ mod tests {
         })))
     }
 
-    /// One kill's record: a tree granted twice (the second renewed), a
-    /// child saved, one claimed, one completed, a provider paused.
-    fn acked() -> Acked {
-        let mut a = Acked::default();
-        let take = |holder: &str| Request::LeaseTake {
+    /// Records `req` sent by `who` and answered `outcome`.
+    fn send(h: &mut History, who: &str, req: &Request, outcome: Result<Reply, StoreError>) {
+        h.invoke(who, &req.to_call(), None, NOW);
+        h.complete(who, req.op(), &outcome, None, NOW);
+    }
+
+    fn take(holder: &str) -> Request {
+        Request::LeaseTake {
             tree: "tree-1".into(),
             holder: holder.into(),
             ttl_ms: LEASE_MS,
-        };
-        a.record(
-            &take("w0"),
-            &Reply::Granted {
-                epoch: 3,
+        }
+    }
+
+    fn claim(who: &str) -> Request {
+        Request::QueueClaim {
+            instance: who.into(),
+            claim_ttl_ms: CLAIM_MS,
+        }
+    }
+
+    fn claimed(child: &str) -> Reply {
+        Reply::Claimed {
+            child: child.into(),
+            depth: 0,
+            payload: String::new(),
+            attempt: 1,
+        }
+    }
+
+    fn complete(child: &str, who: &str) -> Request {
+        Request::QueueComplete {
+            child: child.into(),
+            instance: who.into(),
+            attempt: 1,
+        }
+    }
+
+    fn save(child: &str) -> Request {
+        Request::QueueSave {
+            child: child.into(),
+            depth: 0,
+            payload: String::new(),
+        }
+    }
+
+    fn release(holder: &str, epoch: i64) -> Request {
+        Request::LeaseRelease {
+            tree: "tree-1".into(),
+            holder: holder.into(),
+            epoch,
+        }
+    }
+
+    /// One kill's history: a tree granted twice (the second renewed), three
+    /// children saved, one claimed, one completed, a provider paused; and,
+    /// around them, answers that acknowledge nothing (busy, empty, refused).
+    fn history() -> History {
+        let mut h = History::default();
+        let granted = |epoch| {
+            Ok(Reply::Granted {
+                epoch,
                 expires_at_ms: NOW,
-            },
-        );
-        a.record(
-            &take("w1"),
-            &Reply::Granted {
+            })
+        };
+        send(&mut h, "w0", &take("w0"), granted(3));
+        send(&mut h, "w1", &take("w1"), granted(4));
+        send(
+            &mut h,
+            "w0",
+            &take("w0"),
+            Ok(Reply::Busy {
+                holder: "w1".into(),
                 epoch: 4,
                 expires_at_ms: NOW,
-            },
+            }),
         );
-        a.record(
+        send(
+            &mut h,
+            "w1",
             &Request::LeaseRenew {
                 tree: "tree-1".into(),
                 holder: "w1".into(),
                 epoch: 4,
                 ttl_ms: 30_000,
             },
-            &Reply::Renewed {
+            Ok(Reply::Renewed {
                 expires_at_ms: NOW + 30_000,
-            },
+            }),
         );
+        send(&mut h, "w2", &claim("w2"), Ok(Reply::Empty {}));
         for c in ["child-a", "child-b", "child-c"] {
-            a.record(
-                &Request::QueueSave {
-                    child: c.into(),
-                    depth: 0,
-                    payload: String::new(),
-                },
-                &Reply::Saved {},
-            );
+            send(&mut h, "w2", &save(c), Ok(Reply::Saved {}));
         }
-        a.record(
-            &Request::QueueClaim {
-                instance: "w1".into(),
-                claim_ttl_ms: CLAIM_MS,
-            },
-            &Reply::Claimed {
-                child: "child-b".into(),
-                depth: 0,
-                payload: String::new(),
-                attempt: 1,
-            },
+        send(&mut h, "w1", &claim("w1"), Ok(claimed("child-b")));
+        send(&mut h, "w1", &claim("w1"), Ok(claimed("child-c")));
+        send(
+            &mut h,
+            "w1",
+            &complete("child-c", "w1"),
+            Ok(Reply::Completed {}),
         );
-        a.record(
-            &Request::QueueClaim {
-                instance: "w1".into(),
-                claim_ttl_ms: CLAIM_MS,
-            },
-            &Reply::Claimed {
-                child: "child-c".into(),
-                depth: 0,
-                payload: String::new(),
-                attempt: 1,
-            },
+        send(
+            &mut h,
+            "w3",
+            &save("child-d"),
+            Err(StoreError::new(ErrorKind::BadRequest, "refused")),
         );
-        a.record(
-            &Request::QueueComplete {
-                child: "child-c".into(),
-                instance: "w1".into(),
-                attempt: 1,
-            },
-            &Reply::Completed {},
-        );
-        a.record(
+        send(
+            &mut h,
+            "w0",
             &Request::RatePause {
                 provider: "provider-0".into(),
                 until_ms: NOW + 3_600_000,
             },
-            &Reply::Paused {
+            Ok(Reply::Paused {
                 until_ms: NOW + 3_600_000,
-            },
+            }),
         );
-        a
+        h
     }
 
     /// What a server that kept everything shows.
@@ -812,7 +991,7 @@ mod tests {
 
     #[test]
     fn a_server_that_kept_everything_passes_every_check() {
-        let round = judge_round(1, &acked(), &kept());
+        let round = judge_round(1, &history(), &kept());
         assert!(round.findings.is_empty(), "{:?}", round.findings);
         let f = &round.figures;
         assert_eq!(f.lost(), 0);
@@ -833,7 +1012,7 @@ mod tests {
     fn an_acknowledged_epoch_read_back_lower_fails_the_epoch_check() {
         let mut seen = kept();
         seen.leases.get_mut("tree-1").unwrap().answer = lease(3, "w0", NOW - 1);
-        let round = judge_round(1, &acked(), &seen);
+        let round = judge_round(1, &history(), &seen);
         assert_eq!(round.figures.epochs_lost, 1);
         assert!(
             round.of(Kept::Epochs)[0].contains("epoch 4 was acknowledged"),
@@ -849,7 +1028,7 @@ mod tests {
     fn a_take_granted_at_an_acknowledged_epoch_fails_the_next_take_check() {
         let mut seen = kept();
         seen.next_takes.get_mut("tree-1").unwrap().outcome = TakeOutcome::Granted(4);
-        let round = judge_round(1, &acked(), &seen);
+        let round = judge_round(1, &history(), &seen);
         assert!(
             round.of(Kept::NextTake)[0].contains("granted epoch 4"),
             "{:?}",
@@ -863,15 +1042,20 @@ mod tests {
     fn a_renew_whose_expiry_went_back_fails_the_renew_check_alone() {
         let mut seen = kept();
         seen.leases.get_mut("tree-1").unwrap().answer = lease(4, "w1", NOW + 100);
-        let round = judge_round(1, &acked(), &seen);
+        let round = judge_round(1, &history(), &seen);
         assert_eq!(round.figures.renews_lost, 1);
         assert_eq!(
             round.findings.keys().copied().collect::<Vec<_>>(),
             vec![Kept::Renews]
         );
         // A renew whose lease was released afterwards is not judged.
-        let mut released = acked();
-        released.released.insert(("tree-1".into(), 4));
+        let mut released = history();
+        send(
+            &mut released,
+            "w1",
+            &release("w1", 4),
+            Ok(Reply::Released {}),
+        );
         let round = judge_round(1, &released, &seen);
         assert!(round.findings.is_empty(), "{:?}", round.findings);
         assert_eq!(round.figures.renews_not_judged, 1);
@@ -885,7 +1069,7 @@ mod tests {
             attempt: 2,
             complete_refused: None,
         });
-        let round = judge_round(1, &acked(), &seen);
+        let round = judge_round(1, &history(), &seen);
         assert_eq!(round.figures.claims_lost, 1);
         assert!(
             round.of(Kept::Claims)[0].contains("handed out again"),
@@ -895,7 +1079,7 @@ mod tests {
         // A completed child handed out again breaks completed-once instead.
         let mut seen = kept();
         seen.drained[0].child = "child-c".into();
-        let round = judge_round(1, &acked(), &seen);
+        let round = judge_round(1, &history(), &seen);
         assert_eq!(round.figures.completions_lost, 1);
         assert!(round.of(Kept::Claims).is_empty());
         assert!(!round.of(Kept::CompletedOnce).is_empty());
@@ -918,7 +1102,7 @@ mod tests {
             "child-b".into(),
             Answer::Refused("queue.read after the restart answered bad_request: no".into()),
         );
-        let round = judge_round(2, &acked(), &seen);
+        let round = judge_round(2, &history(), &seen);
         assert_eq!(
             (
                 round.figures.children_lost,
@@ -935,22 +1119,20 @@ mod tests {
 
     #[test]
     fn a_child_completed_twice_before_the_kill_is_a_finding() {
-        let mut a = acked();
-        a.record(
-            &Request::QueueComplete {
-                child: "child-c".into(),
-                instance: "w2".into(),
-                attempt: 1,
-            },
-            &Reply::Completed {},
+        let mut h = history();
+        send(
+            &mut h,
+            "w2",
+            &complete("child-c", "w2"),
+            Ok(Reply::Completed {}),
         );
-        let round = judge_round(1, &a, &kept());
+        let round = judge_round(1, &h, &kept());
         assert!(round.of(Kept::CompletedOnce)[0].contains("completed 2 times"));
     }
 
     #[test]
     fn grants_and_claims_are_recorded_in_order() {
-        let a = acked();
+        let a = Acked::from_history(&history());
         assert_eq!(
             a.grants["tree-1"],
             vec![

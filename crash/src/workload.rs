@@ -7,9 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use harness::contract::{Contract, Reply, Request};
+use harness::contract::{Call, Contract, Reply, Request};
 use harness::store::{StoreClient, StoreFactory};
-use harness::History;
+use harness::{Event, Happened, History};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
@@ -44,15 +44,77 @@ pub struct Claim {
     pub attempt: i64,
 }
 
-/// One kill round's record: the history of what was sent and answered,
-/// and, derived from the same answers, every acknowledged write and the
-/// writes whose outcome the kill left unknown, for verification after the
-/// restart.
-#[derive(Debug, Default, Clone)]
+/// One request of a history and how it ended, paired by instance (each
+/// instance has one request out at a time).
+#[derive(Debug, Clone, Copy)]
+pub struct Exchange<'a> {
+    /// The invocation.
+    pub invoke: &'a Event,
+    /// The call as it went on the wire.
+    pub call: &'a Call,
+    /// Its completion (ok, fail or info); `None` when the history ends
+    /// before it (the kill landed while it was out).
+    pub completion: Option<&'a Event>,
+}
+
+impl Exchange<'_> {
+    /// The reply, when the store acknowledged the request with one.
+    pub fn reply(&self) -> Option<&Reply> {
+        match self.completion.map(|c| &c.what) {
+            Some(Happened::Ok { reply, .. }) => Some(reply),
+            _ => None,
+        }
+    }
+}
+
+/// Every request of `history` with its completion: the answered ones in the
+/// order they were answered, then those never answered. A completion with no
+/// invocation before it on its instance pairs with nothing and is left out.
+pub fn exchanges(history: &History) -> Vec<Exchange<'_>> {
+    let mut out = Vec::new();
+    let mut out_now: BTreeMap<&str, (&Event, &Call)> = BTreeMap::new();
+    for e in &history.events {
+        match &e.what {
+            Happened::Invoke(call) => {
+                // A second invoke before the first ended: the first never
+                // answered, as far as this history knows.
+                if let Some((invoke, call)) = out_now.insert(&e.instance, (e, call)) {
+                    out.push(Exchange {
+                        invoke,
+                        call,
+                        completion: None,
+                    });
+                }
+            }
+            _ => {
+                if let Some((invoke, call)) = out_now.remove(e.instance.as_str()) {
+                    out.push(Exchange {
+                        invoke,
+                        call,
+                        completion: Some(e),
+                    });
+                }
+            }
+        }
+    }
+    let mut unanswered: Vec<Exchange<'_>> = out_now
+        .into_values()
+        .map(|(invoke, call)| Exchange {
+            invoke,
+            call,
+            completion: None,
+        })
+        .collect();
+    unanswered.sort_by_key(|x| x.invoke.index);
+    out.extend(unanswered);
+    out
+}
+
+/// One kill round's acknowledged writes, and the writes whose outcome is
+/// not known, as its history shows them ([`Acked::from_history`]): what
+/// verification reads back after the restart and judges.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Acked {
-    /// Every request the writers sent and how it ended (ok, fail, or info
-    /// for an outcome the kill left unknown), in the order they happened.
-    pub history: History,
     /// Tree → every grant acknowledged, in order.
     pub grants: BTreeMap<String, Vec<Grant>>,
     /// (tree, epoch) → the expiry of every renew acknowledged for it.
@@ -67,20 +129,39 @@ pub struct Acked {
     pub completed: BTreeMap<String, u32>,
     /// Provider → the end of every pause acknowledged.
     pub pauses: BTreeMap<String, Vec<i64>>,
-    /// Requests sent but not answered when the server died: they may or may
+    /// Requests not acknowledged with a reply: unanswered when the server
+    /// died (no completion, or info), or answered an error (fail: an adapter
+    /// that failed mid-write leaves its outcome open too). They may or may
     /// not have happened, so nothing is judged on them.
     pub in_flight: Vec<Request>,
-    /// Why each instance stopped before it was told to (first error only).
-    pub stopped: Vec<String>,
-    /// Acknowledged writes of every kind (to know when to kill).
+    /// Acknowledged writes of every kind.
     pub writes: u64,
-    /// What went wrong while the workload ran.
-    pub violations: Vec<String>,
+    /// Children completed again before the kill (a bug of the store): the
+    /// child and how many completes had been acknowledged, once per extra one.
+    pub completed_again: Vec<(String, u32)>,
 }
 
 impl Acked {
+    /// What `history` acknowledged: every write completed ok, in the order
+    /// the replies came; a request with no reply (info, fail, or no
+    /// completion at all) is never acknowledged, only in flight. Requests
+    /// that are not the workload's (they do not parse) count for nothing.
+    pub fn from_history(history: &History) -> Acked {
+        let mut acked = Acked::default();
+        for x in exchanges(history) {
+            let Ok(req) = Request::parse(x.call) else {
+                continue;
+            };
+            match x.reply() {
+                Some(reply) => acked.record(&req, reply),
+                None => acked.in_flight.push(req),
+            }
+        }
+        acked
+    }
+
     /// Records the answer to a write; reads and refusals change nothing.
-    pub fn record(&mut self, req: &Request, reply: &Reply) {
+    fn record(&mut self, req: &Request, reply: &Reply) {
         match (req, reply) {
             (Request::LeaseTake { tree, holder, .. }, Reply::Granted { epoch, .. }) => {
                 self.grants.entry(tree.clone()).or_default().push(Grant {
@@ -110,8 +191,7 @@ impl Acked {
                 let n = self.completed.entry(child.clone()).or_insert(0);
                 *n += 1;
                 if *n > 1 {
-                    self.violations
-                        .push(format!("{child}: completed {n} times before the kill"));
+                    self.completed_again.push((child.clone(), *n));
                 }
             }
             (Request::RatePause { provider, .. }, Reply::Paused { until_ms }) => {
@@ -131,6 +211,21 @@ impl Acked {
             matches!(r, Request::LeaseRelease { tree: t, epoch: e, .. } if t == tree && *e == epoch)
         })
     }
+}
+
+/// Why instances stopped: each error a request was answered with, in words
+/// (`w0: lease.take answered unavailable: …`), in the order they came.
+pub fn stopped(history: &History) -> Vec<String> {
+    history
+        .events
+        .iter()
+        .filter_map(|e| match &e.what {
+            Happened::Fail { op, error } | Happened::Info { op, error } => {
+                Some(format!("{}: {op} answered {error}", e.instance))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// The wall clock in ms (the crash suite runs on real time).
@@ -187,12 +282,14 @@ fn ops_of(contracts: &[Contract]) -> Option<(Vec<Op>, Op)> {
 
 /// One instance writing until `stop` is set or the server goes away; it
 /// writes only to the `contracts` the store claims (none: it writes nothing).
+/// It records every request and its outcome in `history` and nothing else:
+/// what was acknowledged is read from there ([`Acked::from_history`]).
 pub async fn instance(
     mut client: Box<dyn StoreClient>,
     name: String,
     seed: u64,
     contracts: Vec<Contract>,
-    acked: Arc<Mutex<Acked>>,
+    history: Arc<Mutex<History>>,
     stop: Arc<AtomicBool>,
 ) {
     let Some((ops, fallback)) = ops_of(&contracts) else {
@@ -256,27 +353,20 @@ pub async fn instance(
         };
         let call = req.to_call();
         let clock_ms = wall_ms();
-        if let Ok(mut a) = acked.lock() {
-            a.history.invoke(&name, &call, None, clock_ms);
+        match history.lock() {
+            Ok(mut h) => h.invoke(&name, &call, None, clock_ms),
+            Err(_) => break,
         }
         let outcome = client.call(&call, clock_ms).await;
-        let Ok(mut a) = acked.lock() else { break };
-        a.history
-            .complete(&name, &call.op, &outcome, None, clock_ms);
-        let reply = match outcome {
-            Ok(r) => r,
-            // The server is gone (killed) or refused: this instance stops;
-            // an unknown outcome is never counted as acknowledged.
-            Err(e) => {
-                if !stop.load(Ordering::Relaxed) {
-                    a.stopped.push(format!("{name}: {} answered {e}", req.op()));
-                }
-                a.in_flight.push(req);
-                break;
-            }
-        };
-        a.record(&req, &reply);
-        drop(a);
+        match history.lock() {
+            Ok(mut h) => h.complete(&name, &call.op, &outcome, None, clock_ms),
+            Err(_) => break,
+        }
+        // The server is gone (killed) or refused: this instance stops; the
+        // history says why, and an unknown outcome is never acknowledged.
+        let Ok(reply) = outcome else { break };
+        // What this instance holds, to renew, release and complete: its own
+        // run-time state, never judged.
         match (&req, &reply) {
             (Request::LeaseTake { tree, .. }, Reply::Granted { epoch, .. }) => {
                 held.push((tree.clone(), *epoch))
@@ -290,14 +380,14 @@ pub async fn instance(
 }
 
 /// Starts `instances` writers on `factory`, writing to the `contracts` the
-/// store claims; they stop when `stop` is set.
+/// store claims and recording in `history`; they stop when `stop` is set.
 pub async fn start(
     factory: &Arc<dyn StoreFactory>,
     hello: impl Fn(usize) -> harness::store::Hello,
     instances: usize,
     seed: u64,
     contracts: &[Contract],
-    acked: &Arc<Mutex<Acked>>,
+    history: &Arc<Mutex<History>>,
     stop: &Arc<AtomicBool>,
 ) -> Result<Vec<tokio::task::JoinHandle<()>>, String> {
     let mut tasks = Vec::new();
@@ -316,7 +406,7 @@ pub async fn start(
             h.instance.clone(),
             seed.wrapping_add(i as u64 * 7919),
             contracts.to_vec(),
-            acked.clone(),
+            history.clone(),
             stop.clone(),
         )));
     }
@@ -349,24 +439,59 @@ mod tests {
 
     #[tokio::test]
     async fn the_history_holds_every_request_and_only_answered_writes_are_acknowledged() {
-        let acked = Arc::new(Mutex::new(Acked::default()));
+        let history = Arc::new(Mutex::new(History::default()));
         let stop = Arc::new(AtomicBool::new(false));
         instance(
             Box::new(Dying { left: 5 }),
             "w0".into(),
             1,
             vec![Contract::Rate],
-            acked.clone(),
+            history.clone(),
             stop,
         )
         .await;
-        let a = acked.lock().unwrap();
+        let h = history.lock().unwrap();
         // Six requests sent, each invoked and completed; the sixth's outcome
         // is unknown: in flight, never acknowledged.
-        assert_eq!(a.history.events.len(), 12);
+        assert_eq!(h.events.len(), 12);
+        let a = Acked::from_history(&h);
         assert_eq!(a.pauses.values().map(Vec::len).sum::<usize>(), 5);
         assert_eq!(a.writes, 5);
         assert_eq!(a.in_flight.len(), 1);
-        assert!(a.stopped[0].contains("connection reset"), "{:?}", a.stopped);
+        let why = stopped(&h);
+        assert_eq!(why.len(), 1, "{why:?}");
+        assert!(why[0].starts_with("w0: rate.pause answered"), "{why:?}");
+        assert!(why[0].contains("connection reset"), "{why:?}");
+    }
+
+    fn call(req: &Request) -> Call {
+        req.to_call()
+    }
+
+    #[test]
+    fn exchanges_pair_each_instance_s_invoke_with_its_completion() {
+        let take = |holder: &str| Request::LeaseTake {
+            tree: "tree-1".into(),
+            holder: holder.into(),
+            ttl_ms: LEASE_MS,
+        };
+        let granted = Ok(Reply::Granted {
+            epoch: 1,
+            expires_at_ms: 5,
+        });
+        let mut h = History::default();
+        h.invoke("w0", &call(&take("w0")), None, 0);
+        h.invoke("w1", &call(&take("w1")), None, 0);
+        h.complete("w1", "lease.take", &granted, None, 0);
+        // A completion nobody invoked pairs with nothing.
+        h.complete("w2", "lease.take", &granted, None, 0);
+        let x = exchanges(&h);
+        assert_eq!(x.len(), 2);
+        assert_eq!(
+            (x[0].invoke.index, x[0].completion.map(|c| c.index)),
+            (1, Some(2))
+        );
+        assert_eq!((x[1].invoke.index, x[1].completion), (0, None));
+        assert!(x[0].reply().is_some() && x[1].reply().is_none());
     }
 }
