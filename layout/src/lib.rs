@@ -1,5 +1,20 @@
 //! The one-backend rule (SPEC 2.5): a layout names a backend per store, and
 //! a fenced-effect or outbound-call store must share the lease store's
-//! backend. Being built.
+//! backend; otherwise assembly fails with
+//! `[application.store-backend-mismatch]`, naming each store and backend.
+//!
+//! [`Layout`] reads a layout (TOML, `[stores]`), [`assemble`] enforces the
+//! rule, [`check_file`] is `storeproof layout check FILE`, and
+//! [`LayoutSuite`] proves the rule holds as `--suite layout`.
 
 #![warn(missing_docs)]
+
+mod assemble;
+mod error;
+mod model;
+mod suite;
+
+pub use assemble::{assemble, check_file, Assembled};
+pub use error::{LayoutError, MISMATCH_ID};
+pub use model::{Backend, Layout, Store};
+pub use suite::{GivenLayout, LayoutFigures, LayoutSuite};

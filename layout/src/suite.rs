@@ -1,0 +1,421 @@
+//! `--suite layout`: the one-backend rule proved on the harness's own
+//! assembly. Every check is deterministic and needs no server.
+
+use std::path::Path;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use harness::figures::{ConformanceFigures, Figures};
+use harness::{
+    CheckResult, CheckSpec, Level, Needs, Progress, Subject, Suite, SuiteError, SuiteRun, Verdict,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::assemble::assemble;
+use crate::error::{LayoutError, MISMATCH_ID};
+use crate::model::{Layout, Store};
+
+const SUITE: &str = "layout";
+
+/// What the run measured: how many layouts its checks assembled and saw
+/// refused, and the layout file it was given (the layout the run used).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LayoutFigures {
+    /// Layouts the checks run assembled.
+    pub assembled: usize,
+    /// Layouts the checks run saw refused.
+    pub refused: usize,
+    /// The layout file the run was given, when it was given one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given: Option<GivenLayout>,
+    /// Wall time of the suite, in seconds.
+    pub seconds: f64,
+}
+
+/// The layout a run was given and what became of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GivenLayout {
+    /// Where it was read from.
+    pub origin: String,
+    /// Its stores and their backends.
+    pub stores: Layout,
+    /// Whether it assembled.
+    pub assembled: bool,
+    /// Why it was refused, when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<String>,
+}
+
+/// What a check's layout must come to.
+#[derive(Debug, Clone, Copy)]
+enum Expect {
+    Assembles,
+    /// Refused under the one-backend rule, naming exactly these stores.
+    Refused(&'static [Store]),
+}
+
+/// Where a check's layout comes from.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    /// A supported layout, by its constructor.
+    Named(fn() -> Layout),
+    /// A layout file's text, read as a file would be.
+    Toml(&'static str),
+}
+
+/// A check with the layout it assembles and what must come of it.
+struct Case {
+    spec: CheckSpec,
+    source: Source,
+    expect: Expect,
+}
+
+const fn must(id: &'static str, about: &'static str) -> CheckSpec {
+    CheckSpec {
+        id,
+        level: Level::Must,
+        contracts: &[],
+        needs: Needs::AnyServer,
+        about,
+    }
+}
+
+const CASES: [Case; 7] = [
+    Case {
+        spec: must(
+            "layout.supported.redis-queue-and-rate-beside-durable",
+            "the Redis queue and rate limits beside durable leases, lease log, fenced effects and outbound calls assemble",
+        ),
+        source: Source::Named(Layout::redis_queue_and_rate_beside_durable),
+        expect: Expect::Assembles,
+    },
+    Case {
+        spec: must(
+            "layout.supported.coordination-set",
+            "Redis leases, queue and rate limits with no lease log, fenced-effect or outbound-call store assemble",
+        ),
+        source: Source::Named(Layout::coordination_set),
+        expect: Expect::Assembles,
+    },
+    Case {
+        spec: must(
+            "layout.refused.fenced-effect-off-lease-backend",
+            "a fenced-effect store on another backend than the lease store's is refused, naming it",
+        ),
+        source: Source::Toml(
+            "[stores]\nlease = \"postgres\"\nqueue = \"redis\"\nrate = \"redis\"\nlease_log = \"postgres\"\nfenced_effect = \"sqlite\"\noutbound_call = \"postgres\"\n",
+        ),
+        expect: Expect::Refused(&[Store::FencedEffect]),
+    },
+    Case {
+        spec: must(
+            "layout.refused.outbound-call-off-lease-backend",
+            "an outbound-call store on another backend than the lease store's is refused, naming it",
+        ),
+        source: Source::Toml(
+            "[stores]\nlease = \"sqlite\"\nqueue = \"redis\"\nrate = \"redis\"\nfenced_effect = \"sqlite\"\noutbound_call = \"postgres\"\n",
+        ),
+        expect: Expect::Refused(&[Store::OutboundCall]),
+    },
+    Case {
+        spec: must(
+            "layout.refused.both-off-lease-backend",
+            "fenced-effect and outbound-call stores both off the lease store's backend are refused in one error naming both",
+        ),
+        source: Source::Toml(
+            "[stores]\nlease = \"redis\"\nqueue = \"redis\"\nrate = \"redis\"\nfenced_effect = \"postgres\"\noutbound_call = \"mongodb\"\n",
+        ),
+        expect: Expect::Refused(&[Store::FencedEffect, Store::OutboundCall]),
+    },
+    Case {
+        spec: must(
+            "layout.refused.redis-lease-sqlite-fenced-effect",
+            "Redis leases beside a SQLite fenced-effect store are refused: the rule is not relaxed for Redis",
+        ),
+        source: Source::Toml(
+            "[stores]\nlease = \"redis\"\nqueue = \"redis\"\nrate = \"redis\"\nlease_log = \"sqlite\"\nfenced_effect = \"sqlite\"\n",
+        ),
+        expect: Expect::Refused(&[Store::FencedEffect]),
+    },
+    Case {
+        spec: must(
+            "layout.refused.fenced-without-lease",
+            "fenced-effect and outbound-call stores with no lease store to share a backend with are refused, naming them",
+        ),
+        source: Source::Toml(
+            "[stores]\nqueue = \"redis\"\nrate = \"redis\"\nfenced_effect = \"sqlite\"\noutbound_call = \"sqlite\"\n",
+        ),
+        expect: Expect::Refused(&[Store::FencedEffect, Store::OutboundCall]),
+    },
+];
+
+/// The check of the layout file the run was given.
+const GIVEN: CheckSpec = must(
+    "layout.given-assembles",
+    "the layout file the run was given assembles under the one-backend rule",
+);
+
+/// What one check saw, as its evidence.
+#[derive(Debug, Serialize)]
+struct Evidence<'a> {
+    layout: Option<&'a Layout>,
+    assembled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refusal: Option<String>,
+}
+
+/// A check's result and whether its layout assembled (`None`: none was read).
+struct Outcome {
+    result: CheckResult,
+    assembled: Option<bool>,
+}
+
+/// The layout suite: the built-in cases, and the given layout when there is one.
+#[derive(Debug, Clone, Default)]
+pub struct LayoutSuite {
+    given: Option<(String, Layout)>,
+}
+
+impl LayoutSuite {
+    /// The suite with its built-in checks only.
+    pub fn new() -> LayoutSuite {
+        LayoutSuite::default()
+    }
+
+    /// The suite that also checks the layout file at `path`; the file is
+    /// read now, so an unreadable or malformed file is one line before any run.
+    pub fn with_file(path: &Path) -> Result<LayoutSuite, LayoutError> {
+        let layout = Layout::from_file(path)?;
+        Ok(LayoutSuite::with_layout(path.display().to_string(), layout))
+    }
+
+    /// The suite that also checks `layout`, read from `origin`.
+    pub fn with_layout(origin: impl Into<String>, layout: Layout) -> LayoutSuite {
+        LayoutSuite {
+            given: Some((origin.into(), layout)),
+        }
+    }
+
+    /// Runs the checks of `to_run` that are this suite's: one result each,
+    /// in order, and the figures. Needs nothing of a store or server.
+    pub fn run_checks(&self, to_run: &[CheckSpec]) -> (Vec<CheckResult>, LayoutFigures) {
+        let started = Instant::now();
+        let mut figures = LayoutFigures::default();
+        let mut results = Vec::with_capacity(to_run.len());
+        for spec in to_run {
+            let outcome = self.run_one(spec);
+            match outcome.assembled {
+                Some(true) => figures.assembled += 1,
+                Some(false) => figures.refused += 1,
+                None => {}
+            }
+            results.push(outcome.result);
+        }
+        figures.given = self.given.as_ref().map(|(origin, layout)| {
+            let refusal = assemble(layout).err().map(|e| e.to_string());
+            GivenLayout {
+                origin: origin.clone(),
+                stores: layout.clone(),
+                assembled: refusal.is_none(),
+                refusal,
+            }
+        });
+        figures.seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+        (results, figures)
+    }
+
+    fn run_one(&self, spec: &CheckSpec) -> Outcome {
+        if spec.id == GIVEN.id {
+            return match &self.given {
+                Some((origin, layout)) => judge_given(origin, layout),
+                None => Outcome {
+                    result: spec.result(
+                        SUITE,
+                        Verdict::Skipped,
+                        "no layout file was given to check",
+                    ),
+                    assembled: None,
+                },
+            };
+        }
+        match CASES.iter().find(|c| c.spec.id == spec.id) {
+            Some(case) => judge_case(case),
+            None => Outcome {
+                result: spec.result(SUITE, Verdict::Unknown, "not a check of the layout suite"),
+                assembled: None,
+            },
+        }
+    }
+}
+
+/// The harness figures for the report's `stats`. `harness::figures::Figures`
+/// has no layout variant yet, so this carries the layout suite's tally as
+/// conformance-shaped figures ([`Figures::tallied`] fills the counts); the
+/// [`LayoutFigures`] themselves are what a `Figures::Layout` should carry.
+fn harness_figures(figures: &LayoutFigures) -> Figures {
+    Figures::Conformance(ConformanceFigures {
+        seconds: figures.seconds,
+        ..ConformanceFigures::default()
+    })
+}
+
+/// Judges a built-in case: its layout must assemble, or be refused naming
+/// exactly the expected stores, each with its backend and the lease store's.
+fn judge_case(case: &Case) -> Outcome {
+    let spec = &case.spec;
+    let layout = match case.source {
+        Source::Named(make) => make(),
+        Source::Toml(text) => match Layout::from_toml_str(text, spec.id) {
+            Ok(layout) => layout,
+            Err(e) => {
+                // The case's own text is the harness's, not a layout under test.
+                return Outcome {
+                    result: spec.result(
+                        SUITE,
+                        Verdict::Unknown,
+                        format!("the check's layout could not be read: {e}"),
+                    ),
+                    assembled: None,
+                };
+            }
+        },
+    };
+    let assembled = assemble(&layout);
+    let evidence = Evidence {
+        layout: Some(&layout),
+        assembled: assembled.is_ok(),
+        refusal: assembled.as_ref().err().map(|e| e.to_string()),
+    };
+    let (verdict, reason) = match (&case.expect, &assembled) {
+        (Expect::Assembles, Ok(a)) => (Verdict::Pass, format!("assembles: {a}")),
+        (Expect::Assembles, Err(e)) => (
+            Verdict::Fail,
+            format!("a supported layout ({layout}) was refused: {e}"),
+        ),
+        (Expect::Refused(_), Ok(a)) => (
+            Verdict::Fail,
+            format!("a layout breaking the one-backend rule assembled: {a}"),
+        ),
+        (Expect::Refused(expected), Err(e)) => match names_offenders(&layout, e, expected) {
+            Ok(()) => (Verdict::Pass, format!("refused: {e}")),
+            Err(why) => (Verdict::Fail, format!("refused, but {why}: {e}")),
+        },
+    };
+    let mut result = spec.result(SUITE, verdict, reason);
+    result.evidence = serde_json::to_value(&evidence).unwrap_or(serde_json::Value::Null);
+    Outcome {
+        result,
+        assembled: Some(assembled.is_ok()),
+    }
+}
+
+/// Judges the given layout: it must assemble.
+fn judge_given(origin: &str, layout: &Layout) -> Outcome {
+    let assembled = assemble(layout);
+    let evidence = Evidence {
+        layout: Some(layout),
+        assembled: assembled.is_ok(),
+        refusal: assembled.as_ref().err().map(|e| e.to_string()),
+    };
+    let (verdict, reason) = match &assembled {
+        Ok(a) => (Verdict::Pass, format!("{origin} assembles: {a}")),
+        Err(e) => (Verdict::Fail, format!("{origin} is refused: {e}")),
+    };
+    let mut result = GIVEN.result(SUITE, verdict, reason);
+    result.evidence = serde_json::to_value(&evidence).unwrap_or(serde_json::Value::Null);
+    Outcome {
+        result,
+        assembled: Some(assembled.is_ok()),
+    }
+}
+
+/// Whether refusal `e` of `layout` is the one-backend rule's, naming exactly
+/// `expected`, each with its backend, and the lease store with its own.
+fn names_offenders(layout: &Layout, e: &LayoutError, expected: &[Store]) -> Result<(), String> {
+    let line = e.to_string();
+    if !line.starts_with(MISMATCH_ID) {
+        return Err(format!("the error does not start with {MISMATCH_ID}"));
+    }
+    let named = e.offending_stores();
+    if named != expected {
+        let list = |s: &[Store]| s.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ");
+        return Err(format!(
+            "it names {} where it must name {}",
+            list(&named),
+            list(expected)
+        ));
+    }
+    for store in expected {
+        let Some(backend) = layout.backend(*store) else {
+            return Err(format!("{store} is not in the layout"));
+        };
+        if !line.contains(&format!("{store} on {backend}")) {
+            return Err(format!("the line does not say {store} is on {backend}"));
+        }
+    }
+    let lease = match layout.backend(Store::Lease) {
+        Some(b) => format!("lease on {b}"),
+        None => "no lease store".to_string(),
+    };
+    if !line.contains(&lease) {
+        return Err(format!("the line does not say {lease}"));
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl Suite for LayoutSuite {
+    fn name(&self) -> &'static str {
+        SUITE
+    }
+
+    /// The built-in cases, and `layout.given-assembles` only when the suite
+    /// was given a layout (never a skipped MUST check that would leave the
+    /// run incomplete).
+    fn checks(&self) -> Vec<CheckSpec> {
+        let mut checks: Vec<CheckSpec> = CASES.iter().map(|c| c.spec).collect();
+        if self.given.is_some() {
+            checks.push(GIVEN);
+        }
+        checks
+    }
+
+    async fn run(
+        &self,
+        _subject: &Subject<'_>,
+        to_run: &[CheckSpec],
+        progress: &dyn Progress,
+    ) -> Result<SuiteRun, SuiteError> {
+        progress.part(SUITE, to_run.len() as u64);
+        let (checks, figures) = self.run_checks(to_run);
+        for result in &checks {
+            progress.step(&result.id);
+        }
+        Ok(SuiteRun {
+            checks,
+            figures: harness_figures(&figures),
+        })
+    }
+
+    async fn replay(
+        &self,
+        _subject: &Subject<'_>,
+        check: &CheckSpec,
+        _counterexample: Option<&serde_json::Value>,
+        _progress: &dyn Progress,
+    ) -> Result<CheckResult, SuiteError> {
+        if !self.checks().iter().any(|c| c.id == check.id) {
+            return Err(SuiteError::Setup(format!(
+                "{} is not a check of the layout suite{}",
+                check.id,
+                if check.id == GIVEN.id {
+                    " run without a layout file (pass the file again)"
+                } else {
+                    ""
+                }
+            )));
+        }
+        // Deterministic: the check run again is its replay.
+        Ok(self.run_one(check).result)
+    }
+}
