@@ -1,0 +1,1411 @@
+//! Linearizability of lease histories (SPEC 2.1): does some order of the
+//! operations, each taking effect at one server instant inside its window,
+//! explain every reply the store gave, by the lease contract?
+//!
+//! **Why our own checker.** Before writing this we read the two Rust
+//! candidates the issue names. `todc-utils`'s `WGLChecker` (0.1.1) pairs
+//! every call with a response (`History::from_actions` unwraps the response
+//! of each call, so an operation that never completed cannot be expressed),
+//! its `Specification::apply` returns one successor state (no "took effect
+//! or not" branching for a lost reply), it has no notion of time, answers a
+//! bare `bool` with no linearization or failing point, and keeps the history
+//! in a `Vec` whose lift/unlift are O(n) per step. Stateright's
+//! `LinearizabilityTester` searches without memoization (exponential on long
+//! concurrent histories), its `SequentialSpec` steps deterministically, and it
+//! has no time either. The lease contract needs three things neither gives:
+//! an operation with an unknown outcome that may take effect at any instant
+//! after its invoke or never, replies that depend on the server instant of
+//! the step (expiry), and replies the contract leaves free (any growing
+//! epoch). So this module is a Wing & Gong search with Lowe's memoization of
+//! (linearized set, model state), as porcupine does, run per tree
+//! (P-compositionality: leases of different trees share nothing). We judged
+//! by reading their source and documentation, not by running them.
+//!
+//! **Time.** An operation with a reply takes effect at one server instant in
+//! `[invoke server_ms, completion server_ms]`; one whose outcome is unknown
+//! (an `info` completion, or no completion) may take effect at any instant
+//! after its invoke, or never. Instants never go back along the order. The
+//! model step is the lease contract at that instant. The search does not
+//! guess instants: the state carries a zone (a difference-bound matrix over
+//! the instant of the last step and, while the live lease came from an
+//! ambiguous grant or renew, the instant of that grant), and each reply adds
+//! the constraints it implies (a grant fixes its instant to `expires_at_ms -
+//! ttl_ms`, `busy` needs the lease live, `lost` with no holder needs it not
+//! live, …). This is exact for the lease: without an unknown expiry the
+//! earliest instant is always the best choice, and an unknown expiry is one
+//! variable. An event without `server_ms` leaves that side of the window open.
+//!
+//! **Freedoms the contract allows** (those `LeaseModel::judge` allows): a
+//! grant's epoch may be any number above the previous one (an ambiguous
+//! grant's epoch is known only as "above the previous" until a reply names
+//! it); an expired lease's matching release may answer `not_held`; a lease
+//! that is not live reads with any holder and expiry; `busy` or a live read at
+//! the exact expiry instant (a SHOULD deviation, not a violation).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use harness::contract::{Reply, Request};
+use harness::{Happened, History};
+use serde::{Deserialize, Serialize};
+
+/// How many search steps one tree may take before the checker gives up and
+/// answers [`TreeVerdict::Undecided`] (the harness's limit, never a failure).
+pub const DEFAULT_STEP_BUDGET: u64 = 20_000_000;
+
+/// One lease operation of a history, as the checker reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeaseOp {
+    /// The index of its invoke event in the history.
+    pub invoke_event: usize,
+    /// The index of its completion event, if it completed.
+    pub complete_event: Option<usize>,
+    /// The instance that sent it.
+    pub instance: String,
+    /// The wire name, e.g. `lease.take`.
+    pub op: String,
+    /// The tree it is about.
+    pub tree: String,
+    /// The reply, or `None` when the outcome is unknown (info or no completion).
+    pub reply: Option<Reply>,
+    /// Server time of the invoke, when known.
+    pub invoked_ms: Option<i64>,
+    /// Server time of the completion, when known.
+    pub completed_ms: Option<i64>,
+    #[serde(skip)]
+    request: Option<Request>,
+}
+
+/// One step of a linearization.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    /// The invoke event index of the operation (names it in the history).
+    pub invoke_event: usize,
+    /// The wire name.
+    pub op: String,
+    /// The instance that sent it.
+    pub instance: String,
+    /// For an operation whose outcome is unknown: whether it took effect in
+    /// this linearization. `None` for an operation with a reply.
+    pub took_effect: Option<bool>,
+    /// The earliest server instant at which it can take effect in this order,
+    /// given the steps before it (`None` when no server time is known).
+    pub earliest_ms: Option<i64>,
+    /// The latest such instant (`None` when unbounded or unknown).
+    pub latest_ms: Option<i64>,
+}
+
+/// The verdict on one tree's operations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TreeVerdict {
+    /// Some order explains every reply; here is one. Operations with an
+    /// unknown outcome that did not take effect are listed too, with
+    /// `took_effect: Some(false)`.
+    Linearizable {
+        /// The operations in the order they took effect.
+        order: Vec<Step>,
+    },
+    /// No order explains the replies.
+    NotLinearizable {
+        /// The completion event ending the shortest prefix of the tree's
+        /// history that is already not linearizable: the reply no order can
+        /// explain, given what came before.
+        at_event: usize,
+        /// The invoke event of the operation that completed there.
+        op_event: usize,
+        /// Invoke events of the operations whose windows overlap that
+        /// operation's (the ones a linearization could reorder with it).
+        concurrent: Vec<usize>,
+        /// The longest partial linearization the search found in that prefix.
+        longest_partial: Vec<Step>,
+    },
+    /// The search ran out of its step budget: the checker cannot tell.
+    Undecided {
+        /// How many search steps it took.
+        steps: u64,
+    },
+}
+
+impl TreeVerdict {
+    /// Linearizable.
+    pub fn is_linearizable(&self) -> bool {
+        matches!(self, TreeVerdict::Linearizable { .. })
+    }
+}
+
+/// The verdict on a whole history: one per tree.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Linearizability {
+    /// Tree → its verdict.
+    pub trees: BTreeMap<String, TreeVerdict>,
+    /// Invoke events of lease operations left out: not a lease.take, renew,
+    /// release or read, a call that does not parse, or refused for certain
+    /// (a `fail` completion: it did not happen).
+    pub ignored: Vec<usize>,
+}
+
+impl Linearizability {
+    /// Every tree is linearizable.
+    pub fn all_linearizable(&self) -> bool {
+        self.trees.values().all(TreeVerdict::is_linearizable)
+    }
+}
+
+/// The lease operations of `history`, paired invoke with completion (an
+/// instance has one operation in flight), and the invoke events left out.
+pub fn lease_ops(history: &History) -> (Vec<LeaseOp>, Vec<usize>) {
+    let mut ops: Vec<Option<LeaseOp>> = Vec::new();
+    let mut ignored = Vec::new();
+    let mut in_flight: HashMap<&str, usize> = HashMap::new();
+    for e in &history.events {
+        match &e.what {
+            Happened::Invoke(call) => {
+                let request = Request::parse(call).ok().filter(|r| {
+                    matches!(
+                        r,
+                        Request::LeaseTake { .. }
+                            | Request::LeaseRenew { .. }
+                            | Request::LeaseRelease { .. }
+                            | Request::LeaseRead { .. }
+                    )
+                });
+                let Some(request) = request else {
+                    if call.op.starts_with("lease.") {
+                        ignored.push(e.index);
+                    }
+                    // A later completion of this instance belongs to this call.
+                    in_flight.remove(e.instance.as_str());
+                    continue;
+                };
+                let tree = match &request {
+                    Request::LeaseTake { tree, .. }
+                    | Request::LeaseRenew { tree, .. }
+                    | Request::LeaseRelease { tree, .. }
+                    | Request::LeaseRead { tree } => tree.clone(),
+                    _ => String::new(),
+                };
+                in_flight.insert(e.instance.as_str(), ops.len());
+                ops.push(Some(LeaseOp {
+                    invoke_event: e.index,
+                    complete_event: None,
+                    instance: e.instance.clone(),
+                    op: call.op.clone(),
+                    tree,
+                    reply: None,
+                    invoked_ms: e.server_ms,
+                    completed_ms: None,
+                    request: Some(request),
+                }));
+            }
+            what => {
+                let Some(i) = in_flight.remove(e.instance.as_str()) else {
+                    continue;
+                };
+                let Some(op) = ops[i].as_mut() else { continue };
+                match what {
+                    Happened::Ok { reply, .. } => {
+                        op.complete_event = Some(e.index);
+                        op.completed_ms = e.server_ms;
+                        op.reply = Some(reply.clone());
+                    }
+                    Happened::Info { .. } => {
+                        op.complete_event = Some(e.index);
+                        op.completed_ms = e.server_ms;
+                    }
+                    _ => {
+                        ignored.push(op.invoke_event);
+                        ops[i] = None;
+                    }
+                }
+            }
+        }
+    }
+    (ops.into_iter().flatten().collect(), ignored)
+}
+
+/// Checks every tree of `history` with the default step budget.
+pub fn check(history: &History) -> Linearizability {
+    check_with_budget(history, DEFAULT_STEP_BUDGET)
+}
+
+/// Checks every tree of `history`, each with at most `budget` search steps.
+pub fn check_with_budget(history: &History, budget: u64) -> Linearizability {
+    let (ops, ignored) = lease_ops(history);
+    let mut by_tree: BTreeMap<String, Vec<LeaseOp>> = BTreeMap::new();
+    for op in ops {
+        by_tree.entry(op.tree.clone()).or_default().push(op);
+    }
+    let trees = by_tree
+        .into_iter()
+        .map(|(tree, ops)| {
+            let verdict = check_tree(&ops, budget);
+            (tree, verdict)
+        })
+        .collect();
+    Linearizability { trees, ignored }
+}
+
+/// Checks one tree's operations (all of `ops` must name the same tree).
+pub fn check_tree(ops: &[LeaseOp], budget: u64) -> TreeVerdict {
+    let prepared = Prepared::new(ops);
+    match prepared.search(None, budget) {
+        Search::Found(order) => TreeVerdict::Linearizable {
+            order: prepared.steps(&order),
+        },
+        Search::OutOfBudget(steps) => TreeVerdict::Undecided { steps },
+        Search::None(_) => prepared.shortest_failing_prefix(budget),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Time: a zone over (zero, now, grant instant).
+
+const INF: i64 = i64::MAX / 4;
+const Z: usize = 0;
+const NOW: usize = 1;
+const T: usize = 2;
+
+/// A closed difference-bound matrix: `m[i][j]` bounds `x_i - x_j`, over
+/// zero, the instant of the last step, and the instant of the ambiguous grant
+/// or renew that set the live expiry (unconstrained when there is none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Zone {
+    m: [[i64; 3]; 3],
+}
+
+fn add(a: i64, b: i64) -> i64 {
+    if a >= INF || b >= INF {
+        INF
+    } else {
+        (a + b).clamp(-INF, INF)
+    }
+}
+
+impl Zone {
+    fn start() -> Zone {
+        let mut m = [[INF; 3]; 3];
+        for (i, row) in m.iter_mut().enumerate() {
+            row[i] = 0;
+        }
+        Zone { m }
+    }
+
+    fn close<const N: usize>(m: &mut [[i64; N]; N]) -> bool {
+        for k in 0..N {
+            for i in 0..N {
+                for j in 0..N {
+                    let via = add(m[i][k], m[k][j]);
+                    if via < m[i][j] {
+                        m[i][j] = via;
+                    }
+                }
+            }
+        }
+        (0..N).all(|i| m[i][i] >= 0)
+    }
+
+    /// Adds `x_i - x_j <= c`; false when no instant fits any more.
+    fn constrain(&mut self, i: usize, j: usize, c: i64) -> bool {
+        if c < self.m[i][j] {
+            self.m[i][j] = c;
+            return Zone::close(&mut self.m);
+        }
+        true
+    }
+
+    /// A new step at an instant in `[lo, hi]`, not before the last one.
+    fn advance(&mut self, lo: Option<i64>, hi: Option<i64>) -> bool {
+        let mut m = [[INF; 4]; 4];
+        for (i, row) in self.m.iter().enumerate() {
+            m[i][..3].copy_from_slice(row);
+        }
+        m[3][3] = 0;
+        m[NOW][3] = 0;
+        if let Some(lo) = lo {
+            m[Z][3] = -lo;
+        }
+        if let Some(hi) = hi {
+            m[3][Z] = hi;
+        }
+        if !Zone::close(&mut m) {
+            return false;
+        }
+        let keep = [Z, 3, T];
+        for (a, &i) in keep.iter().enumerate() {
+            for (b, &j) in keep.iter().enumerate() {
+                self.m[a][b] = m[i][j];
+            }
+        }
+        true
+    }
+
+    fn forget_t(&mut self) {
+        for i in 0..3 {
+            if i != T {
+                self.m[i][T] = INF;
+                self.m[T][i] = INF;
+            }
+        }
+    }
+
+    /// Without an unknown expiry only the earliest instant of the last step
+    /// matters (later steps only need to be no earlier), so the rest is
+    /// dropped and equal states meet in the memo.
+    fn normalize_without_t(&mut self) {
+        self.forget_t();
+        self.m[NOW][Z] = INF;
+    }
+
+    fn earliest(&self, x: usize) -> Option<i64> {
+        (self.m[Z][x] > -INF && self.m[Z][x] < INF).then_some(-self.m[Z][x])
+    }
+
+    fn latest(&self, x: usize) -> Option<i64> {
+        (self.m[x][Z] < INF).then_some(self.m[x][Z])
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The lease record, with what is not yet known of it.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Expiry {
+    At(i64),
+    /// The grant instant `T` of the zone plus this ttl.
+    AfterT(i64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Record {
+    holder: u32,
+    /// The epoch, or its least possible value when not `exact`.
+    epoch: i64,
+    exact: bool,
+    released: bool,
+    expiry: Expiry,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct State {
+    rec: Option<Record>,
+    zone: Zone,
+}
+
+impl State {
+    /// The record is live at the step's instant (`at_instant`: also at the
+    /// exact expiry instant, the SHOULD freedom of `busy` and reads).
+    fn require_live(&mut self, at_instant: bool) -> bool {
+        let slack = if at_instant { 0 } else { 1 };
+        match self.rec {
+            Some(r) if !r.released => match r.expiry {
+                Expiry::At(e) => self.zone.constrain(NOW, Z, e - slack),
+                Expiry::AfterT(ttl) => self.zone.constrain(NOW, T, ttl - slack),
+            },
+            _ => false,
+        }
+    }
+
+    /// The record is expired at the step's instant (not released: that is
+    /// the caller's other case).
+    fn require_expired(&mut self) -> bool {
+        match self.rec {
+            Some(r) => match r.expiry {
+                Expiry::At(e) => self.zone.constrain(Z, NOW, -e),
+                Expiry::AfterT(ttl) => self.zone.constrain(T, NOW, -ttl),
+            },
+            None => true,
+        }
+    }
+
+    /// The record is absent, released or expired at the step's instant.
+    fn require_free(&mut self) -> bool {
+        match self.rec {
+            None => true,
+            Some(r) if r.released => true,
+            Some(_) => self.require_expired(),
+        }
+    }
+
+    fn require_expiry(&mut self, at: i64) -> bool {
+        match self.rec.map(|r| r.expiry) {
+            Some(Expiry::At(e)) => e == at,
+            Some(Expiry::AfterT(ttl)) => {
+                self.zone.constrain(T, Z, at - ttl) && self.zone.constrain(Z, T, ttl - at)
+            }
+            None => false,
+        }
+    }
+
+    /// The epoch may be `e`; if it was known only from below, now it is `e`.
+    fn unify_epoch(&mut self, e: i64) -> bool {
+        match self.rec.as_mut() {
+            Some(r) if r.exact => r.epoch == e,
+            Some(r) if e >= r.epoch => {
+                r.epoch = e;
+                r.exact = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the epoch may differ from `e` (an inexact epoch always may).
+    fn epoch_may_differ(&self, e: i64) -> bool {
+        self.rec.is_some_and(|r| !r.exact || r.epoch != e)
+    }
+
+    /// Drops what no later step can tell apart: an unknown expiry that is
+    /// fixed, or already past, or of a released record.
+    fn settle(&mut self) {
+        if let Some(r) = self.rec.as_mut() {
+            if let Expiry::AfterT(ttl) = r.expiry {
+                let z = &self.zone.m;
+                let fixed = z[T][Z] == -z[Z][T];
+                let past = z[T][NOW] <= -ttl;
+                if fixed || past || r.released {
+                    // Past: any expiry not after the earliest instant of this
+                    // step reads the same from now on; the closure guarantees
+                    // earliest(T) + ttl is one.
+                    r.expiry = Expiry::At(add(-z[Z][T], ttl));
+                }
+            }
+            if r.released {
+                r.expiry = Expiry::At(0);
+            }
+        }
+        match self.rec.map(|r| r.expiry) {
+            Some(Expiry::AfterT(_)) => {}
+            _ => self.zone.normalize_without_t(),
+        }
+    }
+}
+
+/// The request of an operation, with holders interned.
+#[derive(Debug, Clone, Copy)]
+enum Req {
+    Take { holder: u32, ttl: i64 },
+    Renew { holder: u32, epoch: i64, ttl: i64 },
+    Release { holder: u32, epoch: i64 },
+    Read,
+}
+
+#[derive(Debug, Clone)]
+enum Seen {
+    Granted {
+        epoch: i64,
+        expires: i64,
+    },
+    Busy {
+        holder: u32,
+        epoch: i64,
+        expires: i64,
+    },
+    Renewed {
+        expires: i64,
+    },
+    LostNone,
+    Lost {
+        holder: u32,
+        epoch: i64,
+    },
+    Released,
+    NotHeld,
+    ReadNone,
+    ReadLive {
+        holder: u32,
+        epoch: i64,
+        expires: i64,
+    },
+    ReadNotLive {
+        epoch: i64,
+    },
+    /// A reply the operation never gives (or a malformed one).
+    Impossible,
+    Unknown,
+}
+
+/// The successor states of `s` when an operation takes effect, each with
+/// whether it took effect (meaningful for unknown outcomes).
+fn step(s: &State, req: Req, seen: &Seen, lo: Option<i64>, hi: Option<i64>) -> Vec<(State, bool)> {
+    let mut out = Vec::new();
+    if let Seen::Unknown = seen {
+        // Never happened: always possible, and changes nothing.
+        out.push((*s, false));
+        if matches!(req, Req::Read) {
+            return out;
+        }
+        let mut n = *s;
+        if !n.zone.advance(lo, None) {
+            return out;
+        }
+        if effect_unknown(&mut n, req) {
+            n.settle();
+            out.push((n, true));
+        }
+        return out;
+    }
+    let mut n = *s;
+    if !n.zone.advance(lo, hi) {
+        return out;
+    }
+    for mut c in replied(n, req, seen) {
+        c.settle();
+        out.push((c, true));
+    }
+    out
+}
+
+/// An operation whose outcome is unknown took effect at the zone's `NOW`:
+/// only the cases that change the record (the others equal "never happened").
+fn effect_unknown(n: &mut State, req: Req) -> bool {
+    match req {
+        Req::Take { holder, ttl } => {
+            if !n.require_free() {
+                return false;
+            }
+            let floor = n.rec.map_or(0, |r| r.epoch);
+            n.zone.forget_t();
+            // The grant's instant is this step's instant.
+            if !(n.zone.constrain(T, NOW, 0) && n.zone.constrain(NOW, T, 0)) {
+                return false;
+            }
+            n.rec = Some(Record {
+                holder,
+                epoch: floor + 1,
+                exact: false,
+                released: false,
+                expiry: Expiry::AfterT(ttl),
+            });
+            true
+        }
+        Req::Renew { holder, epoch, ttl } => {
+            if !(n.rec.is_some_and(|r| r.holder == holder)
+                && n.require_live(false)
+                && n.unify_epoch(epoch))
+            {
+                return false;
+            }
+            n.zone.forget_t();
+            if !(n.zone.constrain(T, NOW, 0) && n.zone.constrain(NOW, T, 0)) {
+                return false;
+            }
+            if let Some(r) = n.rec.as_mut() {
+                r.expiry = Expiry::AfterT(ttl);
+            }
+            true
+        }
+        Req::Release { holder, epoch } => {
+            let ok =
+                n.rec.is_some_and(|r| !r.released && r.holder == holder) && n.unify_epoch(epoch);
+            if let Some(r) = n.rec.as_mut().filter(|_| ok) {
+                r.released = true;
+            }
+            ok
+        }
+        Req::Read => false,
+    }
+}
+
+/// The states in which `seen` is a reply the contract allows to `req` at the
+/// zone's `NOW`, moved along it.
+fn replied(n: State, req: Req, seen: &Seen) -> Vec<State> {
+    let one =
+        |mut s: State, f: &dyn Fn(&mut State) -> bool| if f(&mut s) { vec![s] } else { vec![] };
+    match (req, seen) {
+        (Req::Take { holder, ttl }, Seen::Granted { epoch, expires }) => one(n, &|s| {
+            let floor = s.rec.map_or(0, |r| r.epoch);
+            let ok = *epoch > floor
+                && s.require_free()
+                && s.zone.constrain(NOW, Z, expires - ttl)
+                && s.zone.constrain(Z, NOW, ttl - expires);
+            s.rec = Some(Record {
+                holder,
+                epoch: *epoch,
+                exact: true,
+                released: false,
+                expiry: Expiry::At(*expires),
+            });
+            ok
+        }),
+        (
+            Req::Take { .. },
+            Seen::Busy {
+                holder,
+                epoch,
+                expires,
+            },
+        ) => one(n, &|s| {
+            s.rec.is_some_and(|r| r.holder == *holder)
+                && s.require_live(true)
+                && s.unify_epoch(*epoch)
+                && s.require_expiry(*expires)
+        }),
+        (Req::Renew { holder, epoch, ttl }, Seen::Renewed { expires }) => one(n, &|s| {
+            let ok = s.rec.is_some_and(|r| r.holder == holder)
+                && s.require_live(false)
+                && s.unify_epoch(epoch)
+                && s.zone.constrain(NOW, Z, expires - ttl)
+                && s.zone.constrain(Z, NOW, ttl - expires);
+            if let Some(r) = s.rec.as_mut() {
+                r.expiry = Expiry::At(*expires);
+            }
+            ok
+        }),
+        (Req::Renew { .. }, Seen::LostNone) => one(n, &|s| s.require_free()),
+        (
+            Req::Renew { holder, epoch, .. },
+            Seen::Lost {
+                holder: h,
+                epoch: e,
+            },
+        ) => one(n, &|s| {
+            s.rec.is_some_and(|r| r.holder == *h)
+                && s.require_live(false)
+                && s.unify_epoch(*e)
+                && (holder != *h || epoch != *e)
+        }),
+        (Req::Release { holder, epoch }, Seen::Released) => one(n, &|s| {
+            let ok =
+                s.rec.is_some_and(|r| !r.released && r.holder == holder) && s.unify_epoch(epoch);
+            if let Some(r) = s.rec.as_mut() {
+                r.released = true;
+            }
+            ok
+        }),
+        (Req::Release { holder, epoch }, Seen::NotHeld) => {
+            let Some(r) = n.rec else { return vec![n] };
+            if r.released || r.holder != holder {
+                return vec![n];
+            }
+            if n.epoch_may_differ(epoch) {
+                // An epoch known only from below may differ; keeping it
+                // unrefined also covers the equal-and-expired case.
+                return vec![n];
+            }
+            // Holder and epoch match: only an expired lease may answer
+            // not_held (and nothing changes).
+            let mut m = n;
+            if m.require_expired() {
+                vec![m]
+            } else {
+                vec![]
+            }
+        }
+        (Req::Read, Seen::ReadNone) => one(n, &|s| s.rec.is_none()),
+        (
+            Req::Read,
+            Seen::ReadLive {
+                holder,
+                epoch,
+                expires,
+            },
+        ) => one(n, &|s| {
+            s.rec.is_some_and(|r| r.holder == *holder)
+                && s.require_live(true)
+                && s.unify_epoch(*epoch)
+                && s.require_expiry(*expires)
+        }),
+        (Req::Read, Seen::ReadNotLive { epoch }) => one(n, &|s| {
+            s.rec.is_some() && s.unify_epoch(*epoch) && s.require_free()
+        }),
+        _ => vec![],
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The search (Wing & Gong, Lowe's memo), over call and return entries.
+
+struct Prepared<'a> {
+    ops: &'a [LeaseOp],
+    reqs: Vec<Req>,
+    seen: Vec<Seen>,
+}
+
+enum Search {
+    /// The order of op indexes, each with whether it took effect.
+    Found(Order),
+    /// Not linearizable: the longest partial linearization found.
+    None(Order),
+    OutOfBudget(u64),
+}
+
+struct Frame {
+    op: usize,
+    before: State,
+    after: State,
+    alternatives: Vec<(State, bool)>,
+    took_effect: bool,
+}
+
+fn set(bits: &mut [u64], i: usize) {
+    bits[i / 64] |= 1 << (i % 64);
+}
+
+fn clear(bits: &mut [u64], i: usize) {
+    bits[i / 64] &= !(1 << (i % 64));
+}
+
+/// The first alternative (popped from the end) whose (linearized set, state)
+/// is not yet known to lead nowhere, as a frame to push.
+fn try_alternatives(
+    op: usize,
+    before: State,
+    mut alternatives: Vec<(State, bool)>,
+    linearized: &mut [u64],
+    cache: &mut HashSet<(Vec<u64>, State)>,
+) -> Option<Frame> {
+    set(linearized, op);
+    while let Some((after, took_effect)) = alternatives.pop() {
+        if cache.insert((linearized.to_vec(), after)) {
+            return Some(Frame {
+                op,
+                before,
+                after,
+                alternatives,
+                took_effect,
+            });
+        }
+    }
+    clear(linearized, op);
+    None
+}
+
+type Order = Vec<(usize, bool, Option<i64>, Option<i64>)>;
+
+impl<'a> Prepared<'a> {
+    fn new(ops: &'a [LeaseOp]) -> Self {
+        let mut holders: HashMap<String, u32> = HashMap::new();
+        let mut id = |h: &str| {
+            let next = holders.len() as u32;
+            *holders.entry(h.to_string()).or_insert(next)
+        };
+        let mut reqs = Vec::with_capacity(ops.len());
+        let mut seen = Vec::with_capacity(ops.len());
+        for op in ops {
+            let req = match &op.request {
+                Some(Request::LeaseTake { holder, ttl_ms, .. }) => Req::Take {
+                    holder: id(holder),
+                    ttl: *ttl_ms,
+                },
+                Some(Request::LeaseRenew {
+                    holder,
+                    epoch,
+                    ttl_ms,
+                    ..
+                }) => Req::Renew {
+                    holder: id(holder),
+                    epoch: *epoch,
+                    ttl: *ttl_ms,
+                },
+                Some(Request::LeaseRelease { holder, epoch, .. }) => Req::Release {
+                    holder: id(holder),
+                    epoch: *epoch,
+                },
+                _ => Req::Read,
+            };
+            let s = match (&op.reply, req) {
+                (None, _) => Seen::Unknown,
+                (
+                    Some(Reply::Granted {
+                        epoch,
+                        expires_at_ms,
+                    }),
+                    Req::Take { .. },
+                ) => Seen::Granted {
+                    epoch: *epoch,
+                    expires: *expires_at_ms,
+                },
+                (
+                    Some(Reply::Busy {
+                        holder,
+                        epoch,
+                        expires_at_ms,
+                    }),
+                    Req::Take { .. },
+                ) => Seen::Busy {
+                    holder: id(holder),
+                    epoch: *epoch,
+                    expires: *expires_at_ms,
+                },
+                (Some(Reply::Renewed { expires_at_ms }), Req::Renew { .. }) => Seen::Renewed {
+                    expires: *expires_at_ms,
+                },
+                (
+                    Some(Reply::Lost {
+                        holder: None,
+                        epoch: None,
+                    }),
+                    Req::Renew { .. },
+                ) => Seen::LostNone,
+                (
+                    Some(Reply::Lost {
+                        holder: Some(h),
+                        epoch: Some(e),
+                    }),
+                    Req::Renew { .. },
+                ) => Seen::Lost {
+                    holder: id(h),
+                    epoch: *e,
+                },
+                (Some(Reply::Released {}), Req::Release { .. }) => Seen::Released,
+                (Some(Reply::NotHeld {}), Req::Release { .. }) => Seen::NotHeld,
+                (Some(Reply::Lease(None)), Req::Read) => Seen::ReadNone,
+                (Some(Reply::Lease(Some(v))), Req::Read) if v.live => {
+                    match (&v.holder, v.expires_at_ms) {
+                        (Some(h), Some(x)) => Seen::ReadLive {
+                            holder: id(h),
+                            epoch: v.epoch,
+                            expires: x,
+                        },
+                        _ => Seen::Impossible,
+                    }
+                }
+                (Some(Reply::Lease(Some(v))), Req::Read) => Seen::ReadNotLive { epoch: v.epoch },
+                _ => Seen::Impossible,
+            };
+            reqs.push(req);
+            seen.push(s);
+        }
+        Prepared { ops, reqs, seen }
+    }
+
+    /// Searches the operations whose invoke comes before event `cut` (all
+    /// when `None`); those completing at or after it count as unknown.
+    fn search(&self, cut: Option<usize>, budget: u64) -> Search {
+        let n = self.ops.len();
+        let included: Vec<usize> = (0..n)
+            .filter(|&i| cut.is_none_or(|c| self.ops[i].invoke_event < c))
+            .collect();
+        let known = |i: usize| -> bool {
+            let op = &self.ops[i];
+            !matches!(self.seen[i], Seen::Unknown)
+                && op
+                    .complete_event
+                    .is_some_and(|c| cut.is_none_or(|cut| c < cut))
+        };
+        // Entries: (event position, is_call, op). Unknown returns go last.
+        let mut entries: Vec<(usize, bool, usize)> = Vec::with_capacity(2 * included.len());
+        for &i in &included {
+            let op = &self.ops[i];
+            entries.push((op.invoke_event, true, i));
+            let ret = if known(i) {
+                op.complete_event.unwrap_or(usize::MAX)
+            } else {
+                usize::MAX
+            };
+            entries.push((ret, false, i));
+        }
+        entries.sort_by_key(|&(pos, is_call, i)| (pos, !is_call, i));
+        // A doubly linked list with a head sentinel at index 0.
+        let len = entries.len() + 1;
+        let mut next: Vec<usize> = (1..=len).map(|i| i % len).collect();
+        let mut prev: Vec<usize> = (0..len).map(|i| (i + len - 1) % len).collect();
+        let mut call_at = vec![0usize; n];
+        let mut ret_at = vec![0usize; n];
+        for (k, &(_, is_call, i)) in entries.iter().enumerate() {
+            if is_call {
+                call_at[i] = k + 1;
+            } else {
+                ret_at[i] = k + 1;
+            }
+        }
+        let entry = |k: usize| entries[k - 1];
+        let lift = |next: &mut Vec<usize>, prev: &mut Vec<usize>, i: usize| {
+            for k in [call_at[i], ret_at[i]] {
+                let (p, q) = (prev[k], next[k]);
+                next[p] = q;
+                prev[q] = p;
+            }
+        };
+        let unlift = |next: &mut Vec<usize>, prev: &mut Vec<usize>, i: usize| {
+            for k in [ret_at[i], call_at[i]] {
+                let (p, q) = (prev[k], next[k]);
+                next[p] = k;
+                prev[q] = k;
+            }
+        };
+
+        let words = n.div_ceil(64).max(1);
+        let mut linearized = vec![0u64; words];
+        let mut cache: HashSet<(Vec<u64>, State)> = HashSet::new();
+        let mut stack: Vec<Frame> = Vec::new();
+        let mut state = State {
+            rec: None,
+            zone: Zone::start(),
+        };
+        state.zone.normalize_without_t();
+        let mut longest: Order = Vec::new();
+        let mut steps: u64 = 0;
+        let mut cur = next[0];
+        let record = |stack: &[Frame], longest: &mut Vec<_>| {
+            if stack.len() > longest.len() {
+                *longest = self.order_of(stack);
+            }
+        };
+
+        loop {
+            if next[0] == 0 {
+                return Search::Found(self.order_of(&stack));
+            }
+            steps += 1;
+            if steps > budget {
+                return Search::OutOfBudget(steps);
+            }
+            let (_, is_call, i) = entry(cur);
+            if is_call {
+                let lo = self.ops[i].invoked_ms;
+                let hi = if known(i) {
+                    self.ops[i].completed_ms
+                } else {
+                    None
+                };
+                let seen = if known(i) {
+                    &self.seen[i]
+                } else {
+                    &Seen::Unknown
+                };
+                let mut alternatives = step(&state, self.reqs[i], seen, lo, hi);
+                alternatives.reverse();
+                if let Some(frame) =
+                    try_alternatives(i, state, alternatives, &mut linearized, &mut cache)
+                {
+                    state = frame.after;
+                    stack.push(frame);
+                    lift(&mut next, &mut prev, i);
+                    cur = next[0];
+                } else {
+                    cur = next[cur];
+                }
+            } else {
+                record(&stack, &mut longest);
+                // Undo the last step: try its next alternative, or move past it.
+                let Some(frame) = stack.pop() else {
+                    return Search::None(longest);
+                };
+                let op = frame.op;
+                clear(&mut linearized, op);
+                unlift(&mut next, &mut prev, op);
+                state = frame.before;
+                if let Some(again) = try_alternatives(
+                    op,
+                    frame.before,
+                    frame.alternatives,
+                    &mut linearized,
+                    &mut cache,
+                ) {
+                    state = again.after;
+                    stack.push(again);
+                    lift(&mut next, &mut prev, op);
+                    cur = next[0];
+                } else {
+                    cur = next[call_at[op]];
+                }
+            }
+        }
+    }
+
+    fn order_of(&self, stack: &[Frame]) -> Order {
+        stack
+            .iter()
+            .map(|f| {
+                let z = &f.after.zone;
+                (f.op, f.took_effect, z.earliest(NOW), z.latest(NOW))
+            })
+            .collect()
+    }
+
+    fn steps(&self, order: &[(usize, bool, Option<i64>, Option<i64>)]) -> Vec<Step> {
+        let mut listed = vec![false; self.ops.len()];
+        let mut out: Vec<Step> = order
+            .iter()
+            .map(|&(i, took, earliest, latest)| {
+                listed[i] = true;
+                let op = &self.ops[i];
+                let unknown = matches!(self.seen[i], Seen::Unknown);
+                Step {
+                    invoke_event: op.invoke_event,
+                    op: op.op.clone(),
+                    instance: op.instance.clone(),
+                    took_effect: unknown.then_some(took),
+                    earliest_ms: if took { earliest } else { None },
+                    latest_ms: if took { latest } else { None },
+                }
+            })
+            .collect();
+        // Every op is in a full linearization; this only guards a prefix.
+        for (i, op) in self.ops.iter().enumerate() {
+            if !listed[i] && order.len() == self.ops.len() {
+                out.push(Step {
+                    invoke_event: op.invoke_event,
+                    op: op.op.clone(),
+                    instance: op.instance.clone(),
+                    took_effect: Some(false),
+                    earliest_ms: None,
+                    latest_ms: None,
+                });
+            }
+        }
+        out
+    }
+
+    /// Binary search for the shortest prefix (cut at a completion with a
+    /// reply) that is not linearizable: a prefix with unknown outcomes for
+    /// what completed later allows everything the longer one allows.
+    fn shortest_failing_prefix(&self, budget: u64) -> TreeVerdict {
+        let mut cuts: Vec<(usize, usize)> = self
+            .ops
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !matches!(self.seen[*i], Seen::Unknown))
+            .filter_map(|(i, op)| op.complete_event.map(|c| (c, i)))
+            .collect();
+        cuts.sort_unstable();
+        let fails = |k: usize| -> Option<Search> {
+            match self.search(Some(cuts[k].0 + 1), budget) {
+                Search::Found(_) => None,
+                other => Some(other),
+            }
+        };
+        // The whole history fails, so the last cut fails.
+        let (mut lo, mut hi) = (0usize, cuts.len().saturating_sub(1));
+        let mut last = None;
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match fails(mid) {
+                Some(r) => {
+                    hi = mid;
+                    last = Some(r);
+                }
+                None => lo = mid + 1,
+            }
+        }
+        let result = match last {
+            Some(r) if hi == lo => r,
+            _ => fails(lo).unwrap_or(Search::None(Vec::new())),
+        };
+        let longest = match result {
+            Search::OutOfBudget(steps) => return TreeVerdict::Undecided { steps },
+            Search::None(l) | Search::Found(l) => l,
+        };
+        let Some(&(at_event, i)) = cuts.get(lo) else {
+            return TreeVerdict::Undecided { steps: 0 };
+        };
+        let me = &self.ops[i];
+        let concurrent = self
+            .ops
+            .iter()
+            .enumerate()
+            .filter(|&(j, o)| {
+                j != i
+                    && o.invoke_event < at_event
+                    && o.complete_event.is_none_or(|c| c > me.invoke_event)
+            })
+            .map(|(_, o)| o.invoke_event)
+            .collect();
+        TreeVerdict::NotLinearizable {
+            at_event,
+            op_event: me.invoke_event,
+            concurrent,
+            longest_partial: self.steps(&longest),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness::contract::{ErrorKind, LeaseView, StoreError};
+    use serde_json::json;
+
+    /// A history written by hand: `inv` then `ok`/`info` per instance.
+    #[derive(Default)]
+    struct H(History);
+
+    impl H {
+        fn inv(&mut self, who: &str, op: &str, args: serde_json::Value, at: i64) -> &mut Self {
+            let call = harness::contract::Call {
+                op: op.into(),
+                args,
+            };
+            self.0.invoke(who, &call, Some(at), 0);
+            self
+        }
+        fn take(&mut self, who: &str, tree: &str, ttl: i64, at: i64) -> &mut Self {
+            self.inv(
+                who,
+                "lease.take",
+                json!({"tree": tree, "holder": who, "ttl_ms": ttl}),
+                at,
+            )
+        }
+        fn renew(&mut self, who: &str, epoch: i64, ttl: i64, at: i64) -> &mut Self {
+            let args = json!({"tree": "t", "holder": who, "epoch": epoch, "ttl_ms": ttl});
+            self.inv(who, "lease.renew", args, at)
+        }
+        fn release(&mut self, who: &str, epoch: i64, at: i64) -> &mut Self {
+            let args = json!({"tree": "t", "holder": who, "epoch": epoch});
+            self.inv(who, "lease.release", args, at)
+        }
+        fn read(&mut self, who: &str, at: i64) -> &mut Self {
+            self.inv(who, "lease.read", json!({"tree": "t"}), at)
+        }
+        fn ok(&mut self, who: &str, op: &str, reply: Reply, at: i64) -> &mut Self {
+            self.0.complete(who, op, &Ok(reply), Some(at), 0);
+            self
+        }
+        fn granted(&mut self, who: &str, epoch: i64, expires: i64, at: i64) -> &mut Self {
+            let r = Reply::Granted {
+                epoch,
+                expires_at_ms: expires,
+            };
+            self.ok(who, "lease.take", r, at)
+        }
+        fn busy(
+            &mut self,
+            who: &str,
+            holder: &str,
+            epoch: i64,
+            expires: i64,
+            at: i64,
+        ) -> &mut Self {
+            let r = Reply::Busy {
+                holder: holder.into(),
+                epoch,
+                expires_at_ms: expires,
+            };
+            self.ok(who, "lease.take", r, at)
+        }
+        fn info(&mut self, who: &str, op: &str, at: i64) -> &mut Self {
+            let e = StoreError::new(ErrorKind::Unavailable, "reply lost");
+            self.0.complete(who, op, &Err(e), Some(at), 0);
+            self
+        }
+        fn verdict(&self, tree: &str) -> TreeVerdict {
+            check(&self.0).trees[tree].clone()
+        }
+    }
+
+    fn assert_fails(v: &TreeVerdict, at: usize) {
+        match v {
+            TreeVerdict::NotLinearizable { at_event, .. } => assert_eq!(*at_event, at, "{v:?}"),
+            other => panic!("expected not linearizable at event {at}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_sequential_history_passes_with_its_order_and_instants() {
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).granted("a", 1, 100, 0);
+        h.renew("a", 1, 100, 50).ok(
+            "a",
+            "lease.renew",
+            Reply::Renewed { expires_at_ms: 150 },
+            50,
+        );
+        h.release("a", 1, 60)
+            .ok("a", "lease.release", Reply::Released {}, 60);
+        h.take("b", "t", 100, 70).granted("b", 2, 170, 70);
+        h.read("a", 80).ok(
+            "a",
+            "lease.read",
+            Reply::Lease(Some(LeaseView {
+                holder: Some("b".into()),
+                epoch: 2,
+                expires_at_ms: Some(170),
+                live: true,
+            })),
+            80,
+        );
+        let TreeVerdict::Linearizable { order } = h.verdict("t") else {
+            panic!("{:?}", h.verdict("t"))
+        };
+        let events: Vec<usize> = order.iter().map(|s| s.invoke_event).collect();
+        assert_eq!(events, vec![0, 2, 4, 6, 8]);
+        assert_eq!(order[1].earliest_ms, Some(50));
+        assert!(order.iter().all(|s| s.took_effect.is_none()));
+    }
+
+    #[test]
+    fn concurrent_takes_pass_when_one_got_busy() {
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).take("b", "t", 100, 0);
+        h.busy("b", "a", 1, 102, 3).granted("a", 1, 102, 4);
+        // The busy reply completed first, yet the grant is ordered before it.
+        let TreeVerdict::Linearizable { order } = h.verdict("t") else {
+            panic!("{:?}", h.verdict("t"))
+        };
+        assert_eq!(order[0].instance, "a");
+        assert_eq!(order[0].earliest_ms, Some(2));
+    }
+
+    #[test]
+    fn concurrent_takes_both_granted_overlapping_fail() {
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).take("b", "t", 100, 0);
+        h.granted("a", 1, 100, 1).granted("b", 2, 101, 2);
+        assert_fails(&h.verdict("t"), 3);
+    }
+
+    #[test]
+    fn a_lost_take_must_have_happened_when_a_later_take_is_busy_on_it() {
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).info("a", "lease.take", 5);
+        h.take("b", "t", 100, 10).busy("b", "a", 1, 103, 11);
+        let TreeVerdict::Linearizable { order } = h.verdict("t") else {
+            panic!("{:?}", h.verdict("t"))
+        };
+        assert_eq!(order[0].took_effect, Some(true));
+        // Windows are given the steps before: the busy reply fixes the lost
+        // grant at 3 only later, so here it is "from its invoke".
+        assert_eq!(order[0].earliest_ms, Some(0));
+        assert_eq!(order[1].earliest_ms, Some(10));
+
+        // Busy on a holder that was never granted: no lost take explains it.
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).info("a", "lease.take", 5);
+        h.take("b", "t", 100, 10).busy("b", "c", 1, 103, 11);
+        assert_fails(&h.verdict("t"), 3);
+    }
+
+    #[test]
+    fn a_lost_take_must_not_have_happened_when_a_later_take_is_granted_epoch_one() {
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).info("a", "lease.take", 5);
+        h.take("b", "t", 100, 10).granted("b", 1, 110, 11);
+        let TreeVerdict::Linearizable { order } = h.verdict("t") else {
+            panic!("{:?}", h.verdict("t"))
+        };
+        let lost = order.iter().find(|s| s.invoke_event == 0).unwrap();
+        // Epoch 1 granted to b leaves no epoch below it for a's grant, and a
+        // live grant of a would have made b busy: a's take either never
+        // happened or happened after b's grant, where it was busy.
+        assert_ne!(lost.took_effect, None);
+        let granted_b = order.iter().position(|s| s.invoke_event == 2).unwrap();
+        let lost_at = order.iter().position(|s| s.invoke_event == 0).unwrap();
+        assert!(lost.took_effect == Some(false) || lost_at > granted_b);
+    }
+
+    #[test]
+    fn a_take_that_never_completed_may_take_effect_any_time_after_its_invoke() {
+        let mut h = H::default();
+        h.take("a", "t", 100, 0);
+        // Much later, b is refused by a's grant made at 500 at the earliest.
+        h.take("b", "t", 100, 550).busy("b", "a", 4, 600, 551);
+        assert!(h.verdict("t").is_linearizable(), "{:?}", h.verdict("t"));
+        // But never before its invoke: a grant ending at 50 began at -50.
+        let mut h = H::default();
+        h.take("a", "t", 100, 0);
+        h.take("b", "t", 100, 10).busy("b", "a", 4, 50, 11);
+        assert!(!h.verdict("t").is_linearizable());
+    }
+
+    #[test]
+    fn a_renew_granted_after_expiry_fails() {
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).granted("a", 1, 100, 0);
+        h.renew("a", 1, 100, 100).ok(
+            "a",
+            "lease.renew",
+            Reply::Renewed { expires_at_ms: 200 },
+            100,
+        );
+        assert_fails(&h.verdict("t"), 3);
+        // Within its window the renew may have run just before expiry.
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).granted("a", 1, 100, 0);
+        h.renew("a", 1, 100, 99).ok(
+            "a",
+            "lease.renew",
+            Reply::Renewed { expires_at_ms: 199 },
+            100,
+        );
+        assert!(h.verdict("t").is_linearizable());
+    }
+
+    #[test]
+    fn epochs_that_do_not_grow_fail() {
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).granted("a", 5, 100, 0);
+        h.take("b", "t", 100, 200).granted("b", 5, 300, 200);
+        assert_fails(&h.verdict("t"), 3);
+        // Any growing epoch is allowed.
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).granted("a", 5, 100, 0);
+        h.take("b", "t", 100, 200).granted("b", 9, 300, 200);
+        assert!(h.verdict("t").is_linearizable());
+    }
+
+    #[test]
+    fn a_read_of_a_holder_nobody_was_granted_fails() {
+        let view = |holder: &str| {
+            Reply::Lease(Some(LeaseView {
+                holder: Some(holder.into()),
+                epoch: 1,
+                expires_at_ms: Some(100),
+                live: true,
+            }))
+        };
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).granted("a", 1, 100, 0);
+        h.read("b", 10).ok("b", "lease.read", view("b"), 10);
+        assert_fails(&h.verdict("t"), 3);
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).granted("a", 1, 100, 0);
+        h.read("b", 10).ok("b", "lease.read", view("a"), 10);
+        assert!(h.verdict("t").is_linearizable());
+        // Live after expiry: no instant in the read's window explains it.
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).granted("a", 1, 100, 0);
+        h.read("b", 101).ok("b", "lease.read", view("a"), 102);
+        assert_fails(&h.verdict("t"), 3);
+    }
+
+    #[test]
+    fn the_failing_point_is_the_first_reply_no_order_explains() {
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).granted("a", 1, 100, 0);
+        h.take("b", "t", 100, 10).granted("b", 2, 110, 10); // the violation
+        h.take("c", "t", 100, 500).granted("c", 3, 600, 500);
+        let v = h.verdict("t");
+        assert_fails(&v, 3);
+        let TreeVerdict::NotLinearizable {
+            op_event,
+            longest_partial,
+            ..
+        } = v
+        else {
+            unreachable!()
+        };
+        assert_eq!(op_event, 2);
+        assert_eq!(longest_partial.len(), 1);
+    }
+
+    #[test]
+    fn trees_are_judged_apart() {
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).granted("a", 1, 100, 0);
+        h.take("b", "u", 100, 0).granted("b", 1, 100, 0);
+        h.take("c", "u", 100, 1).granted("c", 2, 101, 1);
+        let all = check(&h.0);
+        assert!(all.trees["t"].is_linearizable());
+        assert!(!all.trees["u"].is_linearizable());
+        assert!(!all.all_linearizable());
+    }
+
+    #[test]
+    fn a_refused_call_and_other_contracts_are_left_out() {
+        let mut h = H::default();
+        h.take("a", "t", 100, 0);
+        let e = StoreError::new(ErrorKind::BadRequest, "no");
+        h.0.complete("a", "lease.take", &Err(e), Some(0), 0);
+        h.inv(
+            "a",
+            "queue.claim",
+            json!({"instance": "a", "claim_ttl_ms": 5}),
+            1,
+        );
+        let all = check(&h.0);
+        assert_eq!(all.ignored, vec![0]);
+        assert!(all.trees.is_empty());
+    }
+}
