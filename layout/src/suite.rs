@@ -419,3 +419,206 @@ impl Suite for LayoutSuite {
         Ok(self.run_one(check).result)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::sync::Arc;
+
+    use harness::store::redis::RedisStoreFactory;
+    use harness::{ServerRef, Silent};
+
+    use super::*;
+    use crate::model::Backend;
+
+    fn ids(specs: &[CheckSpec]) -> Vec<&'static str> {
+        specs.iter().map(|s| s.id).collect()
+    }
+
+    #[test]
+    fn every_check_is_a_must_layout_check_needing_no_server_and_written_once() {
+        let suite = LayoutSuite::with_layout("x", Layout::coordination_set());
+        let checks = suite.checks();
+        let unique: BTreeSet<&str> = ids(&checks).into_iter().collect();
+        assert_eq!(unique.len(), checks.len());
+        for c in &checks {
+            assert!(c.id.starts_with("layout."), "{}", c.id);
+            assert_eq!(c.level, Level::Must, "{}", c.id);
+            assert!(c.contracts.is_empty(), "{}", c.id);
+            assert_eq!(c.needs, Needs::AnyServer, "{}", c.id);
+        }
+    }
+
+    #[test]
+    fn the_given_check_is_declared_only_when_a_layout_is_given() {
+        assert!(!ids(&LayoutSuite::new().checks()).contains(&GIVEN.id));
+        let given = LayoutSuite::with_layout("x", Layout::coordination_set());
+        assert_eq!(ids(&given.checks()).last(), Some(&GIVEN.id));
+    }
+
+    #[test]
+    fn every_built_in_check_holds_with_one_result_each_in_order() {
+        let suite = LayoutSuite::new();
+        let to_run = suite.checks();
+        let (results, figures) = suite.run_checks(&to_run);
+        assert_eq!(
+            results.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+            ids(&to_run)
+        );
+        for r in &results {
+            assert_eq!(r.verdict, Verdict::Pass, "{}: {}", r.id, r.reason);
+            assert_eq!(r.suite, SUITE);
+            assert!(r.evidence["layout"].is_object(), "{}", r.id);
+        }
+        assert_eq!(figures.assembled, 2);
+        assert_eq!(figures.refused, 5);
+        assert_eq!(figures.given, None);
+    }
+
+    #[test]
+    fn a_refusal_check_passes_with_the_refusal_line_as_its_reason() {
+        let spec = CASES[5].spec;
+        let (results, _) = LayoutSuite::new().run_checks(&[spec]);
+        assert!(results[0].reason.starts_with("refused: [application.store-backend-mismatch] fenced_effect on sqlite beside lease on redis"), "{}", results[0].reason);
+        assert_eq!(results[0].evidence["assembled"], false);
+    }
+
+    fn case(source: Source, expect: Expect) -> Case {
+        Case {
+            spec: CASES[0].spec,
+            source,
+            expect,
+        }
+    }
+
+    #[test]
+    fn a_case_fails_when_assembly_does_not_do_what_the_rule_says() {
+        // A supported layout refused, a bad one assembled, or a refusal naming
+        // the wrong stores must each fail the check.
+        let bad = "[stores]\nlease = \"redis\"\nfenced_effect = \"sqlite\"\n";
+        let wrong = [
+            case(Source::Toml(bad), Expect::Assembles),
+            case(
+                Source::Named(Layout::coordination_set),
+                Expect::Refused(&[Store::FencedEffect]),
+            ),
+            case(Source::Toml(bad), Expect::Refused(&[Store::OutboundCall])),
+            case(
+                Source::Toml(bad),
+                Expect::Refused(&[Store::FencedEffect, Store::OutboundCall]),
+            ),
+        ];
+        for c in &wrong {
+            let out = judge_case(c);
+            assert_eq!(out.result.verdict, Verdict::Fail, "{}", out.result.reason);
+        }
+        let missing_lease = case(
+            Source::Toml("[stores]\nqueue = \"redis\"\n"),
+            Expect::Refused(&[]),
+        );
+        let out = judge_case(&missing_lease);
+        assert_eq!(out.result.verdict, Verdict::Fail, "{}", out.result.reason);
+        assert!(
+            out.result.reason.contains("does not start with"),
+            "{}",
+            out.result.reason
+        );
+    }
+
+    #[test]
+    fn a_case_whose_own_text_is_unreadable_is_unknown_not_failed() {
+        let out = judge_case(&case(Source::Toml("[stores"), Expect::Assembles));
+        assert_eq!(
+            out.result.verdict,
+            Verdict::Unknown,
+            "{}",
+            out.result.reason
+        );
+        assert_eq!(out.assembled, None);
+    }
+
+    #[test]
+    fn a_given_layout_passes_when_it_assembles_and_fails_when_refused() {
+        let good =
+            LayoutSuite::with_layout("good.toml", Layout::redis_queue_and_rate_beside_durable());
+        let (results, figures) = good.run_checks(&[GIVEN]);
+        assert_eq!(results[0].verdict, Verdict::Pass, "{}", results[0].reason);
+        let given = figures.given.unwrap();
+        assert!(given.assembled);
+        assert_eq!(given.origin, "good.toml");
+
+        let bad_layout = Layout::coordination_set().with(Store::OutboundCall, Backend::Sqlite);
+        let bad = LayoutSuite::with_layout("bad.toml", bad_layout.clone());
+        let (results, figures) = bad.run_checks(&[GIVEN]);
+        assert_eq!(results[0].verdict, Verdict::Fail);
+        assert!(
+            results[0].reason.starts_with(
+                "bad.toml is refused: [application.store-backend-mismatch] outbound_call on sqlite"
+            ),
+            "{}",
+            results[0].reason
+        );
+        let given = figures.given.unwrap();
+        assert!(!given.assembled);
+        assert_eq!(given.stores, bad_layout);
+        assert!(given.refusal.unwrap().contains("outbound_call on sqlite"));
+    }
+
+    #[test]
+    fn a_layout_file_is_read_when_the_suite_is_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("layout.toml");
+        std::fs::write(&path, "[stores]\nlease = \"redis\"\n").unwrap();
+        let suite = LayoutSuite::with_file(&path).unwrap();
+        assert!(ids(&suite.checks()).contains(&GIVEN.id));
+        std::fs::write(&path, "[stores]\nleese = \"redis\"\n").unwrap();
+        let e = LayoutSuite::with_file(&path).unwrap_err();
+        assert!(matches!(e, LayoutError::UnknownStore { .. }), "{e}");
+    }
+
+    #[test]
+    fn figures_read_back_from_json() {
+        let suite = LayoutSuite::with_layout("l.toml", Layout::coordination_set());
+        let (_, figures) = suite.run_checks(&suite.checks());
+        let json = serde_json::to_value(&figures).unwrap();
+        assert_eq!(json["given"]["stores"]["lease"], "redis");
+        let back: LayoutFigures = serde_json::from_value(json).unwrap();
+        assert_eq!(back, figures);
+    }
+
+    #[tokio::test]
+    async fn the_suite_runs_and_replays_through_the_trait_without_a_server() {
+        let dir = tempfile::tempdir().unwrap();
+        let subject = Subject {
+            spec: "builtin:redis".into(),
+            factory: Arc::new(RedisStoreFactory::new(dir.path().join("kept.db"))),
+            opt_out: None,
+            run_prefix: "sp:test:".into(),
+            contracts: vec![],
+            // Nothing listens here: the suite must not connect.
+            server: ServerRef::External {
+                url: "redis://127.0.0.1:1/".into(),
+            },
+            seed: 1,
+            may_start_servers: false,
+        };
+        let suite = LayoutSuite::new();
+        let checks = suite.checks();
+        let (settled, to_run) = harness::plan(SUITE, checks.clone(), &subject);
+        assert!(settled.is_empty());
+        let run = suite.run(&subject, &to_run, &Silent).await.unwrap();
+        assert_eq!(run.checks.len(), checks.len());
+        assert!(run.checks.iter().all(|r| r.verdict == Verdict::Pass));
+
+        let replayed = suite
+            .replay(&subject, &checks[2], None, &Silent)
+            .await
+            .unwrap();
+        assert_eq!(replayed, run.checks[2]);
+        let err = suite
+            .replay(&subject, &GIVEN, None, &Silent)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("without a layout file"), "{err}");
+    }
+}

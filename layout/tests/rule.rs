@@ -217,25 +217,3 @@ fn store_names_are_distinct_and_read_back() {
         .collect();
     assert_eq!(binding, vec![Store::FencedEffect, Store::OutboundCall]);
 }
-
-#[test]
-#[ignore = "prints the messages for a reader"]
-fn print_messages() {
-    for text in [
-        "[stores\nlease = \"redis\"\n",
-        "[stores]\nlease = \"redis\"\nlease = \"sqlite\"\n",
-        "[stores]\nlease = { a = 1,\n b = 2 }\n",
-        "stores = 3\n",
-        "[stores]\nleases = \"x\"\n",
-        "[stores]\nlease = 1\n",
-    ] {
-        println!("{}", read(text).unwrap_err());
-    }
-    for (text, _, _) in BAD {
-        println!("{}", refusal(text));
-    }
-    println!(
-        "{}",
-        assemble(&read("[stores]\nqueue = \"redis\"\n").unwrap()).unwrap_err()
-    );
-}
