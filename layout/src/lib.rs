@@ -6,6 +6,14 @@
 //! [`Layout`] reads a layout (TOML, `[stores]`), [`assemble`] enforces the
 //! rule, [`check_file`] is `storeproof layout check FILE`, and
 //! [`LayoutSuite`] proves the rule holds as `--suite layout`.
+//!
+//! Decisions the SPEC leaves open: the lease log may be on any backend (it
+//! is a record written after the fact; the seed page "Running on Redis"
+//! lists it with the queue and rate limits as free); a fenced-effect or
+//! outbound-call store with no lease store is refused under the same id
+//! (there is no lease to share a backend with); a layout with no lease store
+//! at all is refused too, as [`LayoutError::MissingLease`]. The rule binds
+//! backends only: that Redis offers no fenced-effect store is not its concern.
 
 #![warn(missing_docs)]
 

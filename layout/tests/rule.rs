@@ -217,3 +217,24 @@ fn store_names_are_distinct_and_read_back() {
         .collect();
     assert_eq!(binding, vec![Store::FencedEffect, Store::OutboundCall]);
 }
+
+/// The example files under layouts/ say what they claim.
+#[test]
+fn the_example_layout_files_assemble_or_are_refused_as_named() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("layouts");
+    for (name, layout) in Layout::supported() {
+        let path = dir.join(format!("{name}.toml"));
+        assert_eq!(Layout::from_file(&path), Ok(layout), "{name}");
+        let line = check_file(&path).unwrap();
+        assert!(
+            line.ends_with(&format!("(the supported Redis layout {name})")),
+            "{line}"
+        );
+    }
+    let refused = dir.join("refused-redis-lease-sqlite-fenced-effect.toml");
+    let e = check_file(&refused).unwrap_err();
+    assert_eq!(
+        e.offending_stores(),
+        vec![Store::FencedEffect, Store::OutboundCall]
+    );
+}
