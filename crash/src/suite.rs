@@ -762,7 +762,7 @@ impl KillHistory {
             None => !r.findings.is_empty(),
         })?;
         let history = round.history_of(check);
-        (!history.events.is_empty()).then(|| KillHistory {
+        (!history.events.is_empty()).then_some(KillHistory {
             kill: round.figures.kill,
             history,
         })
@@ -1360,6 +1360,62 @@ mod tests {
             );
         }
         assert_eq!(v[DOCKER.id].verdict, Verdict::Skipped);
+    }
+
+    #[test]
+    fn a_failed_check_s_evidence_holds_the_events_of_what_it_lost() {
+        use crate::verify::Item;
+        use harness::contract::{Reply, Request};
+        let mut lost = round(2, 1, Some((Kept::Epochs, "tree-1: gone")));
+        lost.items = BTreeMap::from([(Kept::Epochs, vec![Item::Tree("tree-1".into())])]);
+        let take = Request::LeaseTake {
+            tree: "tree-1".into(),
+            holder: "w0".into(),
+            ttl_ms: 100,
+        };
+        lost.shown.invoke("w0", &take.to_call(), None, 5);
+        lost.shown.complete(
+            "w0",
+            take.op(),
+            &Ok(Reply::Granted {
+                epoch: 4,
+                expires_at_ms: 105,
+            }),
+            None,
+            5,
+        );
+        let lost = series(vec![round(1, 0, None), lost], None);
+        let quiet = series(vec![round(1, 0, None)], None);
+        let shown = series(vec![round(1, 3, None)], None);
+        let v = verdicts(&lost, &shown, &lost, &shown);
+        for id in [EPOCHS.id, POWER_ALWAYS.id] {
+            let c = &v[id];
+            assert_eq!(c.verdict, Verdict::Fail, "{id}: {}", c.reason);
+            let h: KillHistory = serde_json::from_value(c.evidence["history"].clone())
+                .unwrap_or_else(|e| panic!("{id}: {e}: {}", c.evidence));
+            assert_eq!(h.kill, 2, "{id}");
+            assert_eq!(h.history, lost.rounds[1].shown, "{id}");
+            // The shape a timeline reads: history.events, each flat.
+            assert_eq!(
+                c.evidence["history"]["events"][1]["value"]["granted"]["epoch"],
+                4
+            );
+            // The re-run keeps its shape.
+            assert_eq!(c.counterexample.as_ref().unwrap()["kind"], "crash-run");
+        }
+        // A check that passed, or failed about nothing a request names, has
+        // no history.
+        assert_eq!(v[NEXT_TAKE.id].verdict, Verdict::Pass);
+        assert!(v[NEXT_TAKE.id].evidence.get("history").is_none());
+        let v = verdicts(&quiet, &shown, &quiet, &shown);
+        assert!(v[EPOCHS.id].evidence.get("history").is_none());
+        let bare = series(
+            vec![round(1, 1, Some((Kept::Claims, "the queue: no")))],
+            None,
+        );
+        let v = verdicts(&bare, &shown, &quiet, &shown);
+        assert_eq!(v[CLAIMS.id].verdict, Verdict::Fail);
+        assert!(v[CLAIMS.id].evidence.get("history").is_none());
     }
 
     #[test]

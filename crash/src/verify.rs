@@ -808,6 +808,7 @@ mod tests {
     use super::*;
     use crate::workload::{Claim, Grant};
     use harness::contract::{ChildView, StoreError};
+    use harness::EventKind;
 
     const NOW: i64 = 2_000_000_000_000;
 
@@ -1128,6 +1129,163 @@ mod tests {
         );
         let round = judge_round(1, &h, &kept());
         assert!(round.of(Kept::CompletedOnce)[0].contains("completed 2 times"));
+    }
+
+    #[test]
+    fn a_write_whose_outcome_is_unknown_is_never_judged() {
+        let unknown = || Err(StoreError::new(ErrorKind::Unavailable, "connection reset"));
+        let pause = Request::RatePause {
+            provider: "provider-0".into(),
+            until_ms: NOW + 3_600_000,
+        };
+        let renew = Request::LeaseRenew {
+            tree: "tree-1".into(),
+            holder: "w1".into(),
+            epoch: 4,
+            ttl_ms: 30_000,
+        };
+        // Each kind of write answered info (the kill cut the reply off), and
+        // one more of each sent when the history ends (no completion).
+        let mut h = History::default();
+        for (who, req) in [
+            ("w0", take("w0")),
+            ("w1", renew),
+            ("w2", save("child-a")),
+            ("w3", claim("w3")),
+            ("w4", complete("child-b", "w4")),
+            ("w5", pause.clone()),
+        ] {
+            send(&mut h, who, &req, unknown());
+            h.invoke(who, &req.to_call(), None, NOW);
+        }
+        let acked = Acked::from_history(&h);
+        assert_eq!(acked.writes, 0);
+        assert_eq!(acked.in_flight.len(), 12);
+        // The server shows none of them: no finding, nothing acknowledged.
+        let round = judge_round(1, &h, &Observed::default());
+        assert!(round.findings.is_empty(), "{:?}", round.findings);
+        assert_eq!(round.figures.acknowledged(), 0);
+        assert_eq!(round.figures.in_flight, 12);
+        // The server shows some of them: no finding either.
+        let mut seen = kept();
+        seen.drained.clear();
+        let round = judge_round(1, &h, &seen);
+        assert!(round.findings.is_empty(), "{:?}", round.findings);
+        assert!(round.shown.events.is_empty());
+    }
+
+    #[test]
+    fn a_release_whose_outcome_is_unknown_leaves_the_renew_unjudged() {
+        let mut seen = kept();
+        // The renew's expiry went back: lost, unless the lease was released.
+        seen.leases.get_mut("tree-1").unwrap().answer = lease(4, "w1", NOW + 100);
+        let mut h = history();
+        send(
+            &mut h,
+            "w1",
+            &release("w1", 4),
+            Err(StoreError::new(ErrorKind::Unavailable, "gone")),
+        );
+        let round = judge_round(1, &h, &seen);
+        assert!(round.findings.is_empty(), "{:?}", round.findings);
+        assert_eq!(round.figures.renews_not_judged, 1);
+        // Sent, never answered: the same.
+        let mut h = history();
+        h.invoke("w1", &release("w1", 4).to_call(), None, NOW);
+        let round = judge_round(1, &h, &seen);
+        assert!(round.findings.is_empty(), "{:?}", round.findings);
+        assert_eq!(round.figures.renews_not_judged, 1);
+    }
+
+    #[test]
+    fn a_completion_read_back_undone_fails_the_completed_once_check() {
+        let mut seen = kept();
+        seen.children
+            .insert("child-c".into(), child(ChildState::Claimed, 1));
+        let round = judge_round(1, &history(), &seen);
+        assert_eq!(
+            round.findings.keys().copied().collect::<Vec<_>>(),
+            vec![Kept::CompletedOnce]
+        );
+        assert_eq!(round.figures.completions_lost, 1);
+        assert!(round.of(Kept::CompletedOnce)[0].contains("completed and acknowledged"));
+    }
+
+    /// The (op, instance, kind) of each event, to compare histories by.
+    fn shape(h: &History) -> Vec<(String, String, EventKind)> {
+        h.events
+            .iter()
+            .map(|e| (e.op().to_string(), e.instance.clone(), e.kind()))
+            .collect()
+    }
+
+    #[test]
+    fn a_failed_check_shows_the_events_about_what_it_lost_and_nothing_else() {
+        let mut seen = kept();
+        seen.leases.get_mut("tree-1").unwrap().answer = Answer::Reply(Reply::Lease(None));
+        seen.children
+            .insert("child-b".into(), child(ChildState::Queued, 0));
+        let round = judge_round(1, &history(), &seen);
+        let epochs = round.history_of(Some(Kept::Epochs));
+        let ok = EventKind::Ok;
+        let invoke = EventKind::Invoke;
+        let lease = |op: &str, who: &str, kind| (op.to_string(), who.to_string(), kind);
+        // Every request about tree-1, each invoke with its completion, at
+        // their places in the whole history.
+        assert_eq!(
+            shape(&epochs),
+            vec![
+                lease("lease.take", "w0", invoke),
+                lease("lease.take", "w0", ok),
+                lease("lease.take", "w1", invoke),
+                lease("lease.take", "w1", ok),
+                lease("lease.take", "w0", invoke),
+                lease("lease.take", "w0", ok),
+                lease("lease.renew", "w1", invoke),
+                lease("lease.renew", "w1", ok),
+            ]
+        );
+        assert_eq!(
+            epochs.events.iter().map(|e| e.index).collect::<Vec<_>>(),
+            (0..8).collect::<Vec<_>>()
+        );
+        // The lost claim: its save, and the claim that handed child-b out
+        // (not the claim answered empty).
+        let claims = round.history_of(Some(Kept::Claims));
+        assert_eq!(
+            shape(&claims),
+            vec![
+                lease("queue.save", "w2", invoke),
+                lease("queue.save", "w2", ok),
+                lease("queue.claim", "w1", invoke),
+                lease("queue.claim", "w1", ok),
+            ]
+        );
+        assert!(round.history_of(Some(Kept::Pauses)).events.is_empty());
+        assert_eq!(
+            round.history_of(None).events.len(),
+            epochs.events.len() + claims.events.len()
+        );
+        // Nothing broke: nothing shown.
+        assert!(judge_round(1, &history(), &kept()).shown.events.is_empty());
+    }
+
+    #[test]
+    fn the_events_shown_are_the_last_requests_about_what_was_lost() {
+        let h = history();
+        let tree = Item::Tree("tree-1".into());
+        let shown = about(&h, &BTreeSet::from([&tree]), 1);
+        assert_eq!(
+            shape(&shown),
+            vec![
+                (
+                    "lease.renew".to_string(),
+                    "w1".to_string(),
+                    EventKind::Invoke
+                ),
+                ("lease.renew".to_string(), "w1".to_string(), EventKind::Ok),
+            ]
+        );
     }
 
     #[test]

@@ -244,6 +244,12 @@ async fn every_must_keep_check_fails_when_the_server_loses_writes() {
             .expect("a failure comes with a re-run");
         assert_eq!(cx["kind"], "crash-run");
         assert_eq!(cx["seed"], 13);
+        // The evidence shows the kill's requests about what was lost.
+        let shown: crash::KillHistory = serde_json::from_value(c.evidence["history"].clone())
+            .unwrap_or_else(|e| {
+                panic!("{id} has no history in its evidence ({e}): {}", c.evidence)
+            });
+        assert!(shown.kill >= 1 && !shown.history.events.is_empty(), "{id}");
     }
 }
 
