@@ -181,7 +181,7 @@ pub const SHOWN_ITEMS: usize = 3;
 
 /// The requests a round keeps for its evidence at most (the last ones: a
 /// kill loses the newest writes), so a report stays small.
-pub const SHOWN_REQUESTS: usize = 60;
+pub const SHOWN_REQUESTS: usize = 20;
 
 /// What one kill showed: its figures and, per check, what broke, with the
 /// part of the kill's history that shows it.
