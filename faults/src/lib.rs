@@ -6,4 +6,7 @@
 
 #![warn(missing_docs)]
 
+mod bench;
 pub mod linearizable;
+
+pub use bench::{bench_linearizability, random_history, BenchSummary};

@@ -1,0 +1,218 @@
+//! A benchmark of the linearizability checker: a random valid lease history
+//! of one tree (three instances, overlapping operations, lost replies) made by
+//! running the sequential model, and the time the checker takes on it.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::{Duration, Instant};
+
+use harness::contract::{ErrorKind, LeaseModel, Reply, Request, StoreError};
+use harness::History;
+use serde::{Deserialize, Serialize};
+
+use crate::linearizable::{check, TreeVerdict};
+
+/// What one benchmark run found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BenchSummary {
+    /// Operations in the history.
+    pub ops: usize,
+    /// Of them, with an unknown outcome (lost reply).
+    pub lost: usize,
+    /// `linearizable`, `not_linearizable` or `undecided`.
+    pub verdict: String,
+}
+
+/// A small deterministic generator (splitmix64): the benchmark needs no
+/// cryptographic randomness and the same seed must give the same history.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> i64 {
+        (self.next() % n.max(1)) as i64
+    }
+}
+
+/// A history of `ops` lease operations on tree `t` by three instances whose
+/// operations overlap, about 10% of them with a lost reply (half of those
+/// took effect). Every reply comes from [`LeaseModel`] at the instant the
+/// operation took effect, so the history is linearizable by construction.
+pub fn random_history(ops: usize, seed: u64) -> History {
+    #[derive(PartialEq, Eq, PartialOrd, Ord)]
+    enum Ev {
+        Effect(usize),
+        Complete(usize),
+        Invoke(usize),
+    }
+    let mut rng = Rng(seed);
+    let mut model = LeaseModel::default();
+    let mut history = History::default();
+    let instances = ["i0", "i1", "i2"];
+    // What each instance believes it holds (epoch), from replies it saw.
+    let mut held: [Option<i64>; 3] = [None; 3];
+    let mut pending: [Option<(Request, Result<Reply, StoreError>)>; 3] = [None, None, None];
+    let mut queue: BinaryHeap<Reverse<(i64, u64, Ev)>> = BinaryHeap::new();
+    let mut seq = 0u64;
+    let mut push = |q: &mut BinaryHeap<_>, at: i64, ev: Ev| {
+        seq += 1;
+        q.push(Reverse((at, seq, ev)));
+    };
+    for i in 0..3 {
+        push(&mut queue, rng.below(3), Ev::Invoke(i));
+    }
+    let mut invoked = 0;
+    while let Some(Reverse((now, _, ev))) = queue.pop() {
+        match ev {
+            Ev::Invoke(i) => {
+                if invoked >= ops {
+                    continue;
+                }
+                invoked += 1;
+                let tree = "t".to_string();
+                let holder = instances[i].to_string();
+                let ttl_ms = 10 + rng.below(30);
+                let roll = rng.below(100);
+                let req = match held[i] {
+                    Some(epoch) if roll < 60 => Request::LeaseRenew {
+                        tree,
+                        holder,
+                        epoch,
+                        ttl_ms,
+                    },
+                    Some(epoch) if roll < 80 => Request::LeaseRelease {
+                        tree,
+                        holder,
+                        epoch,
+                    },
+                    _ if roll < 85 => Request::LeaseRead { tree },
+                    _ => Request::LeaseTake {
+                        tree,
+                        holder,
+                        ttl_ms,
+                    },
+                };
+                history.invoke(instances[i], &req.to_call(), Some(now), now);
+                pending[i] = Some((req, Ok(Reply::Unknown {})));
+                push(&mut queue, now + rng.below(4), Ev::Effect(i));
+            }
+            Ev::Effect(i) => {
+                let Some((req, _)) = pending[i].take() else {
+                    continue;
+                };
+                let lost = rng.below(100) < 10;
+                // A lost request never arrives; a lost reply arrived.
+                let applies = !lost || rng.below(2) == 0;
+                let reply = if applies {
+                    model.apply(&req, now).unwrap_or(Reply::Unknown {})
+                } else {
+                    Reply::Unknown {}
+                };
+                let outcome = if lost {
+                    Err(StoreError::new(ErrorKind::Unavailable, "reply lost"))
+                } else {
+                    Ok(reply)
+                };
+                pending[i] = Some((req, outcome));
+                push(&mut queue, now + rng.below(4), Ev::Complete(i));
+            }
+            Ev::Complete(i) => {
+                let Some((req, outcome)) = pending[i].take() else {
+                    continue;
+                };
+                history.complete(instances[i], req.op(), &outcome, Some(now), now);
+                match (&req, &outcome) {
+                    (_, Ok(Reply::Granted { epoch, .. })) => held[i] = Some(*epoch),
+                    (Request::LeaseRenew { .. }, Ok(Reply::Lost { .. }))
+                    | (Request::LeaseRelease { .. }, _) => held[i] = None,
+                    // After a lost reply the instance adopts its lease if busy names it.
+                    (_, Ok(Reply::Busy { holder, epoch, .. })) if holder == instances[i] => {
+                        held[i] = Some(*epoch)
+                    }
+                    _ => {}
+                }
+                push(&mut queue, now + rng.below(3), Ev::Invoke(i));
+            }
+        }
+    }
+    history
+}
+
+/// Makes [`random_history`]`(ops, seed)` and times the checker on it.
+pub fn bench_linearizability(ops: usize, seed: u64) -> (Duration, BenchSummary) {
+    let history = random_history(ops, seed);
+    let lost = history
+        .events
+        .iter()
+        .filter(|e| e.kind() == harness::EventKind::Info)
+        .count();
+    let started = Instant::now();
+    let result = check(&history);
+    let took = started.elapsed();
+    let verdict = match result.trees.values().next() {
+        Some(TreeVerdict::Linearizable { .. }) => "linearizable",
+        Some(TreeVerdict::NotLinearizable { .. }) => "not_linearizable",
+        Some(TreeVerdict::Undecided { .. }) => "undecided",
+        None => "empty",
+    };
+    (
+        took,
+        BenchSummary {
+            ops,
+            lost,
+            verdict: verdict.to_string(),
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness::Happened;
+
+    #[test]
+    fn generated_histories_are_linearizable_and_a_forged_grant_is_not() {
+        for seed in 0..20 {
+            let h = random_history(150, seed);
+            let v = check(&h);
+            assert!(v.all_linearizable(), "seed {seed}: {:?}", v.trees);
+        }
+        // Forge the first busy reply into a grant: two live holders.
+        let mut h = random_history(150, 3);
+        let busy = h.events.iter().position(|e| {
+            matches!(
+                &e.what,
+                Happened::Ok {
+                    reply: Reply::Busy { .. },
+                    ..
+                }
+            )
+        });
+        let Some(k) = busy else {
+            panic!("seed 3 has no busy reply")
+        };
+        if let Happened::Ok { reply, .. } = &mut h.events[k].what {
+            *reply = Reply::Granted {
+                epoch: 1_000,
+                expires_at_ms: 1_000_000,
+            };
+        }
+        assert!(!check(&h).all_linearizable());
+    }
+
+    #[test]
+    #[ignore = "a benchmark: run with --release -- --ignored"]
+    fn bench_1000_ops_with_lost_replies() {
+        for seed in 1..=5 {
+            let (took, summary) = bench_linearizability(1_000, seed);
+            println!("seed {seed}: {summary:?} in {took:?}");
+            assert_eq!(summary.verdict, "linearizable");
+        }
+    }
+}
