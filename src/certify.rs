@@ -26,6 +26,7 @@ pub enum SuiteName {
     Conformance,
     Explorer,
     Crash,
+    Layout,
 }
 
 impl SuiteName {
@@ -113,6 +114,10 @@ pub struct CertifyArgs {
     /// Explorer: checker threads, each with a server of its own (1 to 64).
     #[arg(long, default_value_t = 2, value_name = "N", value_parser = sized(1, MAX_THREADS, THREADS_WHY))]
     threads: usize,
+    /// Layout: also check that this layout file (TOML, `[stores]` with a
+    /// backend per store) assembles under the one-backend rule.
+    #[arg(long, value_name = "FILE")]
+    layout: Option<PathBuf>,
     /// With --redis-url: keep the run's keys (under its prefix, sp:<run>:)
     /// on the server for inspection; by default they are removed at the end.
     #[arg(long)]
@@ -218,8 +223,16 @@ async fn certify(
     if args.keep_keys && args.redis_url.is_none() {
         bail!("--keep-keys keeps the run's keys on a --redis-url server; a managed server goes with its keys, so give --redis-url or drop --keep-keys");
     }
+    if args.layout.is_some() && !names.contains(&SuiteName::Layout) {
+        bail!(
+            "--layout is checked by the layout suite, which --suite leaves out; add --suite layout"
+        );
+    }
     let seed = args.seed.unwrap_or_else(rand::random);
-    let suites: Vec<Box<dyn Suite>> = names.iter().map(|n| suite(*n, &args, seed)).collect();
+    let suites = names
+        .iter()
+        .map(|n| suite(*n, &args, seed))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     check_ids_exist(&names, &args, &args.check)?;
     // Asked-for Docker that is not there is a setup error, found before
     // anything runs.
@@ -418,7 +431,8 @@ async fn certify(
             suites_left_out: SuiteName::ALL
                 .iter()
                 .filter(|n| !names.contains(n))
-                .map(|n| suite(*n, &args, seed).name().to_string())
+                .filter_map(|n| suite(*n, &args, seed).ok())
+                .map(|s| s.name().to_string())
                 .collect(),
         },
     };
@@ -446,14 +460,18 @@ pub(crate) fn every_suite() -> Vec<Box<dyn Suite>> {
         .ok()
         .and_then(|m| CertifyArgs::from_arg_matches(&m).ok());
     match defaults {
-        Some(args) => SuiteName::ALL.map(|n| suite(n, &args, 0)).into(),
+        Some(args) => SuiteName::ALL
+            .iter()
+            .filter_map(|n| suite(*n, &args, 0).ok())
+            .collect(),
         None => Vec::new(),
     }
 }
 
 /// Suite `name`, sized by the command line; random choices from `seed`.
-fn suite(name: SuiteName, args: &CertifyArgs, seed: u64) -> Box<dyn Suite> {
-    match name {
+/// `Err`: a `--layout` file that cannot be read as a layout (one line).
+fn suite(name: SuiteName, args: &CertifyArgs, seed: u64) -> anyhow::Result<Box<dyn Suite>> {
+    Ok(match name {
         SuiteName::Conformance => Box::new(conformance::ConformanceSuite::new()),
         SuiteName::Explorer => Box::new(explorer::ExplorerSuite::new(explorer::ExplorerConfig {
             depth: args.depth,
@@ -478,7 +496,14 @@ fn suite(name: SuiteName, args: &CertifyArgs, seed: u64) -> Box<dyn Suite> {
                 CrashBackendArg::Process => crash::BackendChoice::Process,
             },
         })),
-    }
+        SuiteName::Layout => match &args.layout {
+            Some(file) => Box::new(
+                layout::LayoutSuite::with_file(file)
+                    .map_err(|e| anyhow::anyhow!("--layout: {e}"))?,
+            ),
+            None => Box::new(layout::LayoutSuite::new()),
+        },
+    })
 }
 
 /// A broken adapter (exited, hung, wrote garbage) is bad input, not a
@@ -635,7 +660,7 @@ fn check_ids_exist(
 ) -> anyhow::Result<()> {
     let suites: Vec<(SuiteName, Box<dyn Suite>)> = SuiteName::ALL
         .iter()
-        .map(|n| (*n, suite(*n, args, 0)))
+        .filter_map(|n| Some((*n, suite(*n, args, 0).ok()?)))
         .collect();
     let matches =
         |suite: &dyn Suite, prefix: &str| suite.checks().iter().any(|c| c.id.starts_with(prefix));

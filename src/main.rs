@@ -6,6 +6,7 @@
 mod bench;
 mod certify;
 mod judge;
+mod layout_cmd;
 mod progress;
 mod replay;
 mod store_spec;
@@ -39,6 +40,10 @@ enum Command {
     /// Judge the saved conformance histories of a report.json again, with
     /// no server; exit 1 if one fails or disagrees with the report.
     Check(judge::CheckArgs),
+    /// The one-backend rule: `storeproof layout check FILE` says whether a
+    /// layout file assembles.
+    #[command(subcommand)]
+    Layout(layout_cmd::LayoutCommand),
     /// Measure: `storeproof bench explorer` prints the explorer's
     /// transitions per second beside the round-trip limit of one connection.
     #[command(subcommand)]
@@ -88,6 +93,7 @@ fn main() -> ExitCode {
                 Command::Certify(args) => certify::run(args).await,
                 Command::Replay(args) => replay::run(args).await,
                 Command::Check(args) => judge::run(args),
+                Command::Layout(command) => layout_cmd::run(command),
                 Command::Bench(b) => bench::run(b).await,
             }
         };

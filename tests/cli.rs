@@ -1072,3 +1072,42 @@ async fn an_interrupted_redis_url_run_removes_its_keys_too() {
         .collect();
     assert_eq!(left, ["canary"], "keys of the interrupted run remain");
 }
+
+#[test]
+fn a_layout_file_assembles_or_is_refused_naming_each_store() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("layout/layouts");
+    let good = root.join("coordination-set.toml");
+    let out = storeproof(&["layout", "check", good.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("assembles"));
+    let bad = root.join("refused-redis-lease-sqlite-fenced-effect.toml");
+    let out = storeproof(&["layout", "check", bad.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let lines = stderr_lines(&out);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    for needle in [
+        "[application.store-backend-mismatch]",
+        "fenced_effect on sqlite",
+        "outbound_call on sqlite",
+        "lease on redis",
+    ] {
+        assert!(lines[0].contains(needle), "{needle}: {}", lines[0]);
+    }
+    // A layout given to a run without the layout suite would be ignored:
+    // refused before anything starts.
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("r");
+    let out = storeproof(
+        &[
+            "certify",
+            "--suite",
+            "conformance",
+            "--layout",
+            good.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_setup_error(&out, &out_dir, &["--suite layout"]);
+}

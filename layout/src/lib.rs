@@ -25,4 +25,4 @@ mod suite;
 pub use assemble::{assemble, check_file, Assembled};
 pub use error::{LayoutError, MISMATCH_ID};
 pub use model::{Backend, Layout, Store};
-pub use suite::{GivenLayout, LayoutFigures, LayoutSuite};
+pub use suite::LayoutSuite;

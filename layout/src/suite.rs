@@ -5,46 +5,17 @@ use std::path::Path;
 use std::time::Instant;
 
 use async_trait::async_trait;
-use harness::figures::{ConformanceFigures, Figures};
+use harness::figures::{Figures, GivenLayout, LayoutFigures};
 use harness::{
     CheckResult, CheckSpec, Level, Needs, Progress, Subject, Suite, SuiteError, SuiteRun, Verdict,
 };
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::assemble::assemble;
 use crate::error::{LayoutError, MISMATCH_ID};
 use crate::model::{Layout, Store};
 
 const SUITE: &str = "layout";
-
-/// What the run measured: how many layouts its checks assembled and saw
-/// refused, and the layout file it was given (the layout the run used).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct LayoutFigures {
-    /// Layouts the checks run assembled.
-    pub assembled: usize,
-    /// Layouts the checks run saw refused.
-    pub refused: usize,
-    /// The layout file the run was given, when it was given one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub given: Option<GivenLayout>,
-    /// Wall time of the suite, in seconds.
-    pub seconds: f64,
-}
-
-/// The layout a run was given and what became of it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GivenLayout {
-    /// Where it was read from.
-    pub origin: String,
-    /// Its stores and their backends.
-    pub stores: Layout,
-    /// Whether it assembled.
-    pub assembled: bool,
-    /// Why it was refused, when it was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub refusal: Option<String>,
-}
 
 /// What a check's layout must come to.
 #[derive(Debug, Clone, Copy)]
@@ -215,7 +186,10 @@ impl LayoutSuite {
             let refusal = assemble(layout).err().map(|e| e.to_string());
             GivenLayout {
                 origin: origin.clone(),
-                stores: layout.clone(),
+                stores: layout
+                    .stores()
+                    .map(|(store, backend)| (store.name().to_string(), backend.name().to_string()))
+                    .collect(),
                 assembled: refusal.is_none(),
                 refusal,
             }
@@ -246,17 +220,6 @@ impl LayoutSuite {
             },
         }
     }
-}
-
-/// The harness figures for the report's `stats`. `harness::figures::Figures`
-/// has no layout variant yet, so this carries the layout suite's tally as
-/// conformance-shaped figures ([`Figures::tallied`] fills the counts); the
-/// [`LayoutFigures`] themselves are what a `Figures::Layout` should carry.
-fn harness_figures(figures: &LayoutFigures) -> Figures {
-    Figures::Conformance(ConformanceFigures {
-        seconds: figures.seconds,
-        ..ConformanceFigures::default()
-    })
 }
 
 /// Judges a built-in case: its layout must assemble, or be refused naming
@@ -393,7 +356,7 @@ impl Suite for LayoutSuite {
         }
         Ok(SuiteRun {
             checks,
-            figures: harness_figures(&figures),
+            figures: Figures::Layout(figures),
         })
     }
 
@@ -560,7 +523,13 @@ mod tests {
         );
         let given = figures.given.unwrap();
         assert!(!given.assembled);
-        assert_eq!(given.stores, bad_layout);
+        assert_eq!(
+            given.stores,
+            bad_layout
+                .stores()
+                .map(|(s, b)| (s.name().to_string(), b.name().to_string()))
+                .collect()
+        );
         assert!(given.refusal.unwrap().contains("outbound_call on sqlite"));
     }
 

@@ -87,6 +87,7 @@ fn report() -> Report {
                 seconds: 0.5,
                 ..Default::default()
             }),
+            layout: None,
             explorer: Some(ExplorerFigures {
                 per_skew: vec![SkewFigures {
                     skew_ms: 0,

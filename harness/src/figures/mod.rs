@@ -7,6 +7,7 @@
 mod conformance;
 mod crash;
 mod explorer;
+mod layout;
 
 use std::time::Duration;
 
@@ -17,6 +18,7 @@ use crate::check::{CheckResult, Verdict};
 pub use conformance::ConformanceFigures;
 pub use crash::{CrashFigures, KillFigures, PowerLossFigures, SeriesFigures};
 pub use explorer::{ExplorerFigures, SkewFigures};
+pub use layout::{GivenLayout, LayoutFigures};
 
 /// What one suite's run measured.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +29,8 @@ pub enum Figures {
     Explorer(ExplorerFigures),
     /// The crash suite's.
     Crash(CrashFigures),
+    /// The layout suite's.
+    Layout(LayoutFigures),
 }
 
 impl Figures {
@@ -64,6 +68,9 @@ pub struct Stats {
     /// The explorer's figures, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explorer: Option<ExplorerFigures>,
+    /// The layout suite's figures, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<LayoutFigures>,
 }
 
 impl Stats {
@@ -73,11 +80,15 @@ impl Stats {
             Figures::Conformance(f) => self.conformance = Some(f),
             Figures::Explorer(f) => self.explorer = Some(f),
             Figures::Crash(f) => self.crash = Some(f),
+            Figures::Layout(f) => self.layout = Some(f),
         }
     }
 
     /// Whether no suite left figures.
     pub fn is_empty(&self) -> bool {
-        self.conformance.is_none() && self.crash.is_none() && self.explorer.is_none()
+        self.conformance.is_none()
+            && self.crash.is_none()
+            && self.explorer.is_none()
+            && self.layout.is_none()
     }
 }
