@@ -31,10 +31,11 @@ pub enum SuiteName {
 
 impl SuiteName {
     /// Every suite, in the order a run without `--suite` runs them.
-    const ALL: [SuiteName; 3] = [
+    const ALL: [SuiteName; 4] = [
         SuiteName::Conformance,
         SuiteName::Explorer,
         SuiteName::Crash,
+        SuiteName::Layout,
     ];
 }
 

@@ -37,6 +37,7 @@ fn id_literals(code: &str) -> Vec<String> {
         "conformance.",
         "explorer.",
         "crash.",
+        "layout.",
         "faults.",
         "sabotage.",
     ];
