@@ -7,6 +7,10 @@
 #![warn(missing_docs)]
 
 mod bench;
+pub mod children;
+pub mod fencing;
 pub mod linearizable;
+pub mod nemesis;
+pub mod rate_bounds;
 
 pub use bench::{bench_linearizability, random_history, BenchSummary};

@@ -1,0 +1,1 @@
+//! Rate bounds with ambiguous outcomes counted both ways. (Being built.)
