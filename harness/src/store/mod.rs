@@ -5,6 +5,7 @@
 
 pub mod external;
 pub mod redis;
+pub mod sqlite;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

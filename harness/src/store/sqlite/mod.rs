@@ -1,0 +1,442 @@
+//! The SQLite fencing set (`builtin:sqlite`, SPEC 2.4): the reference durable
+//! backend. A lease store with the contract of SPEC 2.1, fenced effects,
+//! outbound calls begun at most once, and the lease log, all in one SQLite
+//! file (WAL, `synchronous=FULL`), every instance its own connection.
+//!
+//! - **Server time** is the [`SqliteClock`] the factory was built with, read
+//!   inside each transaction after its write lock is taken; the caller's
+//!   `clock_ms` is never used.
+//! - Every operation is one `BEGIN IMMEDIATE` transaction: the lease is read
+//!   under the write lock, so an effect, a call or a take sees the lease as
+//!   it is at its own commit, whichever instance reached the lock first.
+//! - Leases are never deleted: a tree's epoch only grows.
+
+mod clock;
+mod db;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::contract::{Call, Contract, ErrorKind, Reply, Request, StoreError};
+use crate::store::{Hello, StoreClient, StoreFactory, StoreInfo};
+
+pub use clock::{ManualClock, SqliteClock};
+use db::Db;
+
+/// The name the store reports in its hello.
+pub const STORE_NAME: &str = "storeproof-sqlite";
+
+/// Why an effect, a call's begin or its finish was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FenceReason {
+    /// The tree was never leased.
+    NoLease,
+    /// A newer epoch was granted: the caller is a zombie.
+    Superseded,
+    /// The lease at the caller's epoch is someone else's, or the caller named
+    /// an epoch never granted.
+    NotHolder,
+    /// The caller released its lease.
+    Released,
+    /// The caller's lease expired on server time (nobody took it over yet).
+    Expired,
+}
+
+/// What `effect.apply` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectOutcome {
+    /// The caller held the live lease at its epoch; the effect is recorded.
+    Applied,
+    /// The effect id was already applied for this tree (by anyone); nothing
+    /// changed. Checked before the fence: a retry after a lost reply learns
+    /// its effect landed.
+    Duplicate,
+    /// The caller did not hold the live lease at its epoch; nothing changed.
+    Fenced {
+        /// The tree's current epoch (0 when it was never leased).
+        epoch: i64,
+        /// Why the caller does not hold the lease.
+        reason: FenceReason,
+    },
+}
+
+/// What `call.begin` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallOutcome {
+    /// The caller held the live lease; the call is recorded as begun and may
+    /// go out. No other begin of this id will ever answer `Begun`.
+    Begun,
+    /// The call id was already begun (by anyone); it must not go out again.
+    Duplicate {
+        /// The call as recorded.
+        record: CallRecord,
+    },
+    /// The caller did not hold the live lease at its epoch; nothing changed.
+    Fenced {
+        /// The tree's current epoch (0 when it was never leased).
+        epoch: i64,
+        /// Why the caller does not hold the lease.
+        reason: FenceReason,
+    },
+}
+
+/// What `call.finish` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishOutcome {
+    /// The response is recorded.
+    Finished,
+    /// The call was already finished; its first response stands.
+    AlreadyFinished {
+        /// The response recorded first.
+        response: String,
+    },
+    /// No call of that id was begun; nothing changed.
+    NotBegun,
+    /// The holder and epoch that began the call no longer hold the live
+    /// lease; the response is not recorded (the call stays begun, in doubt).
+    Fenced {
+        /// The tree's current epoch.
+        epoch: i64,
+        /// Why the call's holder does not hold the lease.
+        reason: FenceReason,
+    },
+}
+
+/// An outbound call as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallRecord {
+    /// The call id.
+    pub call: String,
+    /// The tree whose lease fenced it.
+    pub tree: String,
+    /// Who began it.
+    pub holder: String,
+    /// The epoch it was begun under.
+    pub epoch: i64,
+    /// Server time of the begin, ms.
+    pub begun_at_ms: i64,
+    /// The response, once finished.
+    pub response: Option<String>,
+    /// Server time of the finish, ms.
+    pub finished_at_ms: Option<i64>,
+}
+
+/// An applied effect as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EffectRecord {
+    /// The effect id (unique per tree).
+    pub effect: String,
+    /// Who applied it.
+    pub holder: String,
+    /// The epoch it was applied under.
+    pub epoch: i64,
+    /// Its payload.
+    pub payload: String,
+    /// Server time of the apply, ms.
+    pub applied_at_ms: i64,
+}
+
+/// What a lease log entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeaseEvent {
+    /// A take of a tree never leased or released.
+    Grant,
+    /// A take of a tree whose lease expired unreleased: a newer epoch
+    /// supersedes a holder that never let go.
+    Takeover,
+    /// A renew that succeeded.
+    Renew,
+    /// A release that succeeded.
+    Release,
+}
+
+impl LeaseEvent {
+    /// The name stored in the log table.
+    pub fn name(self) -> &'static str {
+        match self {
+            LeaseEvent::Grant => "grant",
+            LeaseEvent::Takeover => "takeover",
+            LeaseEvent::Renew => "renew",
+            LeaseEvent::Release => "release",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<LeaseEvent> {
+        Some(match name {
+            "grant" => LeaseEvent::Grant,
+            "takeover" => LeaseEvent::Takeover,
+            "renew" => LeaseEvent::Renew,
+            "release" => LeaseEvent::Release,
+            _ => return None,
+        })
+    }
+}
+
+/// One entry of the lease log, appended in the transaction that changed the
+/// lease, so the log's order is the order of the changes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogEntry {
+    /// Position in the file's log; grows with every entry.
+    pub seq: i64,
+    /// The tree.
+    pub tree: String,
+    /// What happened.
+    pub event: LeaseEvent,
+    /// The holder granted, renewed or releasing.
+    pub holder: String,
+    /// The epoch granted, renewed or released.
+    pub epoch: i64,
+    /// Server time of the change, ms.
+    pub at_ms: i64,
+    /// The lease's expiry after the change, ms.
+    pub expires_at_ms: i64,
+    /// For a takeover: the holder superseded.
+    pub previous_holder: Option<String>,
+    /// For a takeover: the epoch superseded.
+    pub previous_epoch: Option<i64>,
+}
+
+/// Makes instances of the SQLite store (`builtin:sqlite`) on one file.
+#[derive(Debug, Clone)]
+pub struct SqliteStoreFactory {
+    path: PathBuf,
+    clock: SqliteClock,
+}
+
+impl SqliteStoreFactory {
+    /// A factory whose instances share the database at `path` (created if
+    /// missing; one file per run) and read server time from `clock`.
+    pub fn new(path: PathBuf, clock: SqliteClock) -> Self {
+        SqliteStoreFactory { path, clock }
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The server clock (move a manual one with [`SqliteClock::as_manual`]).
+    pub fn clock(&self) -> &SqliteClock {
+        &self.clock
+    }
+
+    fn info() -> StoreInfo {
+        StoreInfo {
+            name: STORE_NAME.to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            contracts: vec![Contract::Lease],
+        }
+    }
+
+    /// Connects one instance with its own connection, typed, for the fenced
+    /// effects and calls. `hello.prefix` keeps runs sharing a file apart;
+    /// `redis_url` and `opt_out` are not used (the file is always durable).
+    pub async fn connect_sqlite(&self, hello: &Hello) -> Result<SqliteStoreClient, StoreError> {
+        let (path, ns, clock) = (self.path.clone(), hello.prefix.clone(), self.clock.clone());
+        let db = blocking(move || Db::open(&path, &ns, clock)).await?;
+        Ok(SqliteStoreClient {
+            db: Arc::new(Mutex::new(db)),
+        })
+    }
+}
+
+#[async_trait]
+impl StoreFactory for SqliteStoreFactory {
+    fn spec(&self) -> String {
+        "builtin:sqlite".to_string()
+    }
+
+    async fn connect(
+        &self,
+        hello: &Hello,
+        _clock_ms: i64,
+    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
+        let client = self.connect_sqlite(hello).await?;
+        Ok((Self::info(), Box::new(client)))
+    }
+}
+
+/// One instance of the SQLite store: its own connection.
+///
+/// The connection sits behind a `Mutex` and every call runs on
+/// `spawn_blocking`: SQLite blocks (fsync, waiting out another instance's
+/// lock) and must not stall the async workers driving other instances.
+#[derive(Clone)]
+pub struct SqliteStoreClient {
+    db: Arc<Mutex<Db>>,
+}
+
+impl SqliteStoreClient {
+    async fn run<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(&mut Db) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let db = self.db.clone();
+        blocking(move || {
+            // A poisoned lock means an earlier call panicked; SQLite rolled
+            // its transaction back, so the connection is still consistent.
+            let mut db = db.lock().unwrap_or_else(|p| p.into_inner());
+            f(&mut db)
+        })
+        .await
+    }
+
+    /// `effect.apply {tree, holder, epoch, effect, payload}`: records the
+    /// effect only if `holder` holds the live lease at `epoch` at this
+    /// transaction's server time, the lease read under the write lock.
+    pub async fn apply_effect(
+        &self,
+        tree: &str,
+        holder: &str,
+        epoch: i64,
+        effect: &str,
+        payload: &str,
+    ) -> Result<EffectOutcome, StoreError> {
+        check_ids(
+            &[("tree", tree), ("holder", holder), ("effect", effect)],
+            epoch,
+        )?;
+        let (t, h, e, p) = (
+            tree.to_owned(),
+            holder.to_owned(),
+            effect.to_owned(),
+            payload.to_owned(),
+        );
+        self.run(move |db| db.apply_effect(&t, &h, epoch, &e, &p))
+            .await
+    }
+
+    /// The effects applied for `tree`, in the order applied.
+    pub async fn effects(&self, tree: &str) -> Result<Vec<EffectRecord>, StoreError> {
+        let t = tree.to_owned();
+        self.run(move |db| db.effects(&t)).await
+    }
+
+    /// `call.begin {tree, holder, epoch, call}`: fenced as
+    /// [`Self::apply_effect`]; a call id is begun at most once.
+    pub async fn begin_call(
+        &self,
+        tree: &str,
+        holder: &str,
+        epoch: i64,
+        call: &str,
+    ) -> Result<CallOutcome, StoreError> {
+        check_ids(&[("tree", tree), ("holder", holder), ("call", call)], epoch)?;
+        let (t, h, c) = (tree.to_owned(), holder.to_owned(), call.to_owned());
+        self.run(move |db| db.begin_call(&t, &h, epoch, &c)).await
+    }
+
+    /// `call.finish {call, response}`: fenced on the lease of the holder and
+    /// epoch that began the call; the first response stands.
+    pub async fn finish_call(
+        &self,
+        call: &str,
+        response: &str,
+    ) -> Result<FinishOutcome, StoreError> {
+        check_ids(&[("call", call)], 0)?;
+        let (c, r) = (call.to_owned(), response.to_owned());
+        self.run(move |db| db.finish_call(&c, &r)).await
+    }
+
+    /// The call as recorded, or `None` when never begun.
+    pub async fn call_record(&self, call: &str) -> Result<Option<CallRecord>, StoreError> {
+        let c = call.to_owned();
+        self.run(move |db| db.call_record(&c)).await
+    }
+
+    /// The lease log of `tree`: every grant, takeover, renew and release, in
+    /// the order they happened.
+    pub async fn lease_log(&self, tree: &str) -> Result<Vec<LogEntry>, StoreError> {
+        let t = tree.to_owned();
+        self.run(move |db| db.lease_log(&t)).await
+    }
+}
+
+#[async_trait]
+impl StoreClient for SqliteStoreClient {
+    async fn call(&mut self, call: &Call, _clock_ms: i64) -> Result<Reply, StoreError> {
+        // Bad input is refused before anything is touched.
+        let req = Request::parse(call)?;
+        if req.contract() != Contract::Lease {
+            return Err(StoreError::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "{}: the SQLite store offers only the lease contract",
+                    req.op()
+                ),
+            ));
+        }
+        self.run(move |db| match &req {
+            Request::LeaseTake {
+                tree,
+                holder,
+                ttl_ms,
+            } => db.take(tree, holder, *ttl_ms),
+            Request::LeaseRenew {
+                tree,
+                holder,
+                epoch,
+                ttl_ms,
+            } => db.renew(tree, holder, *epoch, *ttl_ms),
+            Request::LeaseRelease {
+                tree,
+                holder,
+                epoch,
+            } => db.release(tree, holder, *epoch),
+            Request::LeaseRead { tree } => db.read(tree),
+            Request::LeaseKeepExecution { tree, execution } => db.keep(tree, execution),
+            Request::LeaseKeptExecutions { tree } => db.kept(tree),
+            other => Err(StoreError::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "{}: the SQLite store offers only the lease contract",
+                    other.op()
+                ),
+            )),
+        })
+        .await
+    }
+}
+
+/// The value rules of SPEC §6 for the fencing operations: ids non-empty,
+/// epochs not negative.
+fn check_ids(ids: &[(&str, &str)], epoch: i64) -> Result<(), StoreError> {
+    let mut problems: Vec<String> = ids
+        .iter()
+        .filter(|(_, v)| v.is_empty())
+        .map(|(name, _)| format!("{name} must be a non-empty string"))
+        .collect();
+    if epoch < 0 {
+        problems.push(format!("epoch must be a whole number, got {epoch}"));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(StoreError::new(ErrorKind::BadRequest, problems.join("; ")))
+    }
+}
+
+/// Runs a SQLite call off the async workers (see [`SqliteStoreClient`]).
+async fn blocking<T, F>(f: F) -> Result<T, StoreError>
+where
+    F: FnOnce() -> Result<T, StoreError> + Send + 'static,
+    T: Send + 'static,
+{
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        StoreError::new(
+            ErrorKind::Unavailable,
+            format!("sqlite store: the SQLite task failed: {e}"),
+        )
+    })?
+}
