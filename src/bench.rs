@@ -1,5 +1,7 @@
 //! `storeproof bench explorer`: the explorer's speed beside the limit one
-//! Redis connection sets, measured in the same run on the same machine.
+//! Redis connection sets, measured in the same run on the same machine;
+//! `storeproof bench linearizability`: the fault suite's checker's time on
+//! seeded histories.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -17,6 +19,48 @@ use crate::certify::{sized, MAX_THREADS};
 pub enum Bench {
     /// Transitions per second of the explorer vs. the round-trip limit.
     Explorer(ExplorerBench),
+    /// Seconds the linearizability checker takes on seeded lease histories
+    /// of one tree with lost replies.
+    Linearizability(LinearizabilityBench),
+}
+
+#[derive(Debug, Args)]
+pub struct LinearizabilityBench {
+    /// Operations per history (10 to 100000).
+    #[arg(long, default_value_t = 1000, value_parser = sized(10, 100_000, ""))]
+    ops: usize,
+    /// Histories, each from its own seed (1 to 1000).
+    #[arg(long, default_value_t = 5, value_parser = sized(1, 1000, ""))]
+    histories: usize,
+    /// The first seed; history n uses seed + n.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// Times the linearizability checker on `args.histories` random valid
+/// histories (three instances, about one reply in ten lost) and prints one
+/// line per history and the slowest.
+fn linearizability(args: LinearizabilityBench) -> ExitCode {
+    let mut slowest = Duration::ZERO;
+    for n in 0..args.histories as u64 {
+        let seed = args.seed.wrapping_add(n);
+        let (took, summary) = faults::bench_linearizability(args.ops, seed);
+        slowest = slowest.max(took);
+        println!(
+            "seed {seed}: {} operations on one tree, {} with a lost reply: {} in {:.1} ms",
+            summary.ops,
+            summary.lost,
+            summary.verdict,
+            took.as_secs_f64() * 1000.0
+        );
+    }
+    println!(
+        "linearizability: slowest of {} histories of {} operations: {:.1} ms",
+        args.histories,
+        args.ops,
+        slowest.as_secs_f64() * 1000.0
+    );
+    ExitCode::SUCCESS
 }
 
 #[derive(Debug, Args)]
@@ -64,7 +108,10 @@ async fn rate(
 }
 
 pub async fn run(bench: Bench) -> anyhow::Result<ExitCode> {
-    let Bench::Explorer(args) = bench;
+    let args = match bench {
+        Bench::Explorer(args) => args,
+        Bench::Linearizability(args) => return Ok(linearizability(args)),
+    };
     let server = ManagedServer::start(ServerOptions::default())
         .await
         .context("cannot start the managed Redis server")?;

@@ -1111,3 +1111,30 @@ fn a_layout_file_assembles_or_is_refused_naming_each_store() {
     );
     assert_setup_error(&out, &out_dir, &["--suite layout"]);
 }
+
+#[test]
+fn the_linearizability_benchmark_prints_its_figures() {
+    let out = storeproof(
+        &[
+            "bench",
+            "linearizability",
+            "--ops",
+            "60",
+            "--histories",
+            "2",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.matches("operations on one tree").count(),
+        2,
+        "{stdout}"
+    );
+    assert!(stdout.contains("linearizable in"), "{stdout}");
+    assert!(
+        stdout.contains("slowest of 2 histories of 60 operations"),
+        "{stdout}"
+    );
+}
