@@ -1,2 +1,698 @@
-//! Fencing: no effect of an older epoch applied after a newer one was
-//! granted. (Being built.)
+//! Fencing (SPEC 2.4): no effect of an older epoch applied after a newer
+//! one was granted, even when the zombie reaches the write first; and a
+//! call begun at most once.
+//!
+//! **Inputs.** A [`History`] holding the lease operations of the durable
+//! lease store and the `effect.apply {tree, holder, epoch, effect, payload}`
+//! and `call.begin {tree, holder, epoch, call}` invokes (their arguments read
+//! from the wire [`Call`](harness::contract::Call) as JSON); [`FencedReplies`],
+//! the ok answers of those fenced operations as JSON values, by the index of
+//! their invoke event, because the contract's `Reply` has no `applied`,
+//! `duplicate`, `fenced` or `begun` outcome yet and a History cannot hold
+//! them as ok events (a `fail` or `info` completion of a fenced operation is
+//! read from the History as for any operation); and [`DurableEnd`], the
+//! effects the durable store shows at the end of the run.
+//!
+//! **What is known to have been granted, and when.** The store itself says
+//! epoch `e` of a tree exists when a lease operation's reply names it:
+//! `granted {epoch}`, `busy {epoch}`, `lost {epoch}` or a `lease.read` record.
+//! That reply's completion event is the instant by which `e` was granted. A
+//! take whose outcome is unknown may have granted an epoch, but nothing is
+//! known of it, so it never blames the store.
+//!
+//! **The rule.** A fenced operation that took effect (an `applied` or
+//! `begun` answer; for an `effect.apply` whose outcome is unknown, the end
+//! state showing its tree, effect and epoch) took effect after its invoke.
+//! If some epoch `e' > epoch` of its tree was known granted at an event
+//! before that invoke, it took effect after `e'` was granted: a violation.
+//! A grant that completed after the invoke may have come after the write,
+//! so it never blames. When several unknown-outcome applies could have
+//! written one stored effect, it is blamed only if every one of them would
+//! be stale.
+//!
+//! **Wire shapes.** The answers read are the serde forms of
+//! `harness::store::sqlite::{EffectOutcome, CallOutcome}`: `effect.apply`
+//! answers `"applied"`, `"duplicate"` or `{"fenced": {"epoch": e, ...}}`;
+//! `call.begin` answers `"begun"`, `{"duplicate": {...}}` or `{"fenced":
+//! {...}}` (a one-key object such as `{"applied": {}}` reads too). An answer
+//! that does not read is
+//! listed in [`Fencing::unread`] and judged as an unknown outcome.
+
+use std::collections::{BTreeMap, HashMap};
+
+use harness::contract::Reply;
+use harness::{Happened, History};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The ok answers of `effect.apply` and `call.begin`, which the contract's
+/// `Reply` cannot hold yet: the answer's JSON by its invoke event's index.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FencedReplies {
+    /// Invoke event index → the ok value the store answered.
+    pub by_invoke: BTreeMap<usize, Value>,
+}
+
+/// One effect the durable store shows at the end of the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredEffect {
+    /// The tree it was applied under.
+    pub tree: String,
+    /// The effect's id.
+    pub effect: String,
+    /// The epoch it was written with.
+    pub epoch: i64,
+}
+
+/// What the durable store shows at the end of the run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DurableEnd {
+    /// Every applied effect, in any order.
+    pub effects: Vec<StoredEffect>,
+}
+
+/// An `effect.apply` or `call.begin` answer, as read from its JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FencedAnswer {
+    /// `effect.apply`: the effect was written.
+    Applied,
+    /// `call.begin`: the call was begun.
+    Begun,
+    /// Already applied or begun; nothing written.
+    Duplicate,
+    /// Refused: a newer epoch holds the tree.
+    Fenced {
+        /// The epoch the store named, if it named one.
+        epoch: Option<i64>,
+    },
+}
+
+impl FencedAnswer {
+    /// Reads an ok value of `op` (`effect.apply` or `call.begin`); `None`
+    /// when it is none of the assumed shapes.
+    pub fn read(op: &str, v: &Value) -> Option<FencedAnswer> {
+        let (key, body) = match v {
+            Value::String(s) => (s.as_str(), &Value::Null),
+            Value::Object(o) if o.len() == 1 => {
+                let (k, b) = o.iter().next()?;
+                (k.as_str(), b)
+            }
+            _ => return None,
+        };
+        match (op, key) {
+            ("effect.apply", "applied") => Some(FencedAnswer::Applied),
+            ("call.begin", "begun") => Some(FencedAnswer::Begun),
+            (_, "duplicate") => Some(FencedAnswer::Duplicate),
+            (_, "fenced") => Some(FencedAnswer::Fenced {
+                epoch: body.get("epoch").and_then(Value::as_i64),
+            }),
+            _ => None,
+        }
+    }
+
+    fn took_effect(self) -> bool {
+        matches!(self, FencedAnswer::Applied | FencedAnswer::Begun)
+    }
+}
+
+/// Where the store said a newer epoch existed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewerEpoch {
+    /// The newer epoch.
+    pub epoch: i64,
+    /// The lease operation's invoke event.
+    pub invoke_event: usize,
+    /// Its completion event (before the stale write's invoke).
+    pub complete_event: usize,
+}
+
+/// What broke fencing, with the events involved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum FencingViolation {
+    /// A write of an older epoch took effect after a newer epoch was known
+    /// granted.
+    Stale {
+        /// `effect.apply` or `call.begin`.
+        op: String,
+        /// The tree.
+        tree: String,
+        /// The stale epoch it was written with.
+        epoch: i64,
+        /// The effect or call id.
+        id: String,
+        /// Invoke events of the operations that may have written it: one
+        /// when answered `applied`/`begun`; for an effect only the end state
+        /// shows, every unknown-outcome apply that could have (each stale).
+        invokes: Vec<usize>,
+        /// Whether the store answered that it took effect (else the end
+        /// state shows it).
+        answered: bool,
+        /// A newer epoch known granted before every one of those invokes.
+        newer: NewerEpoch,
+    },
+    /// One call was begun more than once.
+    BegunTwice {
+        /// The call id.
+        call: String,
+        /// Invoke events of the `call.begin`s answered `begun`.
+        invokes: Vec<usize>,
+    },
+    /// The end state shows an effect no `effect.apply` of the history asked
+    /// for (no apply of that tree, effect and epoch that may have happened).
+    Unexplained {
+        /// The stored effect.
+        effect: StoredEffect,
+    },
+}
+
+/// The verdict of fencing: holds when `violations` is empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fencing {
+    /// Everything that broke, in history order.
+    pub violations: Vec<FencingViolation>,
+    /// Invoke events of fenced operations whose ok answer did not read (or
+    /// whose arguments did not): judged as unknown outcomes, or left out.
+    pub unread: Vec<usize>,
+}
+
+impl Fencing {
+    /// Nothing broke.
+    pub fn holds(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum End<'a> {
+    Reply(usize, &'a Reply),
+    Refused,
+    Unknown,
+}
+
+struct FencedOp {
+    invoke: usize,
+    op: String,
+    tree: String,
+    epoch: i64,
+    id: String,
+    /// `None`: unknown outcome. Refused-for-certain ops are not kept.
+    answer: Option<FencedAnswer>,
+}
+
+/// Checks fencing on `history`, the fenced operations' ok answers and the
+/// durable store's end state.
+pub fn check(history: &History, replies: &FencedReplies, end: &DurableEnd) -> Fencing {
+    let mut unread = Vec::new();
+    // tree → epochs the store named, with the events that named them.
+    let mut known: HashMap<String, Vec<NewerEpoch>> = HashMap::new();
+    let mut fenced: Vec<FencedOp> = Vec::new();
+
+    // Pair invoke with completion per instance (one operation in flight).
+    let mut in_flight: HashMap<&str, (usize, &harness::contract::Call)> = HashMap::new();
+    let mut lease_ends: Vec<(usize, &str, End<'_>)> = Vec::new();
+    let mut fenced_ends: HashMap<usize, End<'_>> = HashMap::new();
+    for e in &history.events {
+        match &e.what {
+            Happened::Invoke(call) => {
+                in_flight.insert(e.instance.as_str(), (e.index, call));
+                if call.op.starts_with("lease.") {
+                    lease_ends.push((e.index, tree_of(&call.args), End::Unknown));
+                }
+                if is_fenced(&call.op) {
+                    fenced_ends.insert(e.index, End::Unknown);
+                }
+            }
+            what => {
+                let Some((inv, call)) = in_flight.remove(e.instance.as_str()) else {
+                    continue;
+                };
+                let end = match what {
+                    Happened::Ok { reply, .. } => End::Reply(e.index, reply),
+                    Happened::Fail { .. } => End::Refused,
+                    _ => End::Unknown,
+                };
+                if call.op.starts_with("lease.") {
+                    if let Some(last) = lease_ends.iter_mut().rev().find(|l| l.0 == inv) {
+                        last.2 = end;
+                    }
+                } else if is_fenced(&call.op) {
+                    fenced_ends.insert(inv, end);
+                }
+            }
+        }
+    }
+    for (invoke, tree, end) in lease_ends {
+        let End::Reply(complete, reply) = end else {
+            continue;
+        };
+        let epoch = match reply {
+            Reply::Granted { epoch, .. } | Reply::Busy { epoch, .. } => Some(*epoch),
+            Reply::Lost { epoch, .. } => *epoch,
+            Reply::Lease(Some(view)) => Some(view.epoch),
+            _ => None,
+        };
+        if let Some(epoch) = epoch {
+            known.entry(tree.to_string()).or_default().push(NewerEpoch {
+                epoch,
+                invoke_event: invoke,
+                complete_event: complete,
+            });
+        }
+    }
+
+    for e in &history.events {
+        let Happened::Invoke(call) = &e.what else {
+            continue;
+        };
+        if !is_fenced(&call.op) {
+            continue;
+        }
+        let args = &call.args;
+        let id_key = if call.op == "effect.apply" {
+            "effect"
+        } else {
+            "call"
+        };
+        let (Some(tree), Some(epoch), Some(id)) = (
+            args.get("tree").and_then(Value::as_str),
+            args.get("epoch").and_then(Value::as_i64),
+            args.get(id_key).and_then(Value::as_str),
+        ) else {
+            unread.push(e.index);
+            continue;
+        };
+        let answer = match (replies.by_invoke.get(&e.index), fenced_ends.get(&e.index)) {
+            (_, Some(End::Refused)) => continue,
+            (Some(v), _) => {
+                let a = FencedAnswer::read(&call.op, v);
+                if a.is_none() {
+                    unread.push(e.index);
+                }
+                a
+            }
+            _ => None,
+        };
+        fenced.push(FencedOp {
+            invoke: e.index,
+            op: call.op.clone(),
+            tree: tree.to_string(),
+            epoch,
+            id: id.to_string(),
+            answer,
+        });
+    }
+
+    // The newest epoch of `tree` the store named before event `before`.
+    let newest_before = |tree: &str, before: usize| -> Option<&NewerEpoch> {
+        known
+            .get(tree)?
+            .iter()
+            .filter(|k| k.complete_event < before)
+            .max_by_key(|k| (k.epoch, std::cmp::Reverse(k.complete_event)))
+    };
+    let stale = |op: &FencedOp| -> Option<NewerEpoch> {
+        newest_before(&op.tree, op.invoke)
+            .filter(|k| k.epoch > op.epoch)
+            .cloned()
+    };
+
+    let mut violations = Vec::new();
+    for op in &fenced {
+        if op.answer.is_some_and(FencedAnswer::took_effect) {
+            if let Some(newer) = stale(op) {
+                violations.push(FencingViolation::Stale {
+                    op: op.op.clone(),
+                    tree: op.tree.clone(),
+                    epoch: op.epoch,
+                    id: op.id.clone(),
+                    invokes: vec![op.invoke],
+                    answered: true,
+                    newer,
+                });
+            }
+        }
+    }
+
+    let mut begun: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for op in &fenced {
+        if op.answer == Some(FencedAnswer::Begun) {
+            begun.entry(&op.id).or_default().push(op.invoke);
+        }
+    }
+    for (call, invokes) in begun {
+        if invokes.len() > 1 {
+            violations.push(FencingViolation::BegunTwice {
+                call: call.to_string(),
+                invokes,
+            });
+        }
+    }
+
+    for stored in &end.effects {
+        let candidates: Vec<&FencedOp> = fenced
+            .iter()
+            .filter(|op| {
+                op.op == "effect.apply"
+                    && op.tree == stored.tree
+                    && op.id == stored.effect
+                    && op.epoch == stored.epoch
+            })
+            .collect();
+        if candidates.is_empty() {
+            violations.push(FencingViolation::Unexplained {
+                effect: stored.clone(),
+            });
+            continue;
+        }
+        // An `applied` answer explains it (and was judged above). When
+        // every candidate answered (`duplicate` or `fenced`: none wrote),
+        // the effect predates them; nothing here tells when it was written.
+        if candidates
+            .iter()
+            .any(|op| op.answer == Some(FencedAnswer::Applied))
+        {
+            continue;
+        }
+        // Any unknown-outcome candidate may have written it. The earliest
+        // is the least stale: if even it was sent after a newer epoch was
+        // known, every one was, and that epoch was known before them all.
+        let Some(first) = candidates
+            .iter()
+            .filter(|op| op.answer.is_none())
+            .min_by_key(|op| op.invoke)
+        else {
+            continue;
+        };
+        if let Some(newer) = stale(first) {
+            violations.push(FencingViolation::Stale {
+                op: "effect.apply".into(),
+                tree: stored.tree.clone(),
+                epoch: stored.epoch,
+                id: stored.effect.clone(),
+                invokes: candidates
+                    .iter()
+                    .filter(|op| op.answer.is_none())
+                    .map(|op| op.invoke)
+                    .collect(),
+                answered: false,
+                newer,
+            });
+        }
+    }
+
+    unread.sort_unstable();
+    Fencing { violations, unread }
+}
+
+fn is_fenced(op: &str) -> bool {
+    op == "effect.apply" || op == "call.begin"
+}
+
+fn tree_of(args: &Value) -> &str {
+    args.get("tree").and_then(Value::as_str).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness::contract::{Call, ErrorKind, StoreError};
+    use serde_json::json;
+
+    #[derive(Default)]
+    struct H {
+        h: History,
+        replies: FencedReplies,
+        end: DurableEnd,
+    }
+
+    impl H {
+        fn inv(&mut self, who: &str, op: &str, args: Value) -> usize {
+            let call = Call {
+                op: op.into(),
+                args,
+            };
+            self.h.invoke(who, &call, None, 0);
+            self.h.events.len() - 1
+        }
+        fn take(&mut self, who: &str) -> &mut Self {
+            let args = json!({"tree": "t", "holder": who, "ttl_ms": 100});
+            self.inv(who, "lease.take", args);
+            self
+        }
+        fn granted(&mut self, who: &str, epoch: i64) -> &mut Self {
+            let r = Reply::Granted {
+                epoch,
+                expires_at_ms: 100,
+            };
+            self.h.complete(who, "lease.take", &Ok(r), None, 0);
+            self
+        }
+        fn lost(&mut self, who: &str, op: &str) -> &mut Self {
+            let e = StoreError::new(ErrorKind::Unavailable, "reply lost");
+            self.h.complete(who, op, &Err(e), None, 0);
+            self
+        }
+        /// Sends `effect.apply`; returns its invoke event.
+        fn apply(&mut self, who: &str, epoch: i64, effect: &str) -> usize {
+            let args = json!({"tree": "t", "holder": who, "epoch": epoch,
+                "effect": effect, "payload": "x"});
+            self.inv(who, "effect.apply", args)
+        }
+        fn begin(&mut self, who: &str, epoch: i64, call: &str) -> usize {
+            let args = json!({"tree": "t", "holder": who, "epoch": epoch, "call": call});
+            self.inv(who, "call.begin", args)
+        }
+        /// The ok answer of the fenced operation invoked at `invoke`.
+        fn answer(&mut self, invoke: usize, v: Value) -> &mut Self {
+            self.replies.by_invoke.insert(invoke, v);
+            self
+        }
+        fn stored(&mut self, epoch: i64, effect: &str) -> &mut Self {
+            self.end.effects.push(StoredEffect {
+                tree: "t".into(),
+                effect: effect.into(),
+                epoch,
+            });
+            self
+        }
+        fn verdict(&self) -> Fencing {
+            check(&self.h, &self.replies, &self.end)
+        }
+    }
+
+    fn assert_stale(v: &Fencing, want_invokes: &[usize], want_answered: bool, newer: i64) {
+        match &v.violations[..] {
+            [FencingViolation::Stale {
+                invokes,
+                answered,
+                newer: n,
+                ..
+            }] => {
+                assert_eq!(invokes, want_invokes, "{v:?}");
+                assert_eq!(*answered, want_answered, "{v:?}");
+                assert_eq!(n.epoch, newer, "{v:?}");
+            }
+            _ => panic!("expected one stale write, got {v:?}"),
+        }
+    }
+
+    #[test]
+    fn a_zombie_fenced_after_a_takeover_passes() {
+        let mut h = H::default();
+        h.take("a").granted("a", 1);
+        let first = h.apply("a", 1, "e1");
+        h.answer(first, json!({"applied": {}})).stored(1, "e1");
+        h.take("b").granted("b", 2);
+        let zombie = h.apply("a", 1, "e2");
+        h.answer(zombie, json!({"fenced": {"epoch": 2}}));
+        let v = h.verdict();
+        assert!(v.holds(), "{v:?}");
+        assert!(v.unread.is_empty());
+    }
+
+    #[test]
+    fn a_zombie_applied_after_a_known_takeover_fails() {
+        let mut h = H::default();
+        h.take("a").granted("a", 1);
+        h.take("b").granted("b", 2);
+        let zombie = h.apply("a", 1, "e2");
+        h.answer(zombie, json!({"applied": {}})).stored(1, "e2");
+        let v = h.verdict();
+        assert_stale(&v, &[zombie], true, 2);
+        let FencingViolation::Stale { newer, .. } = &v.violations[0] else {
+            unreachable!()
+        };
+        assert_eq!((newer.invoke_event, newer.complete_event), (2, 3));
+    }
+
+    #[test]
+    fn a_busy_reply_naming_a_newer_epoch_proves_it_was_granted() {
+        let mut h = H::default();
+        h.take("c");
+        h.h.complete(
+            "c",
+            "lease.take",
+            &Ok(Reply::Busy {
+                holder: "b".into(),
+                epoch: 3,
+                expires_at_ms: 50,
+            }),
+            None,
+            0,
+        );
+        let zombie = h.apply("a", 2, "e");
+        h.answer(zombie, json!("applied"));
+        assert_stale(&h.verdict(), &[zombie], true, 3);
+    }
+
+    #[test]
+    fn a_grant_concurrent_with_the_write_or_with_unknown_outcome_is_not_blamed() {
+        // The zombie's write was sent before the takeover was acknowledged:
+        // the write may have come first.
+        let mut h = H::default();
+        h.take("a").granted("a", 1);
+        let zombie = h.apply("a", 1, "e");
+        h.take("b").granted("b", 2);
+        h.answer(zombie, json!({"applied": {}}));
+        assert!(h.verdict().holds(), "{:?}", h.verdict());
+
+        // A take whose reply was lost may or may not have granted epoch 2.
+        let mut h = H::default();
+        h.take("a").granted("a", 1);
+        h.take("b").lost("b", "lease.take");
+        let zombie = h.apply("a", 1, "e");
+        h.answer(zombie, json!({"applied": {}}));
+        assert!(h.verdict().holds(), "{:?}", h.verdict());
+    }
+
+    #[test]
+    fn an_unknown_apply_is_judged_by_the_end_state() {
+        let setup = || {
+            let mut h = H::default();
+            h.take("a").granted("a", 1);
+            h.take("b").granted("b", 2);
+            let zombie = h.apply("a", 1, "e");
+            h.lost("a", "effect.apply");
+            (h, zombie)
+        };
+        // Not in the end state: it did not happen.
+        let (h, _) = setup();
+        assert!(h.verdict().holds());
+        // In the end state: it happened after epoch 2 was known.
+        let (mut h, zombie) = setup();
+        h.stored(1, "e");
+        assert_stale(&h.verdict(), &[zombie], false, 2);
+        // A retry that never completed at all counts the same way.
+        let (mut h, zombie) = setup();
+        let retry = h.apply("a", 1, "e");
+        h.stored(1, "e");
+        assert_stale(&h.verdict(), &[zombie, retry], false, 2);
+    }
+
+    #[test]
+    fn a_stored_effect_an_earlier_unknown_apply_may_have_written_is_not_blamed() {
+        let mut h = H::default();
+        h.take("a").granted("a", 1);
+        h.apply("a", 1, "e");
+        h.lost("a", "effect.apply");
+        h.take("b").granted("b", 2);
+        let retry = h.apply("a", 1, "e");
+        h.answer(retry, json!({"duplicate": {}})).stored(1, "e");
+        let v = h.verdict();
+        assert!(v.holds(), "{v:?}");
+    }
+
+    #[test]
+    fn a_stored_effect_no_apply_asked_for_fails() {
+        let mut h = H::default();
+        h.take("a").granted("a", 1);
+        let apply = h.apply("a", 1, "e");
+        h.answer(apply, json!({"applied": {}}));
+        // Stored under another epoch than any apply sent.
+        h.stored(7, "e");
+        assert!(matches!(
+            &h.verdict().violations[..],
+            [FencingViolation::Unexplained { effect }] if effect.epoch == 7
+        ));
+    }
+
+    #[test]
+    fn a_call_is_begun_at_most_once() {
+        let mut h = H::default();
+        h.take("a").granted("a", 1);
+        let first = h.begin("a", 1, "c1");
+        h.answer(first, json!({"begun": {}}));
+        let retry = h.begin("a", 1, "c1");
+        h.answer(retry, json!({"duplicate": {}}));
+        assert!(h.verdict().holds(), "{:?}", h.verdict());
+        let again = h.begin("a", 1, "c1");
+        h.answer(again, json!({"begun": {}}));
+        assert_eq!(
+            h.verdict().violations,
+            vec![FencingViolation::BegunTwice {
+                call: "c1".into(),
+                invokes: vec![first, again]
+            }]
+        );
+    }
+
+    #[test]
+    fn a_call_begun_under_a_superseded_epoch_fails() {
+        let mut h = H::default();
+        h.take("a").granted("a", 1);
+        h.take("b").granted("b", 2);
+        let zombie = h.begin("a", 1, "c1");
+        h.answer(zombie, json!({"begun": {}}));
+        assert_stale(&h.verdict(), &[zombie], true, 2);
+    }
+
+    #[test]
+    fn the_sqlite_store_answers_read() {
+        use harness::store::sqlite::{CallOutcome, EffectOutcome, FenceReason};
+        let fenced = EffectOutcome::Fenced {
+            epoch: 2,
+            reason: FenceReason::Superseded,
+        };
+        let cases = [
+            (
+                "effect.apply",
+                json!(EffectOutcome::Applied),
+                FencedAnswer::Applied,
+            ),
+            (
+                "effect.apply",
+                json!(EffectOutcome::Duplicate),
+                FencedAnswer::Duplicate,
+            ),
+            (
+                "effect.apply",
+                json!(fenced),
+                FencedAnswer::Fenced { epoch: Some(2) },
+            ),
+            ("call.begin", json!(CallOutcome::Begun), FencedAnswer::Begun),
+        ];
+        for (op, v, want) in cases {
+            assert_eq!(FencedAnswer::read(op, &v), Some(want), "{op} {v}");
+        }
+        // `applied` is not an answer of call.begin.
+        assert_eq!(FencedAnswer::read("call.begin", &json!("applied")), None);
+    }
+
+    #[test]
+    fn refused_and_unreadable_answers_are_never_blamed() {
+        let mut h = H::default();
+        h.take("a").granted("a", 1);
+        h.take("b").granted("b", 2);
+        let refused = h.apply("a", 1, "e");
+        let e = StoreError::new(ErrorKind::BadRequest, "no");
+        h.h.complete("a", "effect.apply", &Err(e), None, 0);
+        let odd = h.apply("a", 1, "f");
+        h.answer(odd, json!({"weird": 1}));
+        let v = h.verdict();
+        assert!(v.holds(), "{v:?}");
+        assert_eq!(v.unread, vec![odd]);
+        assert_ne!(refused, odd);
+    }
+}
