@@ -2,6 +2,8 @@
 //! of one tree (three instances, overlapping operations, lost replies) made by
 //! running the sequential model, and the time the checker takes on it.
 
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
@@ -23,21 +25,9 @@ pub struct BenchSummary {
     pub verdict: String,
 }
 
-/// A small deterministic generator (splitmix64): the benchmark needs no
-/// cryptographic randomness and the same seed must give the same history.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> i64 {
-        (self.next() % n.max(1)) as i64
-    }
+/// A number below `n` from `rng`, as the generator's times and rolls use.
+fn below(rng: &mut StdRng, n: u64) -> i64 {
+    rng.random_range(0..n.max(1)) as i64
 }
 
 /// A history of `ops` lease operations on tree `t` by three instances whose
@@ -51,7 +41,7 @@ pub fn random_history(ops: usize, seed: u64) -> History {
         Complete(usize),
         Invoke(usize),
     }
-    let mut rng = Rng(seed);
+    let mut rng = StdRng::seed_from_u64(seed);
     let mut model = LeaseModel::default();
     let mut history = History::default();
     let instances = ["i0", "i1", "i2"];
@@ -65,7 +55,7 @@ pub fn random_history(ops: usize, seed: u64) -> History {
         q.push(Reverse((at, seq, ev)));
     };
     for i in 0..3 {
-        push(&mut queue, rng.below(3), Ev::Invoke(i));
+        push(&mut queue, below(&mut rng, 3), Ev::Invoke(i));
     }
     let mut invoked = 0;
     while let Some(Reverse((now, _, ev))) = queue.pop() {
@@ -77,8 +67,8 @@ pub fn random_history(ops: usize, seed: u64) -> History {
                 invoked += 1;
                 let tree = "t".to_string();
                 let holder = instances[i].to_string();
-                let ttl_ms = 10 + rng.below(30);
-                let roll = rng.below(100);
+                let ttl_ms = 10 + below(&mut rng, 30);
+                let roll = below(&mut rng, 100);
                 let req = match held[i] {
                     Some(epoch) if roll < 60 => Request::LeaseRenew {
                         tree,
@@ -100,15 +90,15 @@ pub fn random_history(ops: usize, seed: u64) -> History {
                 };
                 history.invoke(instances[i], &req.to_call(), Some(now), now);
                 pending[i] = Some((req, Ok(Reply::Unknown {})));
-                push(&mut queue, now + rng.below(4), Ev::Effect(i));
+                push(&mut queue, now + below(&mut rng, 4), Ev::Effect(i));
             }
             Ev::Effect(i) => {
                 let Some((req, _)) = pending[i].take() else {
                     continue;
                 };
-                let lost = rng.below(100) < 10;
+                let lost = below(&mut rng, 100) < 10;
                 // A lost request never arrives; a lost reply arrived.
-                let applies = !lost || rng.below(2) == 0;
+                let applies = !lost || below(&mut rng, 2) == 0;
                 let reply = if applies {
                     model.apply(&req, now).unwrap_or(Reply::Unknown {})
                 } else {
@@ -120,7 +110,7 @@ pub fn random_history(ops: usize, seed: u64) -> History {
                     Ok(reply)
                 };
                 pending[i] = Some((req, outcome));
-                push(&mut queue, now + rng.below(4), Ev::Complete(i));
+                push(&mut queue, now + below(&mut rng, 4), Ev::Complete(i));
             }
             Ev::Complete(i) => {
                 let Some((req, outcome)) = pending[i].take() else {
@@ -137,7 +127,7 @@ pub fn random_history(ops: usize, seed: u64) -> History {
                     }
                     _ => {}
                 }
-                push(&mut queue, now + rng.below(3), Ev::Invoke(i));
+                push(&mut queue, now + below(&mut rng, 3), Ev::Invoke(i));
             }
         }
     }
