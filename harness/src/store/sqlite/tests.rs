@@ -531,3 +531,54 @@ async fn a_seeded_walk_agrees_with_the_model() {
         "only {granted} grants, {renewed} renewals"
     );
 }
+
+/// A restart (every connection closed, a new factory on the same file)
+/// keeps the epoch, the log and the fencing: epoch-monotonic across restarts.
+#[tokio::test]
+async fn the_file_outlives_its_connections() {
+    let f = fixture(0);
+    {
+        let mut a = f.factory.connect_sqlite(&hello("p:")).await.unwrap();
+        a.call(&take("a", 100).to_call(), 0).await.unwrap();
+        assert_eq!(
+            a.begin_call("t", "a", 1, "c1").await.unwrap(),
+            CallOutcome::Begun
+        );
+    }
+    let again = SqliteStoreFactory::new(f.factory.path().to_path_buf(), f.factory.clock().clone());
+    let mut b = again.connect_sqlite(&hello("p:")).await.unwrap();
+    f.clock.set_ms(100);
+    assert_eq!(
+        b.call(&take("b", 100).to_call(), 0).await.unwrap(),
+        Reply::Granted {
+            epoch: 2,
+            expires_at_ms: 200
+        }
+    );
+    assert!(matches!(
+        b.begin_call("t", "b", 2, "c1").await.unwrap(),
+        CallOutcome::Duplicate { .. }
+    ));
+    let events: Vec<_> = b
+        .lease_log("t")
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.event)
+        .collect();
+    assert_eq!(events, vec![LeaseEvent::Grant, LeaseEvent::Takeover]);
+}
+
+#[test]
+fn clocks_read_as_told() {
+    let manual = SqliteClock::manual(42);
+    assert_eq!(manual.now_ms(), 42);
+    let handle = manual.as_manual().unwrap().clone();
+    assert_eq!(handle.advance_ms(8), 50);
+    assert_eq!(manual.now_ms(), 50);
+    handle.set_ms(7);
+    assert_eq!(manual.now_ms(), 7);
+    assert!(SqliteClock::System.as_manual().is_none());
+    // After 2020-01-01 in ms: a system clock read in seconds would fail this.
+    assert!(SqliteClock::System.now_ms() > 1_577_836_800_000);
+}
