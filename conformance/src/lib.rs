@@ -28,7 +28,6 @@ mod server_checks;
 mod special;
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use async_trait::async_trait;
 
@@ -167,23 +166,17 @@ impl ConformanceSuite {
     }
 }
 
-/// The suite's figures over `results`, which took `seconds`.
-fn figures(results: &[CheckResult], seconds: f64) -> ConformanceFigures {
-    let count = |v| results.iter().filter(|r| r.verdict == v).count();
-    use harness::Verdict;
+/// The suite's own figures over `results`: the bytes a tree costs. The
+/// tally of verdicts and the seconds are every suite's
+/// ([`Figures::tallied`], over the checks settled before the run too).
+fn figures(results: &[CheckResult]) -> ConformanceFigures {
     ConformanceFigures {
-        checks: results.len(),
-        pass: count(Verdict::Pass),
-        fail: count(Verdict::Fail),
-        warn: count(Verdict::Warn),
-        skipped: count(Verdict::Skipped),
-        unknown: count(Verdict::Unknown),
-        seconds: (seconds * 1000.0).round() / 1000.0,
         bytes_per_tree: results
             .iter()
             .find(|r| r.id == BYTES_PER_TREE)
             .and_then(|r| serde_json::from_value::<BytesPerTreeEvidence>(r.evidence.clone()).ok())
             .map(|e| e.bytes_per_tree.into()),
+        ..ConformanceFigures::default()
     }
 }
 
@@ -203,7 +196,6 @@ impl Suite for ConformanceSuite {
         to_run: &[CheckSpec],
         progress: &dyn Progress,
     ) -> Result<SuiteRun, SuiteError> {
-        let started = Instant::now();
         let defs = all_checks();
         let mut results = Vec::with_capacity(to_run.len());
         for (n, spec) in to_run.iter().enumerate() {
@@ -221,10 +213,8 @@ impl Suite for ConformanceSuite {
             }
             results.push(result);
         }
-        if let Some(line) = harness::store::external::first_adapter_failure() {
-            return Err(SuiteError::AdapterFailed(line));
-        }
-        let figures = figures(&results, started.elapsed().as_secs_f64());
+        SuiteError::unless_an_adapter_broke()?;
+        let figures = figures(&results);
         Ok(SuiteRun {
             checks: results,
             figures: Figures::Conformance(figures),
@@ -246,10 +236,8 @@ impl Suite for ConformanceSuite {
             .find(|d| d.spec.id == check.id)
             .ok_or_else(|| SuiteError::Setup(format!("{} is not a conformance check", check.id)))?;
         let result = run_check(subject, 0, def).await;
-        match harness::store::external::first_adapter_failure() {
-            Some(line) => Err(SuiteError::AdapterFailed(line)),
-            None => Ok(result),
-        }
+        SuiteError::unless_an_adapter_broke()?;
+        Ok(result)
     }
 }
 
@@ -257,6 +245,7 @@ impl Suite for ConformanceSuite {
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
+    use std::time::Duration;
 
     #[test]
     fn ids_are_unique_stable_and_named_for_their_suite() {
@@ -341,7 +330,14 @@ mod tests {
         })
         .unwrap();
         let failed = CheckResult::undecided("conformance.x", SUITE, Verdict::Fail, "");
-        let f = figures(&[bytes, failed], 1.23456);
+        let results = [bytes, failed];
+        let f = figures(&results);
+        assert_eq!(f.bytes_per_tree, Some(serde_json::json!(200)));
+        // The tally is every suite's, over every result.
+        let tallied = Figures::Conformance(f).tallied(&results, Duration::from_micros(1_234_560));
+        let Figures::Conformance(f) = tallied else {
+            panic!("not conformance figures")
+        };
         assert_eq!((f.checks, f.pass, f.fail, f.warn), (2, 1, 1, 0));
         assert_eq!(f.seconds, 1.235);
         assert_eq!(f.bytes_per_tree, Some(serde_json::json!(200)));

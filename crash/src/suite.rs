@@ -1197,9 +1197,7 @@ async fn run_checks(
                 Err(e) => Series::not_run(asked, Some(format!("its server could not start: {e}"))),
             }
         };
-        if let Some(broken) = harness::store::external::first_adapter_failure() {
-            return Err(SuiteError::AdapterFailed(broken));
-        }
+        SuiteError::unless_an_adapter_broke()?;
         runs.push(s);
     }
     let [required, opted, always, everysec] = <[Series; 4]>::try_from(runs)

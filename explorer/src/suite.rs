@@ -7,7 +7,6 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use harness::figures::Figures;
-use harness::store::external::first_adapter_failure;
 use harness::{CheckResult, Verdict};
 use harness::{CheckSpec, Progress, Subject, Suite, SuiteError, SuiteRun};
 
@@ -93,9 +92,7 @@ impl Suite for ExplorerSuite {
                 }
             }
         };
-        if let Some(line) = first_adapter_failure() {
-            return Err(SuiteError::AdapterFailed(line));
-        }
+        SuiteError::unless_an_adapter_broke()?;
         let ExplorerOutcome {
             checks,
             mut figures,
@@ -156,9 +153,7 @@ impl Suite for ExplorerSuite {
                 step["answer"]
             ));
         }
-        if let Some(line) = first_adapter_failure() {
-            return Err(SuiteError::AdapterFailed(line));
-        }
+        SuiteError::unless_an_adapter_broke()?;
         Ok(if let Some(e) = &last.harness_error {
             check.result(
                 NAME,

@@ -244,6 +244,18 @@ pub enum SuiteError {
     Setup(String),
 }
 
+impl SuiteError {
+    /// `Err(AdapterFailed)` once an adapter of the run has broken (exited,
+    /// hung, wrote garbage): what every suite asks before it reports, so
+    /// that no verdict rests on a broken adapter's answers.
+    pub fn unless_an_adapter_broke() -> Result<(), SuiteError> {
+        match crate::store::external::first_adapter_failure() {
+            Some(line) => Err(SuiteError::AdapterFailed(line)),
+            None => Ok(()),
+        }
+    }
+}
+
 /// A suite: its checks declared once, and how to run them.
 #[async_trait]
 pub trait Suite: Send + Sync {
