@@ -1,1 +1,554 @@
-//! Rate bounds with ambiguous outcomes counted both ways. (Being built.)
+//! Rate bounds (SPEC 2.3) with ambiguous outcomes counted both ways: never
+//! more than `limit` live slots per provider, never more than `limit`
+//! allowed hits in any window, no slot or hit granted while paused.
+//!
+//! **Clock.** Rate limits decide on the instance clock each request carries:
+//! the `clock_ms` of its invoke event. A slot acquired at `c` with `ttl_ms`
+//! is live for a later request whose clock is below `c + ttl_ms`; a hit at
+//! `c` counts for a later hit at `now` when `now − window_ms < c ≤ now`; a
+//! pause until `u` is in force for a request whose clock is below `u`.
+//! Clocks may be skewed: each request is judged on its own clock, as the
+//! store must.
+//!
+//! **Only what every resolution of the unknowns shows.** A violation is
+//! reported only when it holds in every way of resolving the operations
+//! whose outcome is unknown (an `info` completion, or none) and every order
+//! of the concurrent ones:
+//! - a grant (`acquired` / `allowed`) is judged against the grants that
+//!   *completed before it was sent* (so they took effect before it);
+//!   concurrent grants are not counted, since they may come after it;
+//! - an acquire or hit whose outcome is unknown counts as not taken;
+//! - a slot counts as live only if no `rate.release_slot` of it (with any
+//!   outcome but a certain refusal) was sent before the grant completed,
+//!   since such a release may have come first;
+//! - a pause counts only once a reply named it (`paused {until_ms}` from
+//!   `rate.pause`, or from an acquire or hit it refused) before the grant
+//!   was sent; a pause whose reply was lost is not counted.
+//!
+//! This is sound, not complete: some overloads made only of concurrent
+//! grants go unseen.
+
+use std::collections::{BTreeMap, HashMap};
+
+use harness::contract::{Reply, Request};
+use harness::{Happened, History};
+use serde::{Deserialize, Serialize};
+
+/// What broke a rate bound, with the events involved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum RateViolation {
+    /// A slot was acquired while `limit` slots were certainly live.
+    TooManySlots {
+        /// The provider.
+        provider: String,
+        /// The invoke event of the acquire answered `acquired`.
+        acquire: usize,
+        /// Its clock.
+        clock_ms: i64,
+        /// The limit it named.
+        limit: i64,
+        /// Invoke events of the acquires whose slots were live then.
+        live: Vec<usize>,
+    },
+    /// A hit was allowed while `limit` allowed hits were in its window.
+    TooManyHits {
+        /// The provider.
+        provider: String,
+        /// The invoke event of the hit answered `allowed`.
+        hit: usize,
+        /// Its clock.
+        clock_ms: i64,
+        /// The limit it named.
+        limit: i64,
+        /// The window it named.
+        window_ms: i64,
+        /// Invoke events of the allowed hits in its window.
+        counted: Vec<usize>,
+    },
+    /// A slot or hit was granted while a known pause was in force.
+    GrantedWhilePaused {
+        /// The provider.
+        provider: String,
+        /// The invoke event of the acquire or hit that was granted.
+        grant: usize,
+        /// Its clock.
+        clock_ms: i64,
+        /// When the pause ends.
+        until_ms: i64,
+        /// The completion event whose reply named that pause.
+        pause_event: usize,
+    },
+}
+
+/// The verdict of the rate bounds: holds when `violations` is empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RateBounds {
+    /// Everything that broke, in history order per kind.
+    pub violations: Vec<RateViolation>,
+    /// Acquires and hits whose outcome is unknown (counted as not taken).
+    pub unknown: Vec<usize>,
+}
+
+impl RateBounds {
+    /// Nothing broke.
+    pub fn holds(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum End<'a> {
+    Reply(usize, &'a Reply),
+    Refused,
+    Unknown,
+}
+
+struct RateOp<'a> {
+    invoke: usize,
+    clock_ms: i64,
+    request: Request,
+    end: End<'a>,
+}
+
+impl RateOp<'_> {
+    fn provider(&self) -> &str {
+        match &self.request {
+            Request::RateAcquireSlot { provider, .. }
+            | Request::RateReleaseSlot { provider, .. }
+            | Request::RateHit { provider, .. }
+            | Request::RatePause { provider, .. }
+            | Request::RateRead { provider } => provider,
+            _ => "",
+        }
+    }
+
+    /// The completion event, or `usize::MAX` when it never completed.
+    fn completed_at(&self) -> usize {
+        match self.end {
+            End::Reply(at, _) => at,
+            _ => usize::MAX,
+        }
+    }
+
+    fn reply(&self) -> Option<&Reply> {
+        match self.end {
+            End::Reply(_, r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// Rate operations of `history` that parse, paired with their completions.
+fn rate_ops(history: &History) -> Vec<RateOp<'_>> {
+    let mut ops: Vec<RateOp<'_>> = Vec::new();
+    let mut in_flight: HashMap<&str, usize> = HashMap::new();
+    for e in &history.events {
+        match &e.what {
+            Happened::Invoke(call) => {
+                in_flight.remove(e.instance.as_str());
+                let Ok(request) = Request::parse(call) else {
+                    continue;
+                };
+                if call.op.starts_with("rate.") {
+                    in_flight.insert(e.instance.as_str(), ops.len());
+                    ops.push(RateOp {
+                        invoke: e.index,
+                        clock_ms: e.clock_ms,
+                        request,
+                        end: End::Unknown,
+                    });
+                }
+            }
+            what => {
+                let Some(i) = in_flight.remove(e.instance.as_str()) else {
+                    continue;
+                };
+                ops[i].end = match what {
+                    Happened::Ok { reply, .. } => End::Reply(e.index, reply),
+                    Happened::Fail { .. } => End::Refused,
+                    _ => End::Unknown,
+                };
+            }
+        }
+    }
+    ops
+}
+
+/// Checks the rate bounds on the rate operations of `history`.
+pub fn check(history: &History) -> RateBounds {
+    let ops = rate_ops(history);
+    let mut by_provider: BTreeMap<&str, Vec<&RateOp<'_>>> = BTreeMap::new();
+    for op in &ops {
+        by_provider.entry(op.provider()).or_default().push(op);
+    }
+    let mut violations = Vec::new();
+    let mut unknown = Vec::new();
+    for (provider, ops) in by_provider {
+        // Acquires answered `acquired`: (op, slot id, ttl).
+        let acquired: Vec<(&RateOp<'_>, &str, i64)> = ops
+            .iter()
+            .filter_map(|op| match (&op.request, op.reply()) {
+                (Request::RateAcquireSlot { ttl_ms, .. }, Some(Reply::Acquired { slot })) => {
+                    Some((*op, slot.as_str(), *ttl_ms))
+                }
+                _ => None,
+            })
+            .collect();
+        let allowed: Vec<&RateOp<'_>> = ops
+            .iter()
+            .filter(|op| {
+                matches!(
+                    (&op.request, op.reply()),
+                    (Request::RateHit { .. }, Some(Reply::Allowed { .. }))
+                )
+            })
+            .copied()
+            .collect();
+        // Releases that may have happened: slot → their invoke events.
+        let mut releases: HashMap<&str, Vec<usize>> = HashMap::new();
+        // Pauses a reply named: (completion event, until).
+        let mut pauses: Vec<(usize, i64)> = Vec::new();
+        for op in &ops {
+            if let Request::RateReleaseSlot { slot, .. } = &op.request {
+                if !matches!(op.end, End::Refused) {
+                    releases.entry(slot).or_default().push(op.invoke);
+                }
+            }
+            if let End::Reply(at, Reply::Paused { until_ms }) = op.end {
+                pauses.push((at, *until_ms));
+            }
+            if matches!(
+                op.request,
+                Request::RateAcquireSlot { .. } | Request::RateHit { .. }
+            ) && matches!(op.end, End::Unknown)
+            {
+                unknown.push(op.invoke);
+            }
+        }
+
+        for &(a, _, _) in &acquired {
+            let Request::RateAcquireSlot { limit, .. } = a.request else {
+                continue;
+            };
+            let live: Vec<usize> = acquired
+                .iter()
+                .filter(|&&(s, slot, ttl)| {
+                    s.completed_at() < a.invoke
+                        && a.clock_ms < s.clock_ms.saturating_add(ttl)
+                        && !releases
+                            .get(slot)
+                            .is_some_and(|r| r.iter().any(|&inv| inv < a.completed_at()))
+                })
+                .map(|(s, _, _)| s.invoke)
+                .collect();
+            if live.len() as i64 >= limit {
+                violations.push(RateViolation::TooManySlots {
+                    provider: provider.to_string(),
+                    acquire: a.invoke,
+                    clock_ms: a.clock_ms,
+                    limit,
+                    live,
+                });
+            }
+        }
+
+        for h in &allowed {
+            let Request::RateHit {
+                limit, window_ms, ..
+            } = h.request
+            else {
+                continue;
+            };
+            let counted: Vec<usize> = allowed
+                .iter()
+                .filter(|g| {
+                    g.completed_at() < h.invoke
+                        && g.clock_ms <= h.clock_ms
+                        && g.clock_ms > h.clock_ms.saturating_sub(window_ms)
+                })
+                .map(|g| g.invoke)
+                .collect();
+            if counted.len() as i64 >= limit {
+                violations.push(RateViolation::TooManyHits {
+                    provider: provider.to_string(),
+                    hit: h.invoke,
+                    clock_ms: h.clock_ms,
+                    limit,
+                    window_ms,
+                    counted,
+                });
+            }
+        }
+
+        let grants = acquired.iter().map(|&(a, _, _)| a).chain(allowed);
+        for g in grants {
+            // A pause only lengthens: the longest one known by then decides.
+            let pause = pauses
+                .iter()
+                .filter(|&&(at, _)| at < g.invoke)
+                .max_by_key(|&&(at, until)| (until, std::cmp::Reverse(at)));
+            if let Some(&(pause_event, until_ms)) = pause {
+                if g.clock_ms < until_ms {
+                    violations.push(RateViolation::GrantedWhilePaused {
+                        provider: provider.to_string(),
+                        grant: g.invoke,
+                        clock_ms: g.clock_ms,
+                        until_ms,
+                        pause_event,
+                    });
+                }
+            }
+        }
+    }
+    unknown.sort_unstable();
+    RateBounds {
+        violations,
+        unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness::contract::{Call, ErrorKind, StoreError};
+    use serde_json::json;
+
+    const P: &str = "p";
+
+    #[derive(Default)]
+    struct H(History);
+
+    impl H {
+        fn inv(&mut self, who: &str, op: &str, args: serde_json::Value, clock: i64) -> usize {
+            let call = Call {
+                op: op.into(),
+                args,
+            };
+            self.0.invoke(who, &call, None, clock);
+            self.0.events.len() - 1
+        }
+        fn acquire(&mut self, who: &str, limit: i64, clock: i64) -> usize {
+            let args = json!({"provider": P, "holder": who, "limit": limit, "ttl_ms": 100});
+            self.inv(who, "rate.acquire_slot", args, clock)
+        }
+        fn release(&mut self, who: &str, slot: &str, clock: i64) -> usize {
+            let args = json!({"provider": P, "slot": slot});
+            self.inv(who, "rate.release_slot", args, clock)
+        }
+        fn hit(&mut self, who: &str, limit: i64, clock: i64) -> usize {
+            let args = json!({"provider": P, "limit": limit, "window_ms": 1000});
+            self.inv(who, "rate.hit", args, clock)
+        }
+        fn pause(&mut self, who: &str, until: i64, clock: i64) -> usize {
+            let args = json!({"provider": P, "until_ms": until});
+            self.inv(who, "rate.pause", args, clock)
+        }
+        fn ok(&mut self, who: &str, op: &str, reply: Reply) -> &mut Self {
+            self.0.complete(who, op, &Ok(reply), None, 0);
+            self
+        }
+        fn acquired(&mut self, who: &str, slot: &str) -> &mut Self {
+            let r = Reply::Acquired { slot: slot.into() };
+            self.ok(who, "rate.acquire_slot", r)
+        }
+        fn allowed(&mut self, who: &str) -> &mut Self {
+            self.ok(who, "rate.hit", Reply::Allowed { remaining: 0 })
+        }
+        fn lost(&mut self, who: &str, op: &str) -> &mut Self {
+            let e = StoreError::new(ErrorKind::Unavailable, "reply lost");
+            self.0.complete(who, op, &Err(e), None, 0);
+            self
+        }
+    }
+
+    #[test]
+    fn slots_within_the_limit_pass() {
+        let mut h = H::default();
+        h.acquire("a", 2, 0);
+        h.acquired("a", "s1");
+        h.acquire("b", 2, 10);
+        h.acquired("b", "s2");
+        h.acquire("c", 2, 20);
+        h.ok("c", "rate.acquire_slot", Reply::Full { retry_at_ms: 100 });
+        // Released, then acquired again.
+        h.release("a", "s1", 30);
+        h.ok("a", "rate.release_slot", Reply::Released {});
+        h.acquire("c", 2, 40);
+        h.acquired("c", "s3");
+        // Expired on the instance clock (s2 ends at 110): not live at 110.
+        h.acquire("d", 2, 110);
+        h.acquired("d", "s4");
+        let v = check(&h.0);
+        assert!(v.holds(), "{v:?}");
+    }
+
+    #[test]
+    fn a_slot_beyond_the_limit_fails() {
+        let mut h = H::default();
+        let a = h.acquire("a", 2, 0);
+        h.acquired("a", "s1");
+        let b = h.acquire("b", 2, 10);
+        h.acquired("b", "s2");
+        let c = h.acquire("c", 2, 20);
+        h.acquired("c", "s3");
+        assert_eq!(
+            check(&h.0).violations,
+            vec![RateViolation::TooManySlots {
+                provider: P.into(),
+                acquire: c,
+                clock_ms: 20,
+                limit: 2,
+                live: vec![a, b]
+            }]
+        );
+        // A clock behind the others still sees their slots live.
+        let mut h = H::default();
+        h.acquire("a", 1, 1000);
+        h.acquired("a", "s1");
+        h.acquire("b", 1, 500);
+        h.acquired("b", "s2");
+        assert!(!check(&h.0).holds());
+    }
+
+    #[test]
+    fn unknown_acquires_and_releases_are_not_blamed() {
+        // An acquire whose reply was lost counts as not taken.
+        let mut h = H::default();
+        h.acquire("a", 1, 0);
+        h.lost("a", "rate.acquire_slot");
+        let b = h.acquire("b", 1, 10);
+        h.acquired("b", "s2");
+        let v = check(&h.0);
+        assert!(v.holds(), "{v:?}");
+        assert_eq!(v.unknown, vec![0]);
+        assert!(!v.unknown.contains(&b));
+
+        // A release whose reply was lost may have freed the slot.
+        let mut h = H::default();
+        h.acquire("a", 1, 0);
+        h.acquired("a", "s1");
+        h.release("a", "s1", 5);
+        h.lost("a", "rate.release_slot");
+        h.acquire("b", 1, 10);
+        h.acquired("b", "s2");
+        assert!(check(&h.0).holds());
+
+        // Concurrent acquires may be ordered either way: not counted.
+        let mut h = H::default();
+        h.acquire("a", 1, 0);
+        h.acquire("b", 1, 0);
+        h.acquired("a", "s1").acquired("b", "s2");
+        assert!(check(&h.0).holds());
+    }
+
+    #[test]
+    fn hits_beyond_the_window_limit_fail_and_within_pass() {
+        let mut h = H::default();
+        let first = h.hit("a", 2, 0);
+        h.allowed("a");
+        let second = h.hit("a", 2, 500);
+        h.allowed("a");
+        h.hit("a", 2, 600);
+        h.ok("a", "rate.hit", Reply::Limited { retry_at_ms: 1000 });
+        // The first hit left the window (1000 - 1000 < 0 is false).
+        let fourth = h.hit("a", 2, 1000);
+        h.allowed("a");
+        assert!(check(&h.0).holds(), "{:?}", check(&h.0));
+        let third = h.hit("b", 2, 1200);
+        h.allowed("b");
+        assert_eq!(
+            check(&h.0).violations,
+            vec![RateViolation::TooManyHits {
+                provider: P.into(),
+                hit: third,
+                clock_ms: 1200,
+                limit: 2,
+                window_ms: 1000,
+                counted: vec![second, fourth]
+            }]
+        );
+        assert_ne!(first, third);
+    }
+
+    #[test]
+    fn an_unknown_hit_is_not_counted() {
+        let mut h = H::default();
+        h.hit("a", 1, 0);
+        h.lost("a", "rate.hit");
+        h.hit("b", 1, 10);
+        h.allowed("b");
+        h.hit("c", 1, 20); // never completed
+        let v = check(&h.0);
+        assert!(v.holds(), "{v:?}");
+        assert_eq!(v.unknown, vec![0, 4]);
+    }
+
+    #[test]
+    fn a_grant_while_a_known_pause_is_in_force_fails() {
+        let mut h = H::default();
+        h.pause("a", 500, 0);
+        h.ok("a", "rate.pause", Reply::Paused { until_ms: 500 });
+        let hit = h.hit("b", 10, 100);
+        h.allowed("b");
+        let acq = h.acquire("c", 10, 200);
+        h.acquired("c", "s1");
+        let v = check(&h.0);
+        let grants: Vec<usize> = v
+            .violations
+            .iter()
+            .map(|x| match x {
+                RateViolation::GrantedWhilePaused {
+                    grant, pause_event, ..
+                } => {
+                    assert_eq!(*pause_event, 1);
+                    *grant
+                }
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(grants, vec![acq, hit]);
+    }
+
+    #[test]
+    fn a_pause_over_or_not_known_is_not_blamed() {
+        // Over on the granting request's clock.
+        let mut h = H::default();
+        h.pause("a", 500, 0);
+        h.ok("a", "rate.pause", Reply::Paused { until_ms: 500 });
+        h.hit("b", 10, 500);
+        h.allowed("b");
+        assert!(check(&h.0).holds());
+        // The pause's reply was lost: it may not have happened.
+        let mut h = H::default();
+        h.pause("a", 500, 0);
+        h.lost("a", "rate.pause");
+        h.hit("b", 10, 100);
+        h.allowed("b");
+        assert!(check(&h.0).holds());
+        // Concurrent with the pause: the hit may have come first.
+        let mut h = H::default();
+        h.pause("a", 500, 0);
+        h.hit("b", 10, 100);
+        h.ok("a", "rate.pause", Reply::Paused { until_ms: 500 });
+        h.allowed("b");
+        assert!(check(&h.0).holds());
+        // But a `paused` refusal names a pause as well as rate.pause does.
+        h.hit("c", 10, 200);
+        h.ok("c", "rate.hit", Reply::Paused { until_ms: 500 });
+        h.acquire("c", 10, 300);
+        h.acquired("c", "s1");
+        assert!(!check(&h.0).holds());
+    }
+
+    #[test]
+    fn providers_are_judged_apart() {
+        let mut h = H::default();
+        h.acquire("a", 1, 0);
+        h.acquired("a", "s1");
+        let args = json!({"provider": "q", "holder": "b", "limit": 1, "ttl_ms": 100});
+        h.inv("b", "rate.acquire_slot", args, 10);
+        h.acquired("b", "s2");
+        assert!(check(&h.0).holds());
+    }
+}
