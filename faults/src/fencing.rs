@@ -234,8 +234,9 @@ pub fn check(history: &History, replies: &FencedReplies, end: &DurableEnd) -> Fe
                     _ => End::Unknown,
                 };
                 if call.op.starts_with("lease.") {
-                    if let Some(last) = lease_ends.iter_mut().rev().find(|l| l.0 == inv) {
-                        last.2 = end;
+                    // Invokes are pushed in order: find it by binary search.
+                    if let Ok(i) = lease_ends.binary_search_by_key(&inv, |l| l.0) {
+                        lease_ends[i].2 = end;
                     }
                 } else if is_fenced(&call.op) {
                     fenced_ends.insert(inv, end);
