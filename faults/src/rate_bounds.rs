@@ -25,8 +25,15 @@
 //!   `rate.pause`, or from an acquire or hit it refused) before the grant
 //!   was sent; a pause whose reply was lost is not counted.
 //!
-//! This is sound, not complete: some overloads made only of concurrent
-//! grants go unseen.
+//! Overlapping grants are judged as a group: a set of grants each of which,
+//! if ordered before another, counts against it (for slots: live on the
+//! other's clock and not possibly released before the other completed; for
+//! hits: inside the other's window), with the pairs ordered by real time
+//! (one completed before the other was sent) only checked that way round.
+//! Whatever order the store chose, the last of them saw all the others; if
+//! they outnumber the largest limit any of them named, that is a violation.
+//! The groups are grown greedily, so this is sound, not complete: some
+//! overloads go unseen.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -65,6 +72,22 @@ pub enum RateViolation {
         window_ms: i64,
         /// Invoke events of the allowed hits in its window.
         counted: Vec<usize>,
+    },
+    /// Grants of which, in every order their windows allow, the last one
+    /// was granted while all the others counted against it (live slots,
+    /// or hits in its window), and they are more than the largest limit
+    /// any of them named allows. Found among overlapping grants, which
+    /// [`RateViolation::TooManySlots`] and [`RateViolation::TooManyHits`]
+    /// leave out.
+    TooManyTogether {
+        /// The provider.
+        provider: String,
+        /// `rate.acquire_slot` or `rate.hit`.
+        op: String,
+        /// Invoke events of the grants.
+        grants: Vec<usize>,
+        /// The largest limit they named.
+        limit: i64,
     },
     /// A slot or hit was granted while a known pause was in force.
     GrantedWhilePaused {
@@ -281,6 +304,72 @@ pub fn check(history: &History) -> RateBounds {
             }
         }
 
+        let slot_counts = |s: &(&RateOp<'_>, &str, i64), a: &(&RateOp<'_>, &str, i64)| {
+            let (s, slot, ttl) = *s;
+            a.0.clock_ms < s.clock_ms.saturating_add(ttl)
+                && !releases
+                    .get(slot)
+                    .is_some_and(|r| r.iter().any(|&inv| inv < a.0.completed_at()))
+        };
+        let slot_limit = |a: &(&RateOp<'_>, &str, i64)| match a.0.request {
+            Request::RateAcquireSlot { limit, .. } => limit,
+            _ => i64::MAX,
+        };
+        let op_of = |a: &(&RateOp<'_>, &str, i64)| (a.0.invoke, a.0.completed_at());
+        let groups = together(&acquired, op_of, slot_counts, slot_limit);
+        let before = violations.len();
+        for (grants, limit) in groups {
+            violations.push(RateViolation::TooManyTogether {
+                provider: provider.to_string(),
+                op: "rate.acquire_slot".into(),
+                grants,
+                limit,
+            });
+        }
+        let hit_counts = |g: &&RateOp<'_>, h: &&RateOp<'_>| match h.request {
+            Request::RateHit { window_ms, .. } => {
+                g.clock_ms <= h.clock_ms && g.clock_ms > h.clock_ms.saturating_sub(window_ms)
+            }
+            _ => false,
+        };
+        let hit_limit = |h: &&RateOp<'_>| match h.request {
+            Request::RateHit { limit, .. } => limit,
+            _ => i64::MAX,
+        };
+        for (grants, limit) in together(
+            &allowed,
+            |h| (h.invoke, h.completed_at()),
+            hit_counts,
+            hit_limit,
+        ) {
+            violations.push(RateViolation::TooManyTogether {
+                provider: provider.to_string(),
+                op: "rate.hit".into(),
+                grants,
+                limit,
+            });
+        }
+        // A group with a grant already blamed alone adds nothing new.
+        let alone: Vec<usize> = violations[..before]
+            .iter()
+            .filter_map(|v| match v {
+                RateViolation::TooManySlots { acquire, .. } => Some(*acquire),
+                RateViolation::TooManyHits { hit, .. } => Some(*hit),
+                _ => None,
+            })
+            .collect();
+        let mut k = before;
+        while k < violations.len() {
+            let covered = matches!(&violations[k],
+                RateViolation::TooManyTogether { grants, .. }
+                    if grants.iter().any(|g| alone.contains(g)));
+            if covered {
+                violations.remove(k);
+            } else {
+                k += 1;
+            }
+        }
+
         let grants = acquired.iter().map(|&(a, _, _)| a).chain(allowed);
         for g in grants {
             // A pause only lengthens: the longest one known by then decides.
@@ -306,6 +395,54 @@ pub fn check(history: &History) -> RateBounds {
         violations,
         unknown,
     }
+}
+
+/// Groups of grants that overload whatever order the store chose: grown
+/// greedily from each grant not yet in a group, in invoke order. `counts(g,
+/// h)`: `g`, ordered before `h`, counts against `h`. Returns each group's
+/// invoke events and the largest limit named in it. `span(g)`: its
+/// invoke and completion events.
+fn together<T>(
+    grants: &[T],
+    span: impl Fn(&T) -> (usize, usize),
+    counts: impl Fn(&T, &T) -> bool,
+    limit: impl Fn(&T) -> i64,
+) -> Vec<(Vec<usize>, i64)> {
+    // Could `g` precede `h`, and then does it count? And the other way.
+    let fits = |g: &T, h: &T| {
+        let ((g_inv, g_done), (h_inv, h_done)) = (span(g), span(h));
+        let g_first = g_done < h_inv;
+        let h_first = h_done < g_inv;
+        (h_first || counts(g, h)) && (g_first || counts(h, g))
+    };
+    let mut out = Vec::new();
+    let mut used = vec![false; grants.len()];
+    for seed in 0..grants.len() {
+        if used[seed] {
+            continue;
+        }
+        let mut group = vec![seed];
+        let mut most = limit(&grants[seed]);
+        for j in 0..grants.len() {
+            if (group.len() as i64) > most {
+                break;
+            }
+            if j == seed || !group.iter().all(|&m| fits(&grants[m], &grants[j])) {
+                continue;
+            }
+            group.push(j);
+            most = most.max(limit(&grants[j]));
+        }
+        if (group.len() as i64) > most {
+            for &m in &group {
+                used[m] = true;
+            }
+            let mut events: Vec<usize> = group.iter().map(|&m| span(&grants[m]).0).collect();
+            events.sort_unstable();
+            out.push((events, most));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -434,11 +571,52 @@ mod tests {
         h.acquired("b", "s2");
         assert!(check(&h.0).holds());
 
-        // Concurrent acquires may be ordered either way: not counted.
+        // Overlapping acquires whose order decides: if a's came first, b's
+        // clock (200) saw a's slot expired (at 100); only b-then-a would
+        // overload, and the store may have ordered them a-then-b.
         let mut h = H::default();
         h.acquire("a", 1, 0);
-        h.acquire("b", 1, 0);
+        h.acquire("b", 1, 200);
         h.acquired("a", "s1").acquired("b", "s2");
+        assert!(check(&h.0).holds(), "{:?}", check(&h.0));
+    }
+
+    #[test]
+    fn overlapping_grants_that_overload_in_every_order_fail() {
+        let mut h = H::default();
+        let a = h.acquire("a", 1, 0);
+        let b = h.acquire("b", 1, 10);
+        h.acquired("a", "s1").acquired("b", "s2");
+        assert_eq!(
+            check(&h.0).violations,
+            vec![RateViolation::TooManyTogether {
+                provider: P.into(),
+                op: "rate.acquire_slot".into(),
+                grants: vec![a, b],
+                limit: 1
+            }]
+        );
+        // Three overlapping hits against a limit of two.
+        let mut h = H::default();
+        let x = h.hit("a", 2, 0);
+        let y = h.hit("b", 2, 0);
+        h.allowed("a");
+        let z = h.hit("a", 2, 0);
+        h.allowed("b").allowed("a");
+        assert_eq!(
+            check(&h.0).violations,
+            vec![RateViolation::TooManyTogether {
+                provider: P.into(),
+                op: "rate.hit".into(),
+                grants: vec![x, y, z],
+                limit: 2
+            }]
+        );
+        // Two of them are within the limit.
+        let mut h = H::default();
+        h.hit("a", 2, 0);
+        h.hit("b", 2, 0);
+        h.allowed("a").allowed("b");
         assert!(check(&h.0).holds());
     }
 
