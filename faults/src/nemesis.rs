@@ -354,6 +354,12 @@ pub enum NemesisError {
 
 /// Applies faults to one gate per instance and a managed server, and
 /// records each in a history (see the [module docs](self)).
+///
+/// The nemesis owns its gates' fault rules and mode: applying a fault to a
+/// gate clears that gate's earlier rules, and a pause ends in
+/// [`Mode::PassThrough`]. A fault runs its course inside
+/// [`apply`](Nemesis::apply): dropping that future midway leaves the fault
+/// in force (a partition, pause or full server stays until healed by hand).
 #[derive(Debug)]
 pub struct Nemesis {
     gates: Vec<Gate>,

@@ -185,7 +185,10 @@ async fn a_restart_keeps_the_keys_and_forgets_the_scripts() {
         .query_async(&mut admin)
         .await
         .unwrap();
-    let nemesis = Nemesis::new(Vec::new());
+    let gate = Gate::start(&server.url()).await.unwrap();
+    let mut before = connect(&gate.url(), WAIT).await;
+    let () = before.set("through", "gate").await.unwrap();
+    let nemesis = Nemesis::new(vec![gate.clone()]);
     let history = Mutex::new(History::default());
     let ending = nemesis
         .apply(&mut server, &Fault::RestartServer, &history)
@@ -202,6 +205,11 @@ async fn a_restart_keeps_the_keys_and_forgets_the_scripts() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), Some("NOSCRIPT"), "{err:?}");
+    // Connections through the gate broke; new ones reach the new server.
+    assert!(before.get::<_, String>("through").await.is_err());
+    let mut after = connect(&gate.url(), WAIT).await;
+    let v: String = after.get("through").await.unwrap();
+    assert_eq!(v, "gate");
 }
 
 #[tokio::test]
