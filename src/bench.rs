@@ -38,25 +38,34 @@ pub struct LinearizabilityBench {
 }
 
 /// Times the linearizability checker on `args.histories` random valid
-/// histories (three instances, about one reply in ten lost) and prints one
+/// histories (three instances, about one reply in ten lost), and on each
+/// again with its last busy reply forged into a grant (not linearizable:
+/// the search must exhaust and find the first failing prefix); prints a
 /// line per history and the slowest.
 fn linearizability(args: LinearizabilityBench) -> ExitCode {
     let mut slowest = Duration::ZERO;
     for n in 0..args.histories as u64 {
         let seed = args.seed.wrapping_add(n);
-        let (took, summary) = faults::bench_linearizability(args.ops, seed);
-        slowest = slowest.max(took);
-        println!(
-            "seed {seed}: {} operations on one tree, {} with a lost reply: {} in {:.1} ms",
-            summary.ops,
-            summary.lost,
-            summary.verdict,
-            took.as_secs_f64() * 1000.0
-        );
+        for forged in [false, true] {
+            let (took, summary) = faults::bench_linearizability(args.ops, seed, forged);
+            slowest = slowest.max(took);
+            println!(
+                "seed {seed}{}: {} operations on one tree, {} with a lost reply: {} in {:.1} ms",
+                if forged {
+                    ", last busy forged into a grant"
+                } else {
+                    ""
+                },
+                summary.ops,
+                summary.lost,
+                summary.verdict,
+                took.as_secs_f64() * 1000.0
+            );
+        }
     }
     println!(
         "linearizability: slowest of {} histories of {} operations: {:.1} ms",
-        args.histories,
+        2 * args.histories,
         args.ops,
         slowest.as_secs_f64() * 1000.0
     );

@@ -13,4 +13,4 @@ pub mod linearizable;
 pub mod nemesis;
 pub mod rate_bounds;
 
-pub use bench::{bench_linearizability, random_history, BenchSummary};
+pub use bench::{bench_linearizability, forge_last_busy, random_history, BenchSummary};
