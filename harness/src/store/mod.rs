@@ -3,6 +3,7 @@
 //! [`StoreClient`]; the built-in Redis stores and (later) external adapters
 //! are implementations.
 
+mod durable_file;
 pub mod external;
 pub mod redis;
 pub mod sqlite;

@@ -10,14 +10,15 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 
 use crate::contract::{ErrorKind, StoreError};
+use crate::store::durable_file;
 
 /// How long a write waits for another instance's write to finish.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How the kept executions name themselves in errors.
+const WHAT: &str = "kept executions (SQLite)";
 
 /// One instance's handle on the kept executions.
 ///
@@ -87,37 +88,7 @@ impl KeptExecutions {
 }
 
 fn open_db(path: &Path) -> Result<Connection, StoreError> {
-    // A fresh run directory may not exist yet; the file itself SQLite creates.
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| {
-            StoreError::new(
-                ErrorKind::Unavailable,
-                format!("kept executions: cannot create {}: {e}", parent.display()),
-            )
-        })?;
-    }
-    let conn = Connection::open(path).map_err(sqlite_error)?;
-    // The busy timeout first: switching to WAL and creating the table take
-    // locks that another instance may hold right now.
-    conn.busy_timeout(BUSY_TIMEOUT).map_err(sqlite_error)?;
-    let mode: Option<String> = conn
-        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-        .optional()
-        .map_err(sqlite_error)?;
-    if !mode
-        .as_deref()
-        .is_some_and(|m| m.eq_ignore_ascii_case("wal"))
-    {
-        return Err(StoreError::new(
-            ErrorKind::Unavailable,
-            format!(
-                "kept executions: {} refused WAL journaling (journal_mode is {mode:?})",
-                path.display()
-            ),
-        ));
-    }
-    conn.pragma_update(None, "synchronous", "FULL")
-        .map_err(sqlite_error)?;
+    let conn = durable_file::open(path, WHAT)?;
     // seq orders executions by when they were first kept; the unique
     // constraint makes keeping idempotent.
     conn.execute_batch(
@@ -153,12 +124,7 @@ fn lock(conn: &Mutex<Connection>) -> std::sync::MutexGuard<'_, Connection> {
     conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// A full disk is `store_full` (nothing was written); anything else leaves
-/// the outcome unknown.
+/// A SQLite error of the kept executions, as the store answers it.
 fn sqlite_error(e: rusqlite::Error) -> StoreError {
-    let kind = match e.sqlite_error_code() {
-        Some(rusqlite::ErrorCode::DiskFull) => ErrorKind::StoreFull,
-        _ => ErrorKind::Unavailable,
-    };
-    StoreError::new(kind, format!("kept executions (SQLite): {e}"))
+    durable_file::error(WHAT, e)
 }

@@ -2,11 +2,11 @@
 //! IMMEDIATE` transaction that reads the lease under the write lock.
 
 use std::path::Path;
-use std::time::Duration;
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
-use crate::contract::{ErrorKind, LeaseView, Reply, StoreError};
+use crate::contract::{LeaseView, Reply, StoreError};
+use crate::store::durable_file;
 
 use super::{
     CallOutcome, CallRecord, EffectOutcome, EffectRecord, FenceReason, FinishOutcome, LeaseEvent,
@@ -14,7 +14,8 @@ use super::{
 };
 
 /// How long a transaction waits for another instance's write lock.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How the store names itself in errors.
+const WHAT: &str = "sqlite store";
 
 /// Leases are never deleted, so a tree's epoch only grows (SPEC 2.1). Every
 /// table is keyed by `namespace` (the instance's prefix) so that runs sharing
@@ -99,36 +100,7 @@ impl Db {
     /// Opens (creating if missing) the database at `path` in WAL mode with
     /// `synchronous=FULL`, so an acknowledged write survives a power cut.
     pub(super) fn open(path: &Path, ns: &str, clock: SqliteClock) -> Result<Db, StoreError> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                StoreError::new(
-                    ErrorKind::Unavailable,
-                    format!("sqlite store: cannot create {}: {e}", parent.display()),
-                )
-            })?;
-        }
-        let conn = Connection::open(path).map_err(sqlite_error)?;
-        // The busy timeout first: switching to WAL and creating tables take
-        // locks another instance may hold right now.
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(sqlite_error)?;
-        let mode: Option<String> = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-            .optional()
-            .map_err(sqlite_error)?;
-        if !mode
-            .as_deref()
-            .is_some_and(|m| m.eq_ignore_ascii_case("wal"))
-        {
-            return Err(StoreError::new(
-                ErrorKind::Unavailable,
-                format!(
-                    "sqlite store: {} refused WAL journaling (journal_mode is {mode:?})",
-                    path.display()
-                ),
-            ));
-        }
-        conn.pragma_update(None, "synchronous", "FULL")
-            .map_err(sqlite_error)?;
+        let conn = durable_file::open(path, WHAT)?;
         conn.execute_batch(SCHEMA).map_err(sqlite_error)?;
         Ok(Db {
             conn,
@@ -543,13 +515,7 @@ fn append_log(tx: &Transaction<'_>, ns: &str, e: &LogEntry) -> rusqlite::Result<
     Ok(())
 }
 
-/// A full disk is `store_full` (the transaction rolled back: nothing was
-/// written); anything else (a lock held past the busy timeout, I/O) leaves
-/// the outcome unknown.
+/// A SQLite error of the store, as it answers it.
 fn sqlite_error(e: rusqlite::Error) -> StoreError {
-    let kind = match e.sqlite_error_code() {
-        Some(rusqlite::ErrorCode::DiskFull) => ErrorKind::StoreFull,
-        _ => ErrorKind::Unavailable,
-    };
-    StoreError::new(kind, format!("sqlite store: {e}"))
+    durable_file::error(WHAT, e)
 }
