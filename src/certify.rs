@@ -353,22 +353,21 @@ async fn certify(
         }
         let (settled, to_run) = harness::plan(suite.name(), declared.clone(), &subject);
         let mut found = settled;
+        let mut figures = None;
+        let started = Instant::now();
         if !to_run.is_empty() {
-            let started = Instant::now();
             let run = suite
                 .run(&subject, &to_run, &progress)
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}; no report written"))?;
             found.extend(run.checks);
-            stats.add(run.figures.tallied(&found, started.elapsed()));
+            figures = Some(run.figures);
         }
-        // Report order is the order the suite declares its checks in.
-        checks.extend(
-            declared
-                .iter()
-                .filter_map(|d| found.iter().position(|r| r.id == d.id))
-                .map(|i| found[i].clone()),
-        );
+        let results = harness::in_declared_order(suite.name(), &declared, found);
+        if let Some(figures) = figures {
+            stats.add(figures.tallied(&results, started.elapsed()));
+        }
+        checks.extend(results);
     }
     stop_on_adapter_failure()?;
     drop(subject);

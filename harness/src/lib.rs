@@ -34,5 +34,6 @@ pub use check::{
 };
 pub use history::{Event, EventKind, Happened, History};
 pub use suite::{
-    plan, CheckSpec, Needs, Progress, ServerRef, Silent, Subject, Suite, SuiteError, SuiteRun,
+    in_declared_order, plan, CheckSpec, Needs, Progress, ServerRef, Silent, Subject, Suite,
+    SuiteError, SuiteRun,
 };

@@ -315,6 +315,27 @@ pub fn plan(
     (settled, to_run)
 }
 
+/// The results of `declared` in the order the suite declares them: each
+/// check's result from `found`, and a check the suite left without one
+/// `unknown` (never dropped: a missing verdict must not read as a pass).
+pub fn in_declared_order(
+    suite: &str,
+    declared: &[CheckSpec],
+    mut found: Vec<CheckResult>,
+) -> Vec<CheckResult> {
+    declared
+        .iter()
+        .map(|spec| match found.iter().position(|r| r.id == spec.id) {
+            Some(i) => found.swap_remove(i),
+            None => spec.result(
+                suite,
+                Verdict::Unknown,
+                "the suite reported no verdict for this check (storeproof's trouble)",
+            ),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,6 +358,24 @@ mod tests {
             ..LEASE_CHECK
         };
         assert!(server.outside_claim(&[]).is_none());
+    }
+
+    #[test]
+    fn a_check_the_suite_left_without_a_verdict_is_unknown_not_dropped() {
+        let other = CheckSpec {
+            id: "x.other",
+            ..LEASE_CHECK
+        };
+        let found = vec![other.result("x", Verdict::Pass, "held")];
+        let results = in_declared_order("x", &[LEASE_CHECK, other], found);
+        assert_eq!(
+            results
+                .iter()
+                .map(|r| (r.id.as_str(), r.verdict))
+                .collect::<Vec<_>>(),
+            vec![("x.lease", Verdict::Unknown), ("x.other", Verdict::Pass)]
+        );
+        assert!(results[0].leaves_incomplete());
     }
 
     #[test]
