@@ -26,11 +26,13 @@
 //! two claims), and a `claimed` answer for a child whose completion was
 //! acknowledged before that claim was sent (a done child handed out again).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use harness::contract::{Reply, Request};
-use harness::{Happened, History};
+use harness::History;
 use serde::{Deserialize, Serialize};
+
+use crate::ops::{operations, End, Op};
 
 /// One effect the durable store shows at the end of the run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,60 +117,14 @@ impl ChildrenOnce {
     }
 }
 
-/// How a queue operation ended.
-#[derive(Debug, Clone, Copy)]
-enum End<'a> {
-    Reply(usize, &'a Reply),
-    Refused,
-    Unknown,
-}
-
-struct QueueOp<'a> {
-    invoke: usize,
-    request: Request,
-    end: End<'a>,
-}
-
 /// Queue operations of `history` that parse, paired with their completions.
-fn queue_ops(history: &History) -> Vec<QueueOp<'_>> {
-    let mut ops: Vec<QueueOp<'_>> = Vec::new();
-    let mut in_flight: HashMap<&str, usize> = HashMap::new();
-    for e in &history.events {
-        match &e.what {
-            Happened::Invoke(call) => {
-                // A later completion of this instance belongs to this call,
-                // whatever it is.
-                in_flight.remove(e.instance.as_str());
-                let Ok(request) = Request::parse(call) else {
-                    continue;
-                };
-                if matches!(
-                    request,
-                    Request::QueueSave { .. }
-                        | Request::QueueClaim { .. }
-                        | Request::QueueComplete { .. }
-                ) {
-                    in_flight.insert(e.instance.as_str(), ops.len());
-                    ops.push(QueueOp {
-                        invoke: e.index,
-                        request,
-                        end: End::Unknown,
-                    });
-                }
-            }
-            what => {
-                let Some(i) = in_flight.remove(e.instance.as_str()) else {
-                    continue;
-                };
-                ops[i].end = match what {
-                    Happened::Ok { reply, .. } => End::Reply(e.index, reply),
-                    Happened::Fail { .. } => End::Refused,
-                    _ => End::Unknown,
-                };
-            }
-        }
-    }
-    ops
+fn queue_ops(history: &History) -> Vec<Op<'_>> {
+    operations(history, |request| {
+        matches!(
+            request,
+            Request::QueueSave { .. } | Request::QueueClaim { .. } | Request::QueueComplete { .. }
+        )
+    })
 }
 
 /// Checks children-once on the queue operations of `history` and the

@@ -45,6 +45,8 @@ use harness::{Happened, History};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::ops::End;
+
 /// The ok answers of `effect.apply` and `call.begin`, which the contract's
 /// `Reply` cannot hold yet: the answer's JSON by its invoke event's index.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -182,13 +184,6 @@ impl Fencing {
     pub fn holds(&self) -> bool {
         self.violations.is_empty()
     }
-}
-
-#[derive(Debug, Clone, Copy)]
-enum End<'a> {
-    Reply(usize, &'a Reply),
-    Refused,
-    Unknown,
 }
 
 struct FencedOp {

@@ -11,6 +11,7 @@ pub mod children;
 pub mod fencing;
 pub mod linearizable;
 pub mod nemesis;
+mod ops;
 pub mod rate_bounds;
 
 pub use bench::{bench_linearizability, forge_last_busy, random_history, BenchSummary};

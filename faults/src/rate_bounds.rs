@@ -38,8 +38,10 @@
 use std::collections::{BTreeMap, HashMap};
 
 use harness::contract::{Reply, Request};
-use harness::{Happened, History};
+use harness::History;
 use serde::{Deserialize, Serialize};
+
+use crate::ops::{operations, End, Op};
 
 /// What broke a rate bound, with the events involved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -120,21 +122,7 @@ impl RateBounds {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
-enum End<'a> {
-    Reply(usize, &'a Reply),
-    Refused,
-    Unknown,
-}
-
-struct RateOp<'a> {
-    invoke: usize,
-    clock_ms: i64,
-    request: Request,
-    end: End<'a>,
-}
-
-impl RateOp<'_> {
+impl Op<'_> {
     fn provider(&self) -> &str {
         match &self.request {
             Request::RateAcquireSlot { provider, .. }
@@ -145,63 +133,17 @@ impl RateOp<'_> {
             _ => "",
         }
     }
-
-    /// The completion event, or `usize::MAX` when it never completed.
-    fn completed_at(&self) -> usize {
-        match self.end {
-            End::Reply(at, _) => at,
-            _ => usize::MAX,
-        }
-    }
-
-    fn reply(&self) -> Option<&Reply> {
-        match self.end {
-            End::Reply(_, r) => Some(r),
-            _ => None,
-        }
-    }
 }
 
 /// Rate operations of `history` that parse, paired with their completions.
-fn rate_ops(history: &History) -> Vec<RateOp<'_>> {
-    let mut ops: Vec<RateOp<'_>> = Vec::new();
-    let mut in_flight: HashMap<&str, usize> = HashMap::new();
-    for e in &history.events {
-        match &e.what {
-            Happened::Invoke(call) => {
-                in_flight.remove(e.instance.as_str());
-                let Ok(request) = Request::parse(call) else {
-                    continue;
-                };
-                if call.op.starts_with("rate.") {
-                    in_flight.insert(e.instance.as_str(), ops.len());
-                    ops.push(RateOp {
-                        invoke: e.index,
-                        clock_ms: e.clock_ms,
-                        request,
-                        end: End::Unknown,
-                    });
-                }
-            }
-            what => {
-                let Some(i) = in_flight.remove(e.instance.as_str()) else {
-                    continue;
-                };
-                ops[i].end = match what {
-                    Happened::Ok { reply, .. } => End::Reply(e.index, reply),
-                    Happened::Fail { .. } => End::Refused,
-                    _ => End::Unknown,
-                };
-            }
-        }
-    }
-    ops
+fn rate_ops(history: &History) -> Vec<Op<'_>> {
+    operations(history, |request| request.op().starts_with("rate."))
 }
 
 /// Checks the rate bounds on the rate operations of `history`.
 pub fn check(history: &History) -> RateBounds {
     let ops = rate_ops(history);
-    let mut by_provider: BTreeMap<&str, Vec<&RateOp<'_>>> = BTreeMap::new();
+    let mut by_provider: BTreeMap<&str, Vec<&Op<'_>>> = BTreeMap::new();
     for op in &ops {
         by_provider.entry(op.provider()).or_default().push(op);
     }
@@ -209,7 +151,7 @@ pub fn check(history: &History) -> RateBounds {
     let mut unknown = Vec::new();
     for (provider, ops) in by_provider {
         // Acquires answered `acquired`: (op, slot id, ttl).
-        let acquired: Vec<(&RateOp<'_>, &str, i64)> = ops
+        let acquired: Vec<(&Op<'_>, &str, i64)> = ops
             .iter()
             .filter_map(|op| match (&op.request, op.reply()) {
                 (Request::RateAcquireSlot { ttl_ms, .. }, Some(Reply::Acquired { slot })) => {
@@ -218,7 +160,7 @@ pub fn check(history: &History) -> RateBounds {
                 _ => None,
             })
             .collect();
-        let allowed: Vec<&RateOp<'_>> = ops
+        let allowed: Vec<&Op<'_>> = ops
             .iter()
             .filter(|op| {
                 matches!(
@@ -304,18 +246,18 @@ pub fn check(history: &History) -> RateBounds {
             }
         }
 
-        let slot_counts = |s: &(&RateOp<'_>, &str, i64), a: &(&RateOp<'_>, &str, i64)| {
+        let slot_counts = |s: &(&Op<'_>, &str, i64), a: &(&Op<'_>, &str, i64)| {
             let (s, slot, ttl) = *s;
             a.0.clock_ms < s.clock_ms.saturating_add(ttl)
                 && !releases
                     .get(slot)
                     .is_some_and(|r| r.iter().any(|&inv| inv < a.0.completed_at()))
         };
-        let slot_limit = |a: &(&RateOp<'_>, &str, i64)| match a.0.request {
+        let slot_limit = |a: &(&Op<'_>, &str, i64)| match a.0.request {
             Request::RateAcquireSlot { limit, .. } => limit,
             _ => i64::MAX,
         };
-        let op_of = |a: &(&RateOp<'_>, &str, i64)| (a.0.invoke, a.0.completed_at());
+        let op_of = |a: &(&Op<'_>, &str, i64)| (a.0.invoke, a.0.completed_at());
         let groups = together(&acquired, op_of, slot_counts, slot_limit);
         let before = violations.len();
         for (grants, limit) in groups {
@@ -326,13 +268,13 @@ pub fn check(history: &History) -> RateBounds {
                 limit,
             });
         }
-        let hit_counts = |g: &&RateOp<'_>, h: &&RateOp<'_>| match h.request {
+        let hit_counts = |g: &&Op<'_>, h: &&Op<'_>| match h.request {
             Request::RateHit { window_ms, .. } => {
                 g.clock_ms <= h.clock_ms && g.clock_ms > h.clock_ms.saturating_sub(window_ms)
             }
             _ => false,
         };
-        let hit_limit = |h: &&RateOp<'_>| match h.request {
+        let hit_limit = |h: &&Op<'_>| match h.request {
             Request::RateHit { limit, .. } => limit,
             _ => i64::MAX,
         };

@@ -1,0 +1,86 @@
+//! A history's operations, each invoke paired with its instance's next
+//! completion: what every checker of the fault suite reads.
+
+use std::collections::HashMap;
+
+use harness::contract::{Reply, Request};
+use harness::{Happened, History};
+
+/// How an operation ended.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum End<'a> {
+    /// The store answered this reply (at this completion event).
+    Reply(usize, &'a Reply),
+    /// The store refused it for certain: it did not happen.
+    Refused,
+    /// Unknown: `info`, or no completion at all (it may or may not have happened).
+    Unknown,
+}
+
+/// One operation: its invoke event, the instance clock it was sent with,
+/// the request, and how it ended.
+pub(crate) struct Op<'a> {
+    pub(crate) invoke: usize,
+    pub(crate) clock_ms: i64,
+    pub(crate) request: Request,
+    pub(crate) end: End<'a>,
+}
+
+impl Op<'_> {
+    /// The completion event, or `usize::MAX` when it never completed.
+    pub(crate) fn completed_at(&self) -> usize {
+        match self.end {
+            End::Reply(at, _) => at,
+            _ => usize::MAX,
+        }
+    }
+
+    /// The store's reply, when it answered one.
+    pub(crate) fn reply(&self) -> Option<&Reply> {
+        match self.end {
+            End::Reply(_, r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// The operations of `history` that parse and whose request `keep` accepts,
+/// each paired with its completion. A later invoke of the same instance
+/// ends the pairing of an earlier one (its completion, if any, is lost).
+pub(crate) fn operations<'a>(history: &'a History, keep: impl Fn(&Request) -> bool) -> Vec<Op<'a>> {
+    let mut ops: Vec<Op<'a>> = Vec::new();
+    let mut in_flight: HashMap<&str, usize> = HashMap::new();
+    for e in &history.events {
+        match &e.what {
+            Happened::Invoke(call) => {
+                // A later completion of this instance belongs to this call,
+                // whatever it is.
+                in_flight.remove(e.instance.as_str());
+                let Ok(request) = Request::parse(call) else {
+                    continue;
+                };
+                if !keep(&request) {
+                    continue;
+                }
+                in_flight.insert(e.instance.as_str(), ops.len());
+                ops.push(Op {
+                    invoke: e.index,
+                    clock_ms: e.clock_ms,
+                    request,
+                    end: End::Unknown,
+                });
+            }
+            what => {
+                let Some(i) = in_flight.remove(e.instance.as_str()) else {
+                    continue;
+                };
+                ops[i].end = match what {
+                    Happened::Ok { reply, .. } => End::Reply(e.index, reply),
+                    Happened::Fail { .. } => End::Refused,
+                    _ => End::Unknown,
+                };
+            }
+        }
+    }
+    ops
+}
