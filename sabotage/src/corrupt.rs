@@ -110,5 +110,18 @@ pub fn corrupt(op: &str, outcome: Result<Reply, StoreError>) -> Result<Reply, St
             slots_in_use: slots_in_use + 1,
             paused_until_ms,
         },
+        // The fencing set: a fenced write that claims it landed, a landed one
+        // that claims it was fenced, a repeat that claims it is the first.
+        Reply::Applied {} | Reply::Begun {} => Reply::Fenced { epoch: 0 },
+        Reply::Fenced { .. } if op == "call.begin" => Reply::Begun {},
+        Reply::Fenced { .. } if op == "call.finish" => Reply::Finished {},
+        Reply::Fenced { .. } => Reply::Applied {},
+        Reply::Duplicate {} if op == "call.begin" => Reply::Begun {},
+        Reply::Duplicate {} => Reply::Applied {},
+        Reply::Finished {} => Reply::NotBegun {},
+        Reply::AlreadyFinished { response } => Reply::AlreadyFinished {
+            response: format!("{response}-corrupted"),
+        },
+        Reply::NotBegun {} => Reply::Finished {},
     })
 }

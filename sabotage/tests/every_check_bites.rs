@@ -46,7 +46,7 @@ async fn run_with(
         server: ServerRef::Managed(&fx.server),
         run_prefix: prefix,
         opt_out: None,
-        contracts: Contract::ALL.to_vec(),
+        contracts: Contract::COORDINATION.to_vec(),
         seed: 0,
         may_start_servers: true,
     };

@@ -26,7 +26,7 @@ async fn a_server_storeproof_cannot_reach_fails_no_check() {
         },
         run_prefix: "sp:down:".into(),
         opt_out: None,
-        contracts: Contract::ALL.to_vec(),
+        contracts: Contract::COORDINATION.to_vec(),
         seed: 0,
         may_start_servers: false,
     };
@@ -108,7 +108,7 @@ async fn an_adapter_that_fails_is_not_judged_as_a_contract_violation() {
         server: ServerRef::Managed(&server),
         run_prefix: "sp:dies:".into(),
         opt_out: None,
-        contracts: Contract::ALL.to_vec(),
+        contracts: Contract::COORDINATION.to_vec(),
         seed: 0,
         may_start_servers: true,
     };

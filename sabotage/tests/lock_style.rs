@@ -36,7 +36,7 @@ async fn a_store_answering_nulls_for_a_lease_that_is_not_live_passes_every_lease
         server: ServerRef::Managed(&server),
         run_prefix: "sp:lock:".into(),
         opt_out: None,
-        contracts: Contract::ALL.to_vec(),
+        contracts: Contract::COORDINATION.to_vec(),
         seed: 0,
         may_start_servers: true,
     };

@@ -25,7 +25,7 @@ async fn the_take_races_catch_a_read_then_write_take_and_nothing_else_does() {
         server: ServerRef::Managed(&server),
         run_prefix: "sp:rtw:".into(),
         opt_out: None,
-        contracts: Contract::ALL.to_vec(),
+        contracts: Contract::COORDINATION.to_vec(),
         seed: 0,
         may_start_servers: true,
     };
@@ -93,7 +93,7 @@ async fn take_races(
         server: ServerRef::Managed(&server),
         run_prefix: format!("sp:{tag}:"),
         opt_out: None,
-        contracts: Contract::ALL.to_vec(),
+        contracts: Contract::COORDINATION.to_vec(),
         seed: 0,
         may_start_servers: true,
     };

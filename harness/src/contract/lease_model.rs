@@ -1,6 +1,6 @@
 //! The sequential model of the execution lease contract (SPEC 2.1).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Judgement, LeaseView, Reply, Request};
 
@@ -33,6 +33,23 @@ pub struct LeaseModel {
     pub trees: BTreeMap<String, LeaseRecord>,
     /// Tree → its kept execution ids, in the order first kept.
     pub kept: BTreeMap<String, Vec<String>>,
+    /// The fencing set (SPEC 2.4): (tree, effect id) of every effect applied.
+    pub effects: BTreeSet<(String, String)>,
+    /// The fencing set: call id → the call as begun.
+    pub calls: BTreeMap<String, CallRecordModel>,
+}
+
+/// An outbound call as the fencing set's model records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallRecordModel {
+    /// The tree whose lease fenced its begin.
+    pub tree: String,
+    /// Who began it.
+    pub holder: String,
+    /// The epoch it was begun under.
+    pub epoch: i64,
+    /// The first response recorded, once finished.
+    pub response: Option<String>,
 }
 
 impl LeaseModel {
@@ -117,8 +134,79 @@ impl LeaseModel {
             Request::LeaseKeptExecutions { tree } => {
                 Reply::Executions(self.kept.get(tree).cloned().unwrap_or_default())
             }
+            // The fencing set: the duplicate check comes before the fence, so
+            // a retry after a lost reply learns its effect or call landed.
+            Request::EffectApply {
+                tree,
+                holder,
+                epoch,
+                effect,
+                ..
+            } => {
+                let key = (tree.clone(), effect.clone());
+                if self.effects.contains(&key) {
+                    Reply::Duplicate {}
+                } else if self.holds(tree, holder, *epoch, now_ms) {
+                    self.effects.insert(key);
+                    Reply::Applied {}
+                } else {
+                    self.fenced(tree)
+                }
+            }
+            Request::CallBegin {
+                tree,
+                holder,
+                epoch,
+                call,
+            } => {
+                if self.calls.contains_key(call) {
+                    Reply::Duplicate {}
+                } else if self.holds(tree, holder, *epoch, now_ms) {
+                    self.calls.insert(
+                        call.clone(),
+                        CallRecordModel {
+                            tree: tree.clone(),
+                            holder: holder.clone(),
+                            epoch: *epoch,
+                            response: None,
+                        },
+                    );
+                    Reply::Begun {}
+                } else {
+                    self.fenced(tree)
+                }
+            }
+            Request::CallFinish { call, response } => {
+                let Some(record) = self.calls.get(call).cloned() else {
+                    return Some(Reply::NotBegun {});
+                };
+                if let Some(first) = record.response {
+                    Reply::AlreadyFinished { response: first }
+                } else if self.holds(&record.tree, &record.holder, record.epoch, now_ms) {
+                    if let Some(r) = self.calls.get_mut(call) {
+                        r.response = Some(response.clone());
+                    }
+                    Reply::Finished {}
+                } else {
+                    self.fenced(&record.tree)
+                }
+            }
             _ => return None,
         })
+    }
+
+    /// Whether `holder` holds `tree`'s live lease at `epoch` at `now_ms`.
+    fn holds(&self, tree: &str, holder: &str, epoch: i64, now_ms: i64) -> bool {
+        self.trees
+            .get(tree)
+            .is_some_and(|r| r.live(now_ms) && r.holder == holder && r.epoch == epoch)
+    }
+
+    /// The fencing set's refusal: the tree's latest epoch, 0 if never leased.
+    fn fenced(&self, tree: &str) -> Reply {
+        Reply::Fenced {
+            epoch: self.trees.get(tree).map_or(0, |r| r.epoch),
+        }
     }
 
     /// Judges a store's reply to `req` at `now_ms` and moves the model along
@@ -228,7 +316,9 @@ fn tree_of(req: &Request) -> &str {
         | Request::LeaseRelease { tree, .. }
         | Request::LeaseRead { tree }
         | Request::LeaseKeepExecution { tree, .. }
-        | Request::LeaseKeptExecutions { tree } => tree,
+        | Request::LeaseKeptExecutions { tree }
+        | Request::EffectApply { tree, .. }
+        | Request::CallBegin { tree, .. } => tree,
         _ => "",
     }
 }

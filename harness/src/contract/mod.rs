@@ -11,7 +11,7 @@ mod reply;
 mod request;
 
 pub use error::{ErrorKind, StoreError};
-pub use lease_model::{LeaseModel, LeaseRecord};
+pub use lease_model::{CallRecordModel, LeaseModel, LeaseRecord};
 pub use queue_model::{ChildRecord, QueueModel};
 pub use rate_model::{ProviderRecord, RateModel};
 pub use reply::{ChildState, ChildView, LeaseView, Reply};
@@ -29,11 +29,23 @@ pub enum Contract {
     Queue,
     /// Provider rate limits (SPEC 2.3), on the instance clock.
     Rate,
+    /// The fencing set of a durable store (SPEC 2.4), beside its lease store
+    /// and on the same server time: fenced effects and outbound calls begun at
+    /// most once (`effect.*`, `call.*`).
+    Fenced,
 }
 
 impl Contract {
+    /// The coordination set (SPEC 2.5): the contracts a Redis store offers.
+    pub const COORDINATION: [Contract; 3] = [Contract::Lease, Contract::Queue, Contract::Rate];
+
     /// Every contract, in report order.
-    pub const ALL: [Contract; 3] = [Contract::Lease, Contract::Queue, Contract::Rate];
+    pub const ALL: [Contract; 4] = [
+        Contract::Lease,
+        Contract::Queue,
+        Contract::Rate,
+        Contract::Fenced,
+    ];
 
     /// The contract an operation's wire name belongs to (`lease.take` → lease).
     pub fn of_op(op: &str) -> Option<Contract> {
@@ -41,6 +53,7 @@ impl Contract {
             "lease" => Some(Contract::Lease),
             "queue" => Some(Contract::Queue),
             "rate" => Some(Contract::Rate),
+            "effect" | "call" => Some(Contract::Fenced),
             _ => None,
         }
     }
@@ -51,6 +64,7 @@ impl Contract {
             Contract::Lease => "lease",
             Contract::Queue => "queue",
             Contract::Rate => "rate",
+            Contract::Fenced => "fenced",
         }
     }
 }
@@ -90,7 +104,7 @@ impl ContractModel {
     pub fn now_for(req: &Request, server_now_ms: i64, clock_ms: i64) -> i64 {
         match req.contract() {
             Contract::Rate => clock_ms,
-            Contract::Lease | Contract::Queue => server_now_ms,
+            Contract::Lease | Contract::Queue | Contract::Fenced => server_now_ms,
         }
     }
 
@@ -98,7 +112,8 @@ impl ContractModel {
     pub fn apply(&mut self, req: &Request, server_now_ms: i64, clock_ms: i64) -> Reply {
         let now = Self::now_for(req, server_now_ms, clock_ms);
         let reply = match req.contract() {
-            Contract::Lease => self.lease.apply(req, now),
+            // The fencing set reads the lease records: one model holds both.
+            Contract::Lease | Contract::Fenced => self.lease.apply(req, now),
             Contract::Queue => self.queue.apply(req, now),
             Contract::Rate => self.rate.apply(req, now),
         };
@@ -129,7 +144,7 @@ impl ContractModel {
             }
         };
         match req.contract() {
-            Contract::Lease => self.lease.judge(req, now, reply),
+            Contract::Lease | Contract::Fenced => self.lease.judge(req, now, reply),
             Contract::Queue => self.queue.judge(req, now, reply),
             Contract::Rate => self.rate.judge(req, now, reply),
         }

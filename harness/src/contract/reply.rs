@@ -164,6 +164,31 @@ pub enum Reply {
         /// clock (ms).
         retry_at_ms: i64,
     },
+    /// `effect.apply`: the caller held the live lease at its epoch; the
+    /// effect is recorded.
+    Applied {},
+    /// `effect.apply`: that effect id was already recorded for the tree;
+    /// `call.begin`: that call was already begun. Nothing changed.
+    Duplicate {},
+    /// `effect.apply`, `call.begin`, `call.finish`: the caller (for a finish,
+    /// whoever began the call) does not hold the live lease at its epoch;
+    /// nothing changed.
+    Fenced {
+        /// The tree's latest epoch (0 when it was never leased).
+        epoch: i64,
+    },
+    /// `call.begin`: the caller held the live lease; the call is begun and
+    /// may go out. No other begin of this id ever answers `begun`.
+    Begun {},
+    /// `call.finish`: the response is recorded.
+    Finished {},
+    /// `call.finish`: the call was already finished; its first response stands.
+    AlreadyFinished {
+        /// The response recorded first.
+        response: String,
+    },
+    /// `call.finish`: no call of that id was begun; nothing changed.
+    NotBegun {},
     /// `rate.read`: the one reply without an outcome key.
     #[serde(untagged)]
     RateState {
@@ -202,6 +227,13 @@ impl Reply {
             Reply::Allowed { .. } => "allowed",
             Reply::Limited { .. } => "limited",
             Reply::RateState { .. } => "rate_state",
+            Reply::Applied {} => "applied",
+            Reply::Duplicate {} => "duplicate",
+            Reply::Fenced { .. } => "fenced",
+            Reply::Begun {} => "begun",
+            Reply::Finished {} => "finished",
+            Reply::AlreadyFinished { .. } => "already_finished",
+            Reply::NotBegun {} => "not_begun",
         }
     }
 
@@ -224,6 +256,9 @@ impl Reply {
             Request::RateHit { .. } => &["allowed", "limited", "paused"],
             Request::RatePause { .. } => &["paused"],
             Request::RateRead { .. } => &["rate_state"],
+            Request::EffectApply { .. } => &["applied", "duplicate", "fenced"],
+            Request::CallBegin { .. } => &["begun", "duplicate", "fenced"],
+            Request::CallFinish { .. } => &["finished", "already_finished", "not_begun", "fenced"],
         };
         allowed.contains(&self.outcome())
     }
@@ -267,6 +302,9 @@ fn outcomes_of(op: &str) -> Option<&'static [&'static str]> {
         "rate.release_slot" => &["released", "unknown"],
         "rate.hit" => &["allowed", "limited", "paused"],
         "rate.pause" => &["paused"],
+        "effect.apply" => &["applied", "duplicate", "fenced"],
+        "call.begin" => &["begun", "duplicate", "fenced"],
+        "call.finish" => &["finished", "already_finished", "not_begun", "fenced"],
         _ => return None,
     })
 }
@@ -437,6 +475,11 @@ impl WireReader<'_> {
             "empty" => self.empty(body, outcome).map(|_| Reply::Empty {})?,
             "completed" => self.empty(body, outcome).map(|_| Reply::Completed {})?,
             "unknown" => self.empty(body, outcome).map(|_| Reply::Unknown {})?,
+            "applied" => self.empty(body, outcome).map(|_| Reply::Applied {})?,
+            "duplicate" => self.empty(body, outcome).map(|_| Reply::Duplicate {})?,
+            "begun" => self.empty(body, outcome).map(|_| Reply::Begun {})?,
+            "finished" => self.empty(body, outcome).map(|_| Reply::Finished {})?,
+            "not_begun" => self.empty(body, outcome).map(|_| Reply::NotBegun {})?,
             _ => {
                 let o = self.object(outcome, body)?;
                 match outcome {
@@ -448,6 +491,12 @@ impl WireReader<'_> {
                         holder: self.text(o, outcome, "holder")?,
                         epoch: self.int(o, outcome, "epoch")?,
                         expires_at_ms: self.int(o, outcome, "expires_at_ms")?,
+                    },
+                    "fenced" => Reply::Fenced {
+                        epoch: self.int(o, outcome, "epoch")?,
+                    },
+                    "already_finished" => Reply::AlreadyFinished {
+                        response: self.text(o, outcome, "response")?,
                     },
                     "renewed" => Reply::Renewed {
                         expires_at_ms: self.int(o, outcome, "expires_at_ms")?,

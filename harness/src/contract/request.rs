@@ -172,6 +172,44 @@ pub enum Request {
         /// The provider to read.
         provider: String,
     },
+    /// `effect.apply` (durable stores, SPEC 2.4): record `effect` of `tree`
+    /// only while `holder` holds the live lease at `epoch`, the lease read in
+    /// the write's own transaction; an effect id is recorded at most once.
+    #[serde(rename = "effect.apply")]
+    EffectApply {
+        /// The tree whose lease fences the effect.
+        tree: String,
+        /// Who applies it; must hold the live lease.
+        holder: String,
+        /// The epoch the holder was granted; must still be the live one.
+        epoch: i64,
+        /// The effect's id, unique per tree.
+        effect: String,
+        /// What the effect writes.
+        payload: String,
+    },
+    /// `call.begin` (durable stores): record outbound call `call` as begun,
+    /// fenced like `effect.apply`; a call id is begun at most once.
+    #[serde(rename = "call.begin")]
+    CallBegin {
+        /// The tree whose lease fences the call.
+        tree: String,
+        /// Who begins it; must hold the live lease.
+        holder: String,
+        /// The holder's epoch; must still be the live one.
+        epoch: i64,
+        /// The call's id.
+        call: String,
+    },
+    /// `call.finish` (durable stores): record the response of a begun call,
+    /// while the holder and epoch that began it still hold the live lease.
+    #[serde(rename = "call.finish")]
+    CallFinish {
+        /// The call's id.
+        call: String,
+        /// The response to record; the first one stands.
+        response: String,
+    },
 }
 
 impl Request {
@@ -215,6 +253,9 @@ impl Request {
             Request::RateHit { .. } => "rate.hit",
             Request::RatePause { .. } => "rate.pause",
             Request::RateRead { .. } => "rate.read",
+            Request::EffectApply { .. } => "effect.apply",
+            Request::CallBegin { .. } => "call.begin",
+            Request::CallFinish { .. } => "call.finish",
         }
     }
 
@@ -279,6 +320,24 @@ impl Request {
             Request::RateHit { provider, .. }
             | Request::RatePause { provider, .. }
             | Request::RateRead { provider } => id("provider", provider),
+            Request::EffectApply {
+                tree,
+                holder,
+                effect,
+                ..
+            } => {
+                id("tree", tree);
+                id("holder", holder);
+                id("effect", effect);
+            }
+            Request::CallBegin {
+                tree, holder, call, ..
+            } => {
+                id("tree", tree);
+                id("holder", holder);
+                id("call", call);
+            }
+            Request::CallFinish { call, .. } => id("call", call),
         }
         let duration = |name: &str, v: i64, problems: &mut Vec<String>| {
             if v <= 0 || v > MAX_DURATION_MS {
@@ -324,6 +383,9 @@ impl Request {
                 duration("window_ms", *window_ms, &mut problems);
             }
             Request::RatePause { until_ms, .. } => whole("until_ms", *until_ms, &mut problems),
+            Request::EffectApply { epoch, .. } | Request::CallBegin { epoch, .. } => {
+                whole("epoch", *epoch, &mut problems)
+            }
             _ => {}
         }
         if problems.is_empty() {

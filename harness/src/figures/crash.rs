@@ -97,7 +97,7 @@ impl KillFigures {
 
     /// The figures in words: `epochs acknowledged 41, lost 0; renews …`.
     pub fn sentence(&self) -> String {
-        self.sentence_of(&Contract::ALL)
+        self.sentence_of(&Contract::COORDINATION)
     }
 
     /// The figures of the writes of `contracts` in words (the others are

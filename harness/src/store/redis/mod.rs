@@ -201,6 +201,14 @@ impl StoreClient for RedisStoreClient {
                 Request::LeaseKeptExecutions { tree } => {
                     Ok(Reply::Executions(self.kept.list(tree).await?))
                 }
+                other if other.contract() == Contract::Fenced => Err(StoreError::new(
+                    ErrorKind::Unsupported,
+                    format!(
+                        "{}: the built-in Redis stores offer no fencing set; a fenced effect \
+                         must share the lease store's durable backend (SPEC 2.5)",
+                        other.op()
+                    ),
+                )),
                 other => Err(StoreError::new(
                     ErrorKind::Unsupported,
                     format!("{} has no script", other.op()),
@@ -344,8 +352,13 @@ fn invocation(keys: &Keys, req: &Request, clock_ms: i64) -> Option<ScriptInvocat
             inv.key(keys.rate_pause(provider)).arg(clock_ms);
             inv
         }
-        // Kept executions live in SQLite, never in Redis.
-        Request::LeaseKeepExecution { .. } | Request::LeaseKeptExecutions { .. } => return None,
+        // Kept executions live in SQLite, never in Redis; the fencing set is
+        // not offered at all (the one-backend rule, SPEC 2.5).
+        Request::LeaseKeepExecution { .. }
+        | Request::LeaseKeptExecutions { .. }
+        | Request::EffectApply { .. }
+        | Request::CallBegin { .. }
+        | Request::CallFinish { .. } => return None,
     })
 }
 
