@@ -210,11 +210,11 @@ async fn lease_edge_cases_agree_with_the_model() {
 }
 
 #[tokio::test]
-async fn factory_offers_only_the_lease_contract() {
+async fn factory_offers_the_lease_contract_and_its_fencing_set() {
     let f = fixture(0);
     assert_eq!(f.factory.spec(), "builtin:sqlite");
     let (info, mut client) = f.factory.connect(&hello("p:"), 0).await.unwrap();
-    assert_eq!(info.contracts, vec![Contract::Lease]);
+    assert_eq!(info.contracts, vec![Contract::Lease, Contract::Fenced]);
     let hit = Request::RateHit {
         provider: "p".into(),
         limit: 1,
@@ -581,4 +581,64 @@ fn clocks_read_as_told() {
     assert!(SqliteClock::System.as_manual().is_none());
     // After 2020-01-01 in ms: a system clock read in seconds would fail this.
     assert!(SqliteClock::System.now_ms() > 1_577_836_800_000);
+}
+
+/// The fencing set over the wire agrees with the contract's model, call by
+/// call: applied, duplicate, fenced once superseded, a call begun once and
+/// finished once, a zombie's finish fenced.
+#[tokio::test]
+async fn fencing_set_on_the_wire_agrees_with_the_model() {
+    let f = fixture(0);
+    let (_, mut a) = f.factory.connect(&hello("p:"), 0).await.unwrap();
+    let effect = |holder: &str, epoch: i64, id: &str| Request::EffectApply {
+        tree: "t".into(),
+        holder: holder.into(),
+        epoch,
+        effect: id.into(),
+        payload: "x".into(),
+    };
+    let begin = |holder: &str, epoch: i64, id: &str| Request::CallBegin {
+        tree: "t".into(),
+        holder: holder.into(),
+        epoch,
+        call: id.into(),
+    };
+    let finish = |id: &str, response: &str| Request::CallFinish {
+        call: id.into(),
+        response: response.into(),
+    };
+    // (advance the clock to, request, the outcome the model must agree on)
+    let steps: Vec<(i64, Request, &str)> = vec![
+        (0, effect("a", 1, "e1"), "fenced"),
+        (0, take("a", 100), "granted"),
+        (10, effect("a", 1, "e1"), "applied"),
+        (11, effect("a", 1, "e1"), "duplicate"),
+        (12, begin("a", 1, "c1"), "begun"),
+        (13, begin("a", 1, "c1"), "duplicate"),
+        (14, finish("c1", "r1"), "finished"),
+        (15, finish("c1", "r2"), "already_finished"),
+        (16, finish("c9", "r"), "not_begun"),
+        (17, begin("a", 1, "c2"), "begun"),
+        (200, take("b", 100), "granted"),
+        (201, effect("a", 1, "e2"), "fenced"),
+        (202, finish("c2", "late"), "fenced"),
+        (203, effect("b", 2, "e2"), "applied"),
+    ];
+    let mut model = ContractModel::default();
+    for (at, req, want) in steps {
+        f.clock.set_ms(at);
+        let got = a.call(&req.to_call(), 0).await.unwrap();
+        assert_eq!(got.outcome(), want, "{req:?}");
+        assert_eq!(
+            model.judge(&req, at, 0, &Ok(got.clone())),
+            Judgement::Agrees,
+            "{req:?} answered {got:?}"
+        );
+    }
+    // The model bites: an apply answered where it must be fenced.
+    let stale = effect("a", 1, "e3");
+    assert!(matches!(
+        model.judge(&stale, 204, 0, &Ok(Reply::Applied {})),
+        Judgement::Violates(_)
+    ));
 }
