@@ -29,9 +29,24 @@ pub enum Needs {
     /// its clock is moved, its keyspace read whole, it is restored or flushed.
     ManagedServer,
     /// Servers of the check's own, started by storeproof from a local
-    /// `redis-server` (or a container built from it).
+    /// `redis-server` (or a container built from it), holding the store's
+    /// state: they are misconfigured, killed or restarted under the store,
+    /// which judges only a store that keeps its state in Redis.
     OwnServers,
+    /// The store's keys on the server it is pointed at (any server): the
+    /// check reads what the store wrote under the run's prefix, so it judges
+    /// only a store that keeps its state in Redis.
+    StoreKeys,
+    /// The store's Redis commands on a managed server: they are interleaved
+    /// through a gate, or the server's keyspace is read whole or restored
+    /// (the explorer, the take races). Implies [`Needs::ManagedServer`] and
+    /// a store that keeps its state in Redis.
+    StoreCommands,
 }
+
+/// Why a check about the Redis server's contents or the store's commands on
+/// it cannot judge a store that keeps no state there.
+const NOT_IN_REDIS: &str = "the store keeps its state outside Redis (it sends no Redis commands)";
 
 /// A check as its suite declares it, once: the only place its id is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,17 +89,30 @@ impl CheckSpec {
     }
 
     /// Why the run cannot decide the check, or `None` when its needs are met.
-    pub fn unmet_needs(&self, subject: &Subject<'_>) -> Option<&'static str> {
+    pub fn unmet_needs(&self, subject: &Subject<'_>) -> Option<String> {
+        let in_redis = subject.factory.keeps_state_in_redis();
+        let managed = subject.server.managed().is_some();
         match self.needs {
             Needs::AnyServer => None,
-            Needs::ManagedServer if subject.server.managed().is_none() => Some(
-                "needs a managed server: it moves the server's clock, reads or restores its whole keyspace (this run uses --redis-url)",
+            Needs::ManagedServer | Needs::StoreCommands if !managed => Some(
+                "needs a managed server: it moves the server's clock, reads or restores its whole keyspace (this run uses --redis-url)".into(),
             ),
             Needs::ManagedServer => None,
+            Needs::OwnServers if !in_redis => Some(format!(
+                "{NOT_IN_REDIS}: this check runs the store against Redis servers of its own that it misconfigures, kills or restarts, which hold nothing of this store"
+            )),
             Needs::OwnServers if !subject.may_start_servers => Some(
-                "needs servers of its own, started from a local redis-server, and none was found (install redis-server or run scripts/setup)",
+                "needs servers of its own, started from a local redis-server, and none was found (install redis-server or run scripts/setup)".into(),
             ),
             Needs::OwnServers => None,
+            Needs::StoreKeys if !in_redis => Some(format!(
+                "{NOT_IN_REDIS}: this check reads the store's keys on the Redis server, where there are none to judge"
+            )),
+            Needs::StoreKeys => None,
+            Needs::StoreCommands if !in_redis => Some(format!(
+                "{NOT_IN_REDIS}: this check interleaves the store's Redis commands through a gate or reads and restores the server's keyspace, so it cannot drive this store"
+            )),
+            Needs::StoreCommands => None,
         }
     }
 
@@ -376,6 +404,75 @@ mod tests {
             vec![("x.lease", Verdict::Unknown), ("x.other", Verdict::Pass)]
         );
         assert!(results[0].leaves_incomplete());
+    }
+
+    /// A store that is never connected: only its claims about its state matter.
+    struct NeverConnected {
+        in_redis: bool,
+    }
+
+    #[async_trait]
+    impl StoreFactory for NeverConnected {
+        fn spec(&self) -> String {
+            "never-connected".into()
+        }
+
+        fn keeps_state_in_redis(&self) -> bool {
+            self.in_redis
+        }
+
+        async fn connect(
+            &self,
+            hello: &Hello,
+            _: i64,
+        ) -> Result<(crate::store::StoreInfo, Box<dyn StoreClient>), StoreError> {
+            panic!("planning connected instance {}", hello.instance)
+        }
+    }
+
+    fn subject(in_redis: bool) -> Subject<'static> {
+        Subject {
+            spec: "never-connected".into(),
+            factory: Arc::new(NeverConnected { in_redis }),
+            opt_out: None,
+            run_prefix: "sp:plan:".into(),
+            contracts: vec![Contract::Lease],
+            server: ServerRef::External {
+                url: "redis://127.0.0.1:1/".into(),
+            },
+            seed: 0,
+            may_start_servers: true,
+        }
+    }
+
+    #[test]
+    fn checks_of_the_redis_server_are_skipped_for_a_store_outside_redis_with_the_reason() {
+        let with = |needs| CheckSpec {
+            needs,
+            ..LEASE_CHECK
+        };
+        let (redis, sqlite) = (subject(true), subject(false));
+        for needs in [Needs::StoreKeys, Needs::OwnServers] {
+            assert_eq!(with(needs).unmet_needs(&redis), None, "{needs:?}");
+            let why = with(needs).unmet_needs(&sqlite).unwrap();
+            assert!(why.contains("outside Redis"), "{needs:?}: {why}");
+        }
+        // A check of the store's commands also needs the managed server:
+        // the run's missing server is said first to a Redis store.
+        let commands = with(Needs::StoreCommands);
+        assert!(commands.unmet_needs(&redis).unwrap().contains("managed"));
+        // A store outside Redis still gets its replies judged.
+        assert_eq!(with(Needs::AnyServer).unmet_needs(&sqlite), None);
+        let (settled, to_run) = plan(
+            "x",
+            vec![with(Needs::StoreKeys), with(Needs::AnyServer)],
+            &sqlite,
+        );
+        assert_eq!(to_run, vec![with(Needs::AnyServer)]);
+        assert_eq!(settled.len(), 1);
+        assert_eq!(settled[0].verdict, Verdict::Skipped);
+        assert!(!settled[0].outside_claim);
+        assert!(settled[0].reason.contains("reads the store's keys"));
     }
 
     #[test]

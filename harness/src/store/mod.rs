@@ -56,6 +56,15 @@ pub trait StoreFactory: Send + Sync {
     /// How the store is named on the command line (`builtin:redis`, `cmd:…`).
     fn spec(&self) -> String;
 
+    /// Whether the store keeps its state in the Redis server its hello names
+    /// (the built-in Redis stores and every adapter, which is given that
+    /// server). `false` for a store that never sends Redis commands
+    /// (`builtin:sqlite`): checks that drive, read or kill the Redis server
+    /// cannot judge it and are skipped with the reason ([`crate::Needs`]).
+    fn keeps_state_in_redis(&self) -> bool {
+        true
+    }
+
     /// Connects one instance. The store validates its server here (SPEC 2.6)
     /// and refuses with `durability`, `deployment` or `config_refused`.
     async fn connect(

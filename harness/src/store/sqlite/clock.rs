@@ -4,6 +4,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::server::VirtualClock;
+
 /// A clock that tests and the harness's virtual time set by hand. Clones
 /// share one reading, so the handle a test keeps moves the time every
 /// instance of the store sees.
@@ -41,8 +43,13 @@ pub enum SqliteClock {
     /// The machine's wall clock (ms since the Unix epoch). Every instance of
     /// a store shares one file on one machine, so this is the database's clock.
     System,
-    /// A clock set by hand (tests, the harness's virtual time).
+    /// A clock set by hand (tests).
     Manual(ManualClock),
+    /// The virtual wall clock of a managed Redis server, read on every
+    /// transaction: when storeproof moves that server's time, the store's
+    /// time moves with it, to the millisecond, so one clock rules the
+    /// harness's scenarios whichever store is certified.
+    Virtual(Arc<VirtualClock>),
 }
 
 impl SqliteClock {
@@ -52,21 +59,102 @@ impl SqliteClock {
         SqliteClock::Manual(ManualClock::new(start_ms))
     }
 
-    /// The manual clock's handle, or `None` for the system clock.
+    /// The manual clock's handle, or `None` for the system and virtual clocks.
     pub fn as_manual(&self) -> Option<&ManualClock> {
         match self {
             SqliteClock::Manual(m) => Some(m),
-            SqliteClock::System => None,
+            SqliteClock::System | SqliteClock::Virtual(_) => None,
         }
+    }
+
+    /// The clock the store reads when certified beside a server whose time
+    /// storeproof controls: that server's virtual clock when it has one (so
+    /// expiries are judged to the millisecond), the system clock otherwise.
+    pub fn following(server_clock: Option<Arc<VirtualClock>>) -> Self {
+        server_clock.map_or(SqliteClock::System, SqliteClock::Virtual)
     }
 
     /// The current server time, in ms. A system clock before 1970 reads 0.
     pub fn now_ms(&self) -> i64 {
         match self {
             SqliteClock::Manual(m) => m.now_ms(),
+            SqliteClock::Virtual(v) => v.now_ms(),
             SqliteClock::System => SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::{Reply, Request};
+    use crate::store::sqlite::SqliteStoreFactory;
+    use crate::store::{Hello, StoreFactory};
+
+    fn virtual_clock(dir: &tempfile::TempDir) -> Arc<VirtualClock> {
+        Arc::new(VirtualClock::create(&dir.path().join("clock")).unwrap())
+    }
+
+    #[test]
+    fn a_clock_following_the_server_reads_its_virtual_time_as_it_moves() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = virtual_clock(&dir);
+        let clock = SqliteClock::following(Some(server.clone()));
+        server.set_ms(1_234);
+        assert_eq!(clock.now_ms(), 1_234);
+        server.advance_ms(1);
+        assert_eq!(clock.now_ms(), 1_235);
+        assert!(clock.as_manual().is_none());
+        // No server clock to follow: the machine's.
+        assert!(matches!(SqliteClock::following(None), SqliteClock::System));
+    }
+
+    /// The lease expires at the instant the server's virtual clock reaches
+    /// it, whatever the caller's clock says; on the system clock the same
+    /// moves change nothing (what a broken follow would look like).
+    #[tokio::test]
+    async fn a_lease_expires_to_the_millisecond_when_the_virtual_clock_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = virtual_clock(&dir);
+        for (clock, follows) in [
+            (SqliteClock::following(Some(server.clone())), true),
+            (SqliteClock::System, false),
+        ] {
+            let factory = SqliteStoreFactory::new(dir.path().join("store.db"), clock);
+            let hello = Hello {
+                instance: "a".into(),
+                redis_url: String::new(),
+                prefix: format!("follows-{follows}:"),
+                opt_out: None,
+            };
+            let (_, mut c) = factory.connect(&hello, 0).await.unwrap();
+            let take = |holder: &str| {
+                Request::LeaseTake {
+                    tree: "t".into(),
+                    holder: holder.into(),
+                    ttl_ms: 60_000,
+                }
+                .to_call()
+            };
+            server.set_ms(10_000);
+            // The caller's clock is wild: it must not matter.
+            let granted = c.call(&take("a"), 99).await.unwrap();
+            let Reply::Granted { expires_at_ms, .. } = granted else {
+                panic!("{granted:?}");
+            };
+            assert_eq!(expires_at_ms == 70_000, follows, "{expires_at_ms}");
+            server.set_ms(69_999);
+            let busy = c.call(&take("b"), 20_000).await.unwrap();
+            assert!(matches!(busy, Reply::Busy { .. }), "{busy:?}");
+            server.set_ms(70_000);
+            let at_expiry = c.call(&take("b"), 0).await.unwrap();
+            assert_eq!(
+                matches!(at_expiry, Reply::Granted { epoch: 2, .. }),
+                follows,
+                "{at_expiry:?}"
+            );
         }
     }
 }

@@ -256,6 +256,11 @@ impl StoreFactory for SqliteStoreFactory {
         "builtin:sqlite".to_string()
     }
 
+    fn keeps_state_in_redis(&self) -> bool {
+        // Everything is in the SQLite file; the hello's Redis server is unused.
+        false
+    }
+
     async fn connect(
         &self,
         hello: &Hello,
