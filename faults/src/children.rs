@@ -6,9 +6,8 @@
 //! instance: an instance has one operation in flight) and [`EndEffects`],
 //! the effects the durable store shows at the end of the run, each naming
 //! the child it was for. The effects come from the end state rather than from
-//! `effect.apply` replies because the contract's `Reply` has no `applied`
-//! outcome yet (so an `effect.apply` answer cannot be an `ok` event), and
-//! because the end state is what "lost" and "twice" are about. The runner
+//! `effect.apply` replies because the end state is what "lost" and "twice"
+//! are about (a reply may be lost while its effect landed). The runner
 //! must take that observation after the queue was drained (claims run until
 //! `empty` with no claim left to expire), or a child still queued reads as
 //! lost.

@@ -3,15 +3,11 @@
 //! call begun at most once.
 //!
 //! **Inputs.** A [`History`] holding the lease operations of the durable
-//! lease store and the `effect.apply {tree, holder, epoch, effect, payload}`
-//! and `call.begin {tree, holder, epoch, call}` invokes (their arguments read
-//! from the wire [`Call`](harness::contract::Call) as JSON); [`FencedReplies`],
-//! the ok answers of those fenced operations as JSON values, by the index of
-//! their invoke event, because the contract's `Reply` has no `applied`,
-//! `duplicate`, `fenced` or `begun` outcome yet and a History cannot hold
-//! them as ok events (a `fail` or `info` completion of a fenced operation is
-//! read from the History as for any operation); and [`DurableEnd`], the
-//! effects the durable store shows at the end of the run.
+//! lease store and the fenced operations of its fencing set
+//! (`effect.apply {tree, holder, epoch, effect, payload}` and `call.begin
+//! {tree, holder, epoch, call}`, with their `applied | begun | duplicate |
+//! fenced {epoch}` replies), and [`DurableEnd`], the effects the durable
+//! store shows at the end of the run.
 //!
 //! **What is known to have been granted, and when.** The store itself says
 //! epoch `e` of a tree exists when a lease operation's reply names it:
@@ -30,13 +26,8 @@
 //! written one stored effect, it is blamed only if every one of them would
 //! be stale.
 //!
-//! **Wire shapes.** The answers read are the serde forms of
-//! `harness::store::sqlite::{EffectOutcome, CallOutcome}`: `effect.apply`
-//! answers `"applied"`, `"duplicate"` or `{"fenced": {"epoch": e, ...}}`;
-//! `call.begin` answers `"begun"`, `{"duplicate": {...}}` or `{"fenced":
-//! {...}}` (a one-key object such as `{"applied": {}}` reads too). An answer
-//! that does not read is
-//! listed in [`Fencing::unread`] and judged as an unknown outcome.
+//! A fenced operation answered with a reply it never gives is listed in
+//! [`Fencing::unread`] and judged as an unknown outcome.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -46,14 +37,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::ops::End;
-
-/// The ok answers of `effect.apply` and `call.begin`, which the contract's
-/// `Reply` cannot hold yet: the answer's JSON by its invoke event's index.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct FencedReplies {
-    /// Invoke event index → the ok value the store answered.
-    pub by_invoke: BTreeMap<usize, Value>,
-}
 
 /// One effect the durable store shows at the end of the run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,23 +74,15 @@ pub enum FencedAnswer {
 }
 
 impl FencedAnswer {
-    /// Reads an ok value of `op` (`effect.apply` or `call.begin`); `None`
-    /// when it is none of the assumed shapes.
-    pub fn read(op: &str, v: &Value) -> Option<FencedAnswer> {
-        let (key, body) = match v {
-            Value::String(s) => (s.as_str(), &Value::Null),
-            Value::Object(o) if o.len() == 1 => {
-                let (k, b) = o.iter().next()?;
-                (k.as_str(), b)
-            }
-            _ => return None,
-        };
-        match (op, key) {
-            ("effect.apply", "applied") => Some(FencedAnswer::Applied),
-            ("call.begin", "begun") => Some(FencedAnswer::Begun),
-            (_, "duplicate") => Some(FencedAnswer::Duplicate),
-            (_, "fenced") => Some(FencedAnswer::Fenced {
-                epoch: body.get("epoch").and_then(Value::as_i64),
+    /// Reads the reply of `op` (`effect.apply` or `call.begin`); `None`
+    /// when it is no answer of that operation.
+    pub fn read(op: &str, reply: &Reply) -> Option<FencedAnswer> {
+        match (op, reply) {
+            ("effect.apply", Reply::Applied {}) => Some(FencedAnswer::Applied),
+            ("call.begin", Reply::Begun {}) => Some(FencedAnswer::Begun),
+            (_, Reply::Duplicate {}) => Some(FencedAnswer::Duplicate),
+            (_, Reply::Fenced { epoch }) => Some(FencedAnswer::Fenced {
+                epoch: Some(*epoch),
             }),
             _ => None,
         }
@@ -198,7 +173,7 @@ struct FencedOp {
 
 /// Checks fencing on `history`, the fenced operations' ok answers and the
 /// durable store's end state.
-pub fn check(history: &History, replies: &FencedReplies, end: &DurableEnd) -> Fencing {
+pub fn check(history: &History, end: &DurableEnd) -> Fencing {
     let mut unread = Vec::new();
     // tree → epochs the store named, with the events that named them.
     let mut known: HashMap<String, Vec<NewerEpoch>> = HashMap::new();
@@ -219,6 +194,8 @@ pub fn check(history: &History, replies: &FencedReplies, end: &DurableEnd) -> Fe
                     fenced_ends.insert(e.index, End::Unknown);
                 }
             }
+            // A fault's start or end: never the completion of an operation.
+            Happened::Nemesis { .. } => continue,
             what => {
                 let Some((inv, call)) = in_flight.remove(e.instance.as_str()) else {
                     continue;
@@ -279,10 +256,10 @@ pub fn check(history: &History, replies: &FencedReplies, end: &DurableEnd) -> Fe
             unread.push(e.index);
             continue;
         };
-        let answer = match (replies.by_invoke.get(&e.index), fenced_ends.get(&e.index)) {
-            (_, Some(End::Refused)) => continue,
-            (Some(v), _) => {
-                let a = FencedAnswer::read(&call.op, v);
+        let answer = match fenced_ends.get(&e.index) {
+            Some(End::Refused) => continue,
+            Some(End::Reply(_, reply)) => {
+                let a = FencedAnswer::read(&call.op, reply);
                 if a.is_none() {
                     unread.push(e.index);
                 }
@@ -419,7 +396,6 @@ mod tests {
     #[derive(Default)]
     struct H {
         h: History,
-        replies: FencedReplies,
         end: DurableEnd,
     }
 
@@ -460,9 +436,15 @@ mod tests {
             let args = json!({"tree": "t", "holder": who, "epoch": epoch, "call": call});
             self.inv(who, "call.begin", args)
         }
-        /// The ok answer of the fenced operation invoked at `invoke`.
+        /// The store's answer (its wire JSON) to the fenced operation
+        /// invoked at `invoke`.
         fn answer(&mut self, invoke: usize, v: Value) -> &mut Self {
-            self.replies.by_invoke.insert(invoke, v);
+            let (who, op) = (
+                self.h.events[invoke].instance.clone(),
+                self.h.events[invoke].what.op().to_string(),
+            );
+            let reply = Reply::from_wire(&op, &v).unwrap();
+            self.h.complete(&who, &op, &Ok(reply), None, 0);
             self
         }
         fn stored(&mut self, epoch: i64, effect: &str) -> &mut Self {
@@ -474,7 +456,7 @@ mod tests {
             self
         }
         fn verdict(&self) -> Fencing {
-            check(&self.h, &self.replies, &self.end)
+            check(&self.h, &self.end)
         }
     }
 
@@ -539,7 +521,7 @@ mod tests {
             0,
         );
         let zombie = h.apply("a", 2, "e");
-        h.answer(zombie, json!("applied"));
+        h.answer(zombie, json!({"applied": {}}));
         assert_stale(&h.verdict(), &[zombie], true, 3);
     }
 
@@ -654,26 +636,26 @@ mod tests {
         let cases = [
             (
                 "effect.apply",
-                json!(EffectOutcome::Applied),
+                EffectOutcome::Applied.into_reply(),
                 FencedAnswer::Applied,
             ),
             (
                 "effect.apply",
-                json!(EffectOutcome::Duplicate),
+                EffectOutcome::Duplicate.into_reply(),
                 FencedAnswer::Duplicate,
             ),
             (
                 "effect.apply",
-                json!(fenced),
+                fenced.into_reply(),
                 FencedAnswer::Fenced { epoch: Some(2) },
             ),
-            ("call.begin", json!(CallOutcome::Begun), FencedAnswer::Begun),
+            ("call.begin", CallOutcome::Begun.into_reply(), FencedAnswer::Begun),
         ];
-        for (op, v, want) in cases {
-            assert_eq!(FencedAnswer::read(op, &v), Some(want), "{op} {v}");
+        for (op, reply, want) in cases {
+            assert_eq!(FencedAnswer::read(op, &reply), Some(want), "{op} {reply:?}");
         }
         // `applied` is not an answer of call.begin.
-        assert_eq!(FencedAnswer::read("call.begin", &json!("applied")), None);
+        assert_eq!(FencedAnswer::read("call.begin", &Reply::Applied {}), None);
     }
 
     #[test]
@@ -685,7 +667,8 @@ mod tests {
         let e = StoreError::new(ErrorKind::BadRequest, "no");
         h.h.complete("a", "effect.apply", &Err(e), None, 0);
         let odd = h.apply("a", 1, "f");
-        h.answer(odd, json!({"weird": 1}));
+        // An answer effect.apply never gives (a broken store's).
+        h.h.complete("a", "effect.apply", &Ok(Reply::Kept {}), None, 0);
         let v = h.verdict();
         assert!(v.holds(), "{v:?}");
         assert_eq!(v.unread, vec![odd]);
