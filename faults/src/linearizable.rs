@@ -42,7 +42,7 @@
 //! that is not live reads with any holder and expiry; `busy` or a live read at
 //! the exact expiry instant (a SHOULD deviation, not a violation).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use harness::contract::{Reply, Request};
 use harness::{Happened, History};
@@ -197,6 +197,8 @@ pub fn lease_ops(history: &History) -> (Vec<LeaseOp>, Vec<usize>) {
                     request: Some(request),
                 }));
             }
+            // A fault's start or end: never the completion of an operation.
+            Happened::Nemesis { .. } => continue,
             what => {
                 let Some(i) = in_flight.remove(e.instance.as_str()) else {
                     continue;
@@ -250,7 +252,7 @@ pub fn check_tree(ops: &[LeaseOp], budget: u64) -> TreeVerdict {
     let prepared = Prepared::new(ops);
     match prepared.search(None, budget) {
         Search::Found(order) => TreeVerdict::Linearizable {
-            order: prepared.steps(&order),
+            order: prepared.steps(&order, true),
         },
         Search::OutOfBudget(steps) => TreeVerdict::Undecided { steps },
         Search::None(_) => prepared.shortest_failing_prefix(budget),
@@ -524,35 +526,33 @@ enum Seen {
     Unknown,
 }
 
-/// The successor states of `s` when an operation takes effect, each with
-/// whether it took effect (meaningful for unknown outcomes).
-fn step(s: &State, req: Req, seen: &Seen, lo: Option<i64>, hi: Option<i64>) -> Vec<(State, bool)> {
-    let mut out = Vec::new();
-    if let Seen::Unknown = seen {
-        // Never happened: always possible, and changes nothing.
-        out.push((*s, false));
-        if matches!(req, Req::Read) {
-            return out;
-        }
-        let mut n = *s;
-        if !n.zone.advance(lo, None) {
-            return out;
-        }
-        if effect_unknown(&mut n, req) {
-            n.settle();
-            out.push((n, true));
-        }
-        return out;
-    }
+/// The successor states of `s` when an operation with a reply takes effect
+/// at an instant in `[lo, hi]`.
+fn step_replied(s: &State, req: Req, seen: &Seen, lo: Option<i64>, hi: Option<i64>) -> Vec<State> {
     let mut n = *s;
     if !n.zone.advance(lo, hi) {
-        return out;
+        return Vec::new();
     }
-    for mut c in replied(n, req, seen) {
+    let mut out = replied(n, req, seen);
+    for c in &mut out {
         c.settle();
-        out.push((c, true));
     }
     out
+}
+
+/// The state after an operation whose outcome is unknown takes effect at an
+/// instant from `lo` on, when it can change the record. "Never happened" is
+/// no step: such an operation is simply left out of the order.
+fn step_unknown(s: &State, req: Req, lo: Option<i64>) -> Option<State> {
+    if matches!(req, Req::Read) {
+        return None;
+    }
+    let mut n = *s;
+    if !n.zone.advance(lo, None) || !effect_unknown(&mut n, req) {
+        return None;
+    }
+    n.settle();
+    Some(n)
 }
 
 /// An operation whose outcome is unknown took effect at the zone's `NOW`:
@@ -729,14 +729,6 @@ enum Search {
     OutOfBudget(u64),
 }
 
-struct Frame {
-    op: usize,
-    before: State,
-    after: State,
-    alternatives: Vec<(State, bool)>,
-    took_effect: bool,
-}
-
 fn set(bits: &mut [u64], i: usize) {
     bits[i / 64] |= 1 << (i % 64);
 }
@@ -745,32 +737,60 @@ fn clear(bits: &mut [u64], i: usize) {
     bits[i / 64] &= !(1 << (i % 64));
 }
 
-/// The first alternative (popped from the end) whose (linearized set, state)
-/// is not yet known to lead nowhere, as a frame to push.
-fn try_alternatives(
-    op: usize,
-    before: State,
-    mut alternatives: Vec<(State, bool)>,
-    linearized: &mut [u64],
-    cache: &mut HashSet<(Vec<u64>, State)>,
-) -> Option<Frame> {
-    set(linearized, op);
-    while let Some((after, took_effect)) = alternatives.pop() {
-        if cache.insert((linearized.to_vec(), after)) {
-            return Some(Frame {
-                op,
-                before,
-                after,
-                alternatives,
-                took_effect,
-            });
-        }
-    }
-    clear(linearized, op);
-    None
+fn has(bits: &[u64], i: usize) -> bool {
+    bits[i / 64] & (1 << (i % 64)) != 0
+}
+
+fn subset(a: &[u64], b: &[u64]) -> bool {
+    a.iter().zip(b).all(|(x, y)| x & !y == 0)
 }
 
 type Order = Vec<(usize, bool, Option<i64>, Option<i64>)>;
+
+/// One configuration on the search path: the state after the operation that
+/// led here, and the operations still to try from it.
+struct Node {
+    /// The operation (index into `Prepared::ops`) whose step led here.
+    op: Option<usize>,
+    /// Whether that operation had an unknown outcome (took effect here).
+    unknown: bool,
+    state: State,
+    /// The candidates (op indexes), tried in order.
+    candidates: Vec<usize>,
+    next: usize,
+    /// States the current candidate may lead to, not yet tried.
+    alternatives: Vec<State>,
+    /// The candidate those alternatives belong to.
+    trying: usize,
+    /// The first position in `by_return` not yet linearized.
+    first_unreturned: usize,
+    /// The first position in `by_invoke` not yet linearized.
+    first_uninvoked: usize,
+}
+
+/// Configurations known to lead nowhere: for the known operations
+/// linearized and the state, every set of unknown-outcome operations no
+/// longer available (taken effect, or dead in that state) from which the
+/// search was run. One with fewer available operations than any of them
+/// leads nowhere either: its futures are a subset.
+#[derive(Default)]
+struct Memo {
+    seen: HashMap<(Vec<u64>, State), Vec<Vec<u64>>>,
+}
+
+impl Memo {
+    /// Records the configuration; false when it is covered by one recorded.
+    fn insert(&mut self, known: &[u64], state: State, unavailable: Vec<u64>) -> bool {
+        let sets = self.seen.entry((known.to_vec(), state)).or_default();
+        if sets.iter().any(|s| subset(s, &unavailable)) {
+            return false;
+        }
+        // Drop the ones the new set covers: they prune nothing it does not.
+        sets.retain(|s| !subset(&unavailable, s));
+        sets.push(unavailable);
+        true
+    }
+}
 
 impl<'a> Prepared<'a> {
     fn new(ops: &'a [LeaseOp]) -> Self {
@@ -871,11 +891,19 @@ impl<'a> Prepared<'a> {
 
     /// Searches the operations whose invoke comes before event `cut` (all
     /// when `None`); those completing at or after it count as unknown.
+    ///
+    /// Wing & Gong's search with Lowe's memo, where an operation with an
+    /// unknown outcome returns at +infinity and need not be linearized at
+    /// all (left out = never happened), so the order is complete once every
+    /// operation with a reply is in it. Candidates are those invoked before
+    /// the earliest return still pending (the minimal operations), the ones
+    /// with a reply first. The memo keys (known operations linearized,
+    /// state) and prunes a configuration whose still-available
+    /// unknown-outcome operations are a subset of those of one already run
+    /// from: it can only do less. Without that, every subset of the lost
+    /// replies that took effect is one more configuration.
     fn search(&self, cut: Option<usize>, budget: u64) -> Search {
-        let n = self.ops.len();
-        let included: Vec<usize> = (0..n)
-            .filter(|&i| cut.is_none_or(|c| self.ops[i].invoke_event < c))
-            .collect();
+        let included = |i: usize| cut.is_none_or(|c| self.ops[i].invoke_event < c);
         let known = |i: usize| -> bool {
             let op = &self.ops[i];
             !matches!(self.seen[i], Seen::Unknown)
@@ -883,138 +911,209 @@ impl<'a> Prepared<'a> {
                     .complete_event
                     .is_some_and(|c| cut.is_none_or(|cut| c < cut))
         };
-        // Entries: (event position, is_call, op). Unknown returns go last.
-        let mut entries: Vec<(usize, bool, usize)> = Vec::with_capacity(2 * included.len());
-        for &i in &included {
-            let op = &self.ops[i];
-            entries.push((op.invoke_event, true, i));
-            let ret = if known(i) {
-                op.complete_event.unwrap_or(usize::MAX)
-            } else {
-                usize::MAX
+        let n = self.ops.len();
+        // Operations with a reply, and those with an unknown outcome that
+        // can change the record (an unknown read changes nothing).
+        let mut by_invoke: Vec<usize> = Vec::new();
+        let mut unknowns: Vec<usize> = Vec::new();
+        for i in (0..n).filter(|&i| included(i)) {
+            if known(i) {
+                by_invoke.push(i);
+            } else if !matches!(self.reqs[i], Req::Read) {
+                unknowns.push(i);
+            }
+        }
+        by_invoke.sort_by_key(|&i| (self.ops[i].invoke_event, i));
+        unknowns.sort_by_key(|&i| (self.ops[i].invoke_event, i));
+        let mut by_return = by_invoke.clone();
+        by_return.sort_by_key(|&i| (self.ops[i].complete_event, i));
+        // Bit positions: among known operations, among unknown ones.
+        let mut bit = vec![0usize; n];
+        for (k, &i) in by_invoke.iter().enumerate() {
+            bit[i] = k;
+        }
+        for (k, &i) in unknowns.iter().enumerate() {
+            bit[i] = k;
+        }
+        let mut linearized = vec![0u64; by_invoke.len().div_ceil(64).max(1)];
+        let mut applied = vec![0u64; unknowns.len().div_ceil(64).max(1)];
+        let returned_at = |i: usize| self.ops[i].complete_event.unwrap_or(usize::MAX);
+
+        // A release or renew of an epoch the record has left behind (or
+        // holds for another holder, or released) can never take effect:
+        // epochs only grow.
+        let dead = |i: usize, s: &State| -> bool {
+            let (holder, epoch) = match self.reqs[i] {
+                Req::Renew { holder, epoch, .. } | Req::Release { holder, epoch } => {
+                    (holder, epoch)
+                }
+                _ => return false,
             };
-            entries.push((ret, false, i));
-        }
-        entries.sort_by_key(|&(pos, is_call, i)| (pos, !is_call, i));
-        // A doubly linked list with a head sentinel at index 0.
-        let len = entries.len() + 1;
-        let mut next: Vec<usize> = (1..=len).map(|i| i % len).collect();
-        let mut prev: Vec<usize> = (0..len).map(|i| (i + len - 1) % len).collect();
-        let mut call_at = vec![0usize; n];
-        let mut ret_at = vec![0usize; n];
-        for (k, &(_, is_call, i)) in entries.iter().enumerate() {
-            if is_call {
-                call_at[i] = k + 1;
-            } else {
-                ret_at[i] = k + 1;
-            }
-        }
-        let entry = |k: usize| entries[k - 1];
-        let lift = |next: &mut Vec<usize>, prev: &mut Vec<usize>, i: usize| {
-            for k in [call_at[i], ret_at[i]] {
-                let (p, q) = (prev[k], next[k]);
-                next[p] = q;
-                prev[q] = p;
-            }
+            s.rec.is_some_and(|r| {
+                r.epoch > epoch || (r.epoch >= epoch && (r.holder != holder || r.released))
+            })
         };
-        let unlift = |next: &mut Vec<usize>, prev: &mut Vec<usize>, i: usize| {
-            for k in [ret_at[i], call_at[i]] {
-                let (p, q) = (prev[k], next[k]);
-                next[p] = k;
-                prev[q] = k;
+        let unavailable = |applied: &[u64], s: &State| -> Vec<u64> {
+            let mut out = applied.to_vec();
+            for (k, &i) in unknowns.iter().enumerate() {
+                if dead(i, s) {
+                    set(&mut out, k);
+                }
             }
+            out
+        };
+        // The node for `state` after the known set `linearized`, or `None`
+        // when every operation with a reply is linearized.
+        let node = |op: Option<usize>,
+                    unknown: bool,
+                    state: State,
+                    mut first_unreturned: usize,
+                    mut first_uninvoked: usize,
+                    linearized: &[u64],
+                    applied: &[u64]|
+         -> Option<Node> {
+            while first_unreturned < by_return.len()
+                && has(linearized, bit[by_return[first_unreturned]])
+            {
+                first_unreturned += 1;
+            }
+            while first_uninvoked < by_invoke.len()
+                && has(linearized, bit[by_invoke[first_uninvoked]])
+            {
+                first_uninvoked += 1;
+            }
+            let &earliest_return = by_return.get(first_unreturned)?;
+            let r = returned_at(earliest_return);
+            let mut candidates: Vec<usize> = by_invoke[first_uninvoked..]
+                .iter()
+                .copied()
+                .take_while(|&i| self.ops[i].invoke_event < r)
+                .filter(|&i| !has(linearized, bit[i]))
+                .collect();
+            candidates.extend(
+                unknowns
+                    .iter()
+                    .copied()
+                    .take_while(|&i| self.ops[i].invoke_event < r)
+                    .filter(|&i| !has(applied, bit[i]) && !dead(i, &state)),
+            );
+            Some(Node {
+                op,
+                unknown,
+                state,
+                candidates,
+                next: 0,
+                alternatives: Vec::new(),
+                trying: 0,
+                first_unreturned,
+                first_uninvoked,
+            })
         };
 
-        let words = n.div_ceil(64).max(1);
-        let mut linearized = vec![0u64; words];
-        let mut cache: HashSet<(Vec<u64>, State)> = HashSet::new();
-        let mut stack: Vec<Frame> = Vec::new();
-        let mut state = State {
+        let mut start = State {
             rec: None,
             zone: Zone::start(),
         };
-        state.zone.normalize_without_t();
+        start.zone.normalize_without_t();
+        let mut memo = Memo::default();
+        let Some(root) = node(None, false, start, 0, 0, &linearized, &applied) else {
+            return Search::Found(Vec::new());
+        };
+        memo.insert(&linearized, start, unavailable(&applied, &start));
+        let mut stack: Vec<Node> = vec![root];
         let mut longest: Order = Vec::new();
         let mut steps: u64 = 0;
-        let mut cur = next[0];
-        let record = |stack: &[Frame], longest: &mut Vec<_>| {
-            if stack.len() > longest.len() {
-                *longest = self.order_of(stack);
-            }
-        };
-
-        loop {
-            if next[0] == 0 {
-                return Search::Found(self.order_of(&stack));
-            }
-            steps += 1;
-            if steps > budget {
-                return Search::OutOfBudget(steps);
-            }
-            let (_, is_call, i) = entry(cur);
-            if is_call {
-                let lo = self.ops[i].invoked_ms;
-                let hi = if known(i) {
-                    self.ops[i].completed_ms
-                } else {
-                    None
-                };
-                let seen = if known(i) {
-                    &self.seen[i]
-                } else {
-                    &Seen::Unknown
-                };
-                let mut alternatives = step(&state, self.reqs[i], seen, lo, hi);
-                alternatives.reverse();
-                if let Some(frame) =
-                    try_alternatives(i, state, alternatives, &mut linearized, &mut cache)
-                {
-                    state = frame.after;
-                    stack.push(frame);
-                    lift(&mut next, &mut prev, i);
-                    cur = next[0];
-                } else {
-                    cur = next[cur];
+        while let Some(top) = stack.last_mut() {
+            if let Some(after) = top.alternatives.pop() {
+                steps += 1;
+                if steps > budget {
+                    return Search::OutOfBudget(steps);
                 }
-            } else {
-                record(&stack, &mut longest);
-                // Undo the last step: try its next alternative, or move past it.
-                let Some(frame) = stack.pop() else {
-                    return Search::None(longest);
-                };
-                let op = frame.op;
-                clear(&mut linearized, op);
-                unlift(&mut next, &mut prev, op);
-                state = frame.before;
-                if let Some(again) = try_alternatives(
-                    op,
-                    frame.before,
-                    frame.alternatives,
-                    &mut linearized,
-                    &mut cache,
-                ) {
-                    state = again.after;
-                    stack.push(again);
-                    lift(&mut next, &mut prev, op);
-                    cur = next[0];
+                let i = top.trying;
+                let unknown = !known(i);
+                let (fu, fi) = (top.first_unreturned, top.first_uninvoked);
+                if unknown {
+                    set(&mut applied, bit[i]);
                 } else {
-                    cur = next[call_at[op]];
+                    set(&mut linearized, bit[i]);
+                }
+                let fresh = memo.insert(&linearized, after, unavailable(&applied, &after));
+                if fresh {
+                    match node(Some(i), unknown, after, fu, fi, &linearized, &applied) {
+                        Some(child) => {
+                            stack.push(child);
+                            continue;
+                        }
+                        None => {
+                            stack.push(Node {
+                                op: Some(i),
+                                unknown,
+                                state: after,
+                                candidates: Vec::new(),
+                                next: 0,
+                                alternatives: Vec::new(),
+                                trying: 0,
+                                first_unreturned: fu,
+                                first_uninvoked: fi,
+                            });
+                            return Search::Found(self.order_of(&stack));
+                        }
+                    }
+                }
+                if unknown {
+                    clear(&mut applied, bit[i]);
+                } else {
+                    clear(&mut linearized, bit[i]);
+                }
+            } else if let Some(&i) = top.candidates.get(top.next) {
+                top.next += 1;
+                top.trying = i;
+                let op = &self.ops[i];
+                top.alternatives = if known(i) {
+                    let hi = op.completed_ms;
+                    step_replied(&top.state, self.reqs[i], &self.seen[i], op.invoked_ms, hi)
+                } else {
+                    step_unknown(&top.state, self.reqs[i], op.invoked_ms)
+                        .into_iter()
+                        .collect()
+                };
+                // Alternatives are popped from the end: try them in order.
+                top.alternatives.reverse();
+            } else {
+                if stack.len() - 1 > longest.len() {
+                    longest = self.order_of(&stack);
+                }
+                let Some(done) = stack.pop() else { break };
+                if let Some(i) = done.op {
+                    if done.unknown {
+                        clear(&mut applied, bit[i]);
+                    } else {
+                        clear(&mut linearized, bit[i]);
+                    }
                 }
             }
         }
+        Search::None(longest)
     }
 
-    fn order_of(&self, stack: &[Frame]) -> Order {
+    /// The order of the path from the root (the root is no step).
+    fn order_of(&self, stack: &[Node]) -> Order {
         stack
             .iter()
-            .map(|f| {
-                let z = &f.after.zone;
-                (f.op, f.took_effect, z.earliest(NOW), z.latest(NOW))
+            .filter_map(|f| {
+                let z = &f.state.zone;
+                f.op.map(|op| (op, true, z.earliest(NOW), z.latest(NOW)))
             })
             .collect()
     }
 
-    fn steps(&self, order: &[(usize, bool, Option<i64>, Option<i64>)]) -> Vec<Step> {
+    /// The steps of `order`; when it is `complete`, the operations with an
+    /// unknown outcome left out of it are listed after it as never taking effect.
+    fn steps(
+        &self,
+        order: &[(usize, bool, Option<i64>, Option<i64>)],
+        complete: bool,
+    ) -> Vec<Step> {
         let mut listed = vec![false; self.ops.len()];
         let mut out: Vec<Step> = order
             .iter()
@@ -1032,9 +1131,8 @@ impl<'a> Prepared<'a> {
                 }
             })
             .collect();
-        // Every op is in a full linearization; this only guards a prefix.
         for (i, op) in self.ops.iter().enumerate() {
-            if !listed[i] && order.len() == self.ops.len() {
+            if !listed[i] && complete {
                 out.push(Step {
                     invoke_event: op.invoke_event,
                     op: op.op.clone(),
@@ -1106,7 +1204,7 @@ impl<'a> Prepared<'a> {
             at_event,
             op_event: me.invoke_event,
             concurrent,
-            longest_partial: self.steps(&longest),
+            longest_partial: self.steps(&longest, false),
         }
     }
 }

@@ -10,32 +10,31 @@
 //!
 //! **History.** Jepsen records nemesis operations as `info` events of a
 //! `nemesis` process. Here each fault is recorded twice, under instance
-//! [`NEMESIS`] and op `nemesis.<name>` ([`Fault::op`]): its start as an
-//! invoke whose arguments are the fault ([`Fault::args`]), and its end as an
-//! `info` completion. The typed history has no nemesis event, so the end is
-//! carried by an `unavailable` [`StoreError`] whose message says how the
-//! fault ended; checkers that look only at `lease.`/`queue.`/`rate.` ops
-//! ignore both. `server_ms` is the virtual clock when the server has one,
-//! else unknown; `clock_ms` (an instance clock, which the nemesis has not)
-//! is the milliseconds since the nemesis was made.
+//! [`NEMESIS`] and op `nemesis.<name>` ([`Fault::op`]), as events of their
+//! own kind ([`harness::Happened::Nemesis`], JSON `kind: "nemesis"`): its
+//! start, whose note holds the fault's fields ([`Fault::args`]), and its end,
+//! whose note says how it ended ([`Ending`], or why it could not be
+//! applied). They are neither invokes nor completions: checkers that pair an
+//! instance's invokes with its completions skip them. `server_ms` is the
+//! virtual clock when the server has one, else unknown; `clock_ms` (an
+//! instance clock, which the nemesis has not) is the milliseconds since the
+//! nemesis was made.
 //!
-//! **Left out** (they need harness changes, see each item): a zombie whose
-//! own clock stops (the gate can only hold its commands, which is what
-//! [`Fault::PauseInstance`] does); a partition that also cuts set-up
-//! commands (`PING`, `SCRIPT LOAD` pass the gate whatever its faults); a
-//! partition that frees connections already black-holed (the gate keeps
-//! them black-holed after [`Gate::clear_faults`], so their clients must
-//! time out); a restart that waits for a clean shutdown (the managed
-//! server's restart is a crash-restart: SIGKILL, then replay of the AOF).
+//! **Stores without a Redis wire** (the SQLite fencing set runs in-process)
+//! get the faults that make sense at the call boundary from
+//! [`crate::call_faults`], recorded the same way.
+//!
+//! **Left out:** a zombie whose own clock stops (the gate can only hold its
+//! commands, which is what [`Fault::PauseInstance`] does); a partition that
+//! also delays replies to commands sent before it (they still come back).
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use harness::contract::{Call, ErrorKind, StoreError};
 use harness::gate::drive::instance_name;
 use harness::gate::{self, FaultRule, Gate, Mode};
 use harness::server::{ManagedServer, ServerError};
-use harness::History;
+use harness::{History, NemesisNote, NemesisPhase};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -79,8 +78,11 @@ pub enum Fault {
         instance: usize,
     },
     /// For `for_ms`, none of the instance's commands reaches the server or
-    /// is answered; afterwards new commands pass again (connections that
-    /// went silent stay so: their clients time out and reconnect).
+    /// is answered — set-up commands (`PING`, `HELLO`, `SCRIPT LOAD`) and
+    /// new connections' included ([`Gate::partition`]); then it heals
+    /// ([`Gate::heal`]): every connection that went silent is reset, so its
+    /// client sees an error at once instead of waiting for its timeout, and
+    /// new commands pass again. The cut commands never ran.
     Partition {
         /// Who is cut off.
         instance: usize,
@@ -89,8 +91,13 @@ pub enum Fault {
     },
     /// The server is killed and started again on its data (the AOF): keys
     /// stay, loaded scripts are gone (`EVALSHA` answers `NOSCRIPT`), open
-    /// connections break.
+    /// connections break. A crash-restart: SIGKILL, then AOF replay.
     RestartServer,
+    /// The server shuts down cleanly (SIGTERM, handled as `SHUTDOWN`: its
+    /// AOF flushed and fsynced, exit 0) and is started again on its data:
+    /// keys stay, loaded scripts are gone, open connections break
+    /// ([`ManagedServer::restart_clean`]).
+    RestartServerCleanly,
     /// For `for_ms` the server is full: `maxmemory` below what it uses,
     /// with the preset's `noeviction`, so every write is refused with
     /// `OOM` and nothing is evicted; then `maxmemory` is put back.
@@ -126,6 +133,8 @@ pub enum FaultKind {
     Partition,
     /// [`Fault::RestartServer`].
     RestartServer,
+    /// [`Fault::RestartServerCleanly`].
+    RestartServerCleanly,
     /// [`Fault::FillServer`].
     FillServer,
     /// [`Fault::PauseInstance`].
@@ -134,13 +143,14 @@ pub enum FaultKind {
 
 impl FaultKind {
     /// Every kind, in declaration order.
-    pub const ALL: [FaultKind; 8] = [
+    pub const ALL: [FaultKind; 9] = [
         FaultKind::LoseReplyAfterApply,
         FaultKind::DropBeforeApply,
         FaultKind::Delay,
         FaultKind::ResetConnection,
         FaultKind::Partition,
         FaultKind::RestartServer,
+        FaultKind::RestartServerCleanly,
         FaultKind::FillServer,
         FaultKind::PauseInstance,
     ];
@@ -154,6 +164,7 @@ impl FaultKind {
             FaultKind::ResetConnection => "reset_connection",
             FaultKind::Partition => "partition",
             FaultKind::RestartServer => "restart_server",
+            FaultKind::RestartServerCleanly => "restart_server_cleanly",
             FaultKind::FillServer => "fill_server",
             FaultKind::PauseInstance => "pause_instance",
         }
@@ -170,6 +181,7 @@ impl Fault {
             Fault::ResetConnection { .. } => FaultKind::ResetConnection,
             Fault::Partition { .. } => FaultKind::Partition,
             Fault::RestartServer => FaultKind::RestartServer,
+            Fault::RestartServerCleanly => FaultKind::RestartServerCleanly,
             Fault::FillServer { .. } => FaultKind::FillServer,
             Fault::PauseInstance { .. } => FaultKind::PauseInstance,
         }
@@ -189,7 +201,7 @@ impl Fault {
             | Fault::ResetConnection { instance }
             | Fault::Partition { instance, .. }
             | Fault::PauseInstance { instance, .. } => Some(instance),
-            Fault::RestartServer | Fault::FillServer { .. } => None,
+            Fault::RestartServer | Fault::RestartServerCleanly | Fault::FillServer { .. } => None,
         }
     }
 
@@ -284,6 +296,7 @@ impl Plan {
                         for_ms: ms,
                     },
                     FaultKind::RestartServer => Fault::RestartServer,
+                    FaultKind::RestartServerCleanly => Fault::RestartServerCleanly,
                     FaultKind::FillServer => Fault::FillServer { for_ms: ms },
                     FaultKind::PauseInstance => Fault::PauseInstance {
                         instance,
@@ -415,27 +428,11 @@ impl Nemesis {
         if let Some(i) = fault.instance() {
             self.gate(fault, i)?;
         }
-        let op = fault.op();
-        let call = Call {
-            op: op.clone(),
-            args: fault.args(),
-        };
         let (server_ms, clock_ms) = self.now(server);
-        lock(history).invoke(NEMESIS, &call, server_ms, clock_ms);
-
+        record_start(history, fault, server_ms, clock_ms);
         let outcome = self.effect(server, fault).await;
-        let message = match &outcome {
-            Ok(ending) => format!("{op} {}", ending.describe()),
-            Err(e) => format!("{op} could not be applied: {e}"),
-        };
         let (server_ms, clock_ms) = self.now(server);
-        lock(history).complete(
-            NEMESIS,
-            &op,
-            &Err(StoreError::new(ErrorKind::Unavailable, message)),
-            server_ms,
-            clock_ms,
-        );
+        record_end(history, fault, &outcome, server_ms, clock_ms);
         outcome
     }
 
@@ -464,9 +461,9 @@ impl Nemesis {
             }
             Fault::Partition { instance, for_ms } => {
                 let g = self.gate(fault, instance)?;
-                g.inject(FaultRule::always(gate::Fault::BlackHole));
+                g.partition();
                 tokio::time::sleep(Duration::from_millis(for_ms)).await;
-                g.clear_faults();
+                g.heal();
                 Ok(Ending::Healed)
             }
             Fault::PauseInstance { instance, for_ms } => {
@@ -479,6 +476,10 @@ impl Nemesis {
             }
             Fault::RestartServer => {
                 server.restart().await?;
+                Ok(Ending::Restarted)
+            }
+            Fault::RestartServerCleanly => {
+                server.restart_clean().await?;
                 Ok(Ending::Restarted)
             }
             Fault::FillServer { for_ms } => {
@@ -526,6 +527,44 @@ impl Nemesis {
         let own = i64::try_from(self.started.elapsed().as_millis()).unwrap_or(i64::MAX);
         (server_ms, own)
     }
+}
+
+/// Records `fault`'s start under [`NEMESIS`]: a [`harness::Happened::Nemesis`] event
+/// (kind `nemesis`) whose note holds the fault's fields ([`Fault::args`]).
+pub(crate) fn record_start(
+    history: &Mutex<History>,
+    fault: &Fault,
+    server_ms: Option<i64>,
+    clock_ms: i64,
+) {
+    let note = NemesisNote {
+        phase: NemesisPhase::Start,
+        fault: fault.args(),
+        ending: None,
+    };
+    lock(history).nemesis(NEMESIS, &fault.op(), note, server_ms, clock_ms);
+}
+
+/// Records `fault`'s end under [`NEMESIS`], saying how it ended (or why it
+/// could not be applied).
+pub(crate) fn record_end<E: std::fmt::Display>(
+    history: &Mutex<History>,
+    fault: &Fault,
+    outcome: &Result<Ending, E>,
+    server_ms: Option<i64>,
+    clock_ms: i64,
+) {
+    let op = fault.op();
+    let ending = match outcome {
+        Ok(ending) => format!("{op} {}", ending.describe()),
+        Err(e) => format!("{op} could not be applied: {e}"),
+    };
+    let note = NemesisNote {
+        phase: NemesisPhase::End,
+        fault: fault.args(),
+        ending: Some(ending),
+    };
+    lock(history).nemesis(NEMESIS, &op, note, server_ms, clock_ms);
 }
 
 /// The history, even if a panicking holder poisoned its lock (an append-only

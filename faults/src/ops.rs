@@ -70,6 +70,8 @@ pub(crate) fn operations<'a>(history: &'a History, keep: impl Fn(&Request) -> bo
                     end: End::Unknown,
                 });
             }
+            // A fault's start or end: never the completion of an operation.
+            Happened::Nemesis { .. } => continue,
             what => {
                 let Some(i) = in_flight.remove(e.instance.as_str()) else {
                     continue;
@@ -83,4 +85,39 @@ pub(crate) fn operations<'a>(history: &'a History, keep: impl Fn(&Request) -> bo
         }
     }
     ops
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness::contract::{Call, Reply};
+    use harness::{NemesisNote, NemesisPhase};
+    use serde_json::json;
+
+    #[test]
+    fn a_nemesis_event_never_completes_an_operation() {
+        let mut h = History::default();
+        let take = Call {
+            op: "lease.take".into(),
+            args: json!({"tree": "t", "holder": "a", "ttl_ms": 1000}),
+        };
+        h.invoke("a", &take, Some(0), 0);
+        // Even under the store instance's own name, a nemesis event is no
+        // completion: the take stays in flight until its reply.
+        let note = NemesisNote {
+            phase: NemesisPhase::End,
+            fault: json!({}),
+            ending: Some("healed".into()),
+        };
+        h.nemesis("a", "nemesis.partition", note, Some(1), 1);
+        let granted = Reply::Granted {
+            epoch: 1,
+            expires_at_ms: 1000,
+        };
+        h.complete("a", "lease.take", &Ok(granted.clone()), Some(2), 2);
+        let ops = operations(&h, |_| true);
+        assert_eq!(ops.len(), 1);
+        assert_eq!(ops[0].completed_at(), 2);
+        assert_eq!(ops[0].reply(), Some(&granted));
+    }
 }

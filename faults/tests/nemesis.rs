@@ -10,7 +10,7 @@ use faults::nemesis::{
 };
 use harness::gate::Gate;
 use harness::server::{ManagedServer, ServerOptions};
-use harness::{EventKind, History};
+use harness::{EventKind, Happened, History, NemesisPhase};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
 
@@ -42,12 +42,15 @@ async fn armed(gate: &Gate) {
     }
 }
 
-fn nemesis_ops(history: &History) -> Vec<(EventKind, String)> {
+fn nemesis_ops(history: &History) -> Vec<(NemesisPhase, String)> {
     history
         .events
         .iter()
         .filter(|e| e.instance == NEMESIS)
-        .map(|e| (e.kind(), e.op().to_string()))
+        .map(|e| match &e.what {
+            Happened::Nemesis { op, note } => (note.phase, op.clone()),
+            other => panic!("a nemesis event of another kind: {other:?}"),
+        })
         .collect()
 }
 
@@ -327,22 +330,28 @@ async fn every_applied_fault_is_in_the_history() {
         ]
     );
     let history = history.into_inner().unwrap();
-    let expected: Vec<(EventKind, String)> = plan
+    let expected: Vec<(NemesisPhase, String)> = plan
         .steps
         .iter()
         .flat_map(|s| {
             [
-                (EventKind::Invoke, s.fault.op()),
-                (EventKind::Info, s.fault.op()),
+                (NemesisPhase::Start, s.fault.op()),
+                (NemesisPhase::End, s.fault.op()),
             ]
         })
         .collect();
     assert_eq!(nemesis_ops(&history), expected);
+    assert!(history
+        .events
+        .iter()
+        .all(|e| e.kind() == EventKind::Nemesis));
     assert_eq!(history.events[0].op(), "nemesis.partition");
     let json = serde_json::to_value(&history).unwrap();
-    assert_eq!(json["events"][0]["value"]["instance_name"], "b");
-    assert_eq!(json["events"][0]["value"]["for_ms"], 20);
-    assert!(json["events"][7]["value"]["message"]
+    assert_eq!(json["events"][0]["kind"], "nemesis");
+    assert_eq!(json["events"][0]["value"]["phase"], "start");
+    assert_eq!(json["events"][0]["value"]["fault"]["instance_name"], "b");
+    assert_eq!(json["events"][0]["value"]["fault"]["for_ms"], 20);
+    assert!(json["events"][7]["value"]["ending"]
         .as_str()
         .unwrap()
         .contains("restart_server"));
@@ -367,7 +376,11 @@ async fn a_partitioned_instance_is_cut_off_then_heard_again() {
     };
     let (ending, (cut_reply, other_reply)) =
         tokio::join!(nemesis.apply(&mut server, &fault, &history), async {
-            armed(&b).await;
+            let deadline = Instant::now() + WAIT;
+            while !b.is_partitioned() {
+                assert!(Instant::now() < deadline, "never partitioned");
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
             (
                 cut.set::<_, _, ()>("cut", "v").await,
                 other.set::<_, _, ()>("other", "v").await,

@@ -1,11 +1,16 @@
-//! What happened: a list of events (invoke, ok, fail, info) with instance,
-//! operation, server time and instance clock. Every suite produces one; every
-//! checker and the report read one.
+//! What happened: a list of events (invoke, ok, fail, info, nemesis) with
+//! instance, operation, server time and instance clock. Every suite produces
+//! one; every checker and the report read one.
 //!
 //! The events are typed (an invoke carries the wire [`Call`], an ok the
-//! [`Reply`], a fail or info the [`StoreError`]); their JSON keeps the flat
-//! shape the report reads: `index`, `instance`, `kind`, `op`, `value`,
-//! `server_ms`, `clock_ms`, with `value` the arguments, reply or error.
+//! [`Reply`], a fail or info the [`StoreError`], a nemesis event the fault
+//! and its phase); their JSON keeps the flat shape the report reads: `index`,
+//! `instance`, `kind`, `op`, `value`, `server_ms`, `clock_ms`, with `value`
+//! the arguments, reply, error or [`NemesisNote`].
+//!
+//! A nemesis event is neither an invoke nor a completion: checkers that pair
+//! an instance's invokes with its completions must skip it (it is recorded
+//! under the nemesis's own instance name, never a store instance's).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -24,6 +29,33 @@ pub enum EventKind {
     Fail,
     /// The outcome is unknown (`unavailable`): it may or may not have happened.
     Info,
+    /// A fault began or ended; `value` holds a [`NemesisNote`]. Not an
+    /// operation of the store: no invoke pairs with it.
+    Nemesis,
+}
+
+/// Whether a nemesis event marks a fault's start or its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NemesisPhase {
+    /// The fault is applied from here on.
+    Start,
+    /// The fault is over (fired, disarmed, healed, or failed to apply).
+    End,
+}
+
+/// What a nemesis event says: which fault (its fields as JSON, so that any
+/// nemesis can record its own fault type), the phase, and at the end how
+/// it ended. This is the event's JSON `value`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NemesisNote {
+    /// Start or end.
+    pub phase: NemesisPhase,
+    /// The fault's parameters (e.g. `{"instance": 1, "for_ms": 50}`).
+    pub fault: Value,
+    /// At the end: how the fault ended, one line; `None` at the start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ending: Option<String>,
 }
 
 /// What an event says happened.
@@ -51,6 +83,13 @@ pub enum Happened {
         op: String,
         /// The error that left it unknown.
         error: StoreError,
+    },
+    /// The nemesis began or ended the fault `op` (`nemesis.<fault>`).
+    Nemesis {
+        /// The fault's name as an op, e.g. `nemesis.partition`.
+        op: String,
+        /// Which fault, which phase, how it ended.
+        note: NemesisNote,
     },
 }
 
@@ -82,6 +121,7 @@ impl Happened {
             Happened::Ok { .. } => EventKind::Ok,
             Happened::Fail { .. } => EventKind::Fail,
             Happened::Info { .. } => EventKind::Info,
+            Happened::Nemesis { .. } => EventKind::Nemesis,
         }
     }
 
@@ -89,14 +129,18 @@ impl Happened {
     pub fn op(&self) -> &str {
         match self {
             Happened::Invoke(call) => &call.op,
-            Happened::Ok { op, .. } | Happened::Fail { op, .. } | Happened::Info { op, .. } => op,
+            Happened::Ok { op, .. }
+            | Happened::Fail { op, .. }
+            | Happened::Info { op, .. }
+            | Happened::Nemesis { op, .. } => op,
         }
     }
 
-    /// A completion as the store's answer; `None` for an invoke.
+    /// A completion as the store's answer; `None` for an invoke or a
+    /// nemesis event (neither is an answer of the store).
     pub fn outcome(&self) -> Option<Result<Reply, StoreError>> {
         match self {
-            Happened::Invoke(_) => None,
+            Happened::Invoke(_) | Happened::Nemesis { .. } => None,
             Happened::Ok { reply, .. } => Some(Ok(reply.clone())),
             Happened::Fail { error, .. } | Happened::Info { error, .. } => Some(Err(error.clone())),
         }
@@ -152,6 +196,9 @@ impl From<Event> for FlatEvent {
             Happened::Fail { op, error } | Happened::Info { op, error } => {
                 (op, serde_json::to_value(error).unwrap_or(Value::Null))
             }
+            Happened::Nemesis { op, note } => {
+                (op, serde_json::to_value(note).unwrap_or(Value::Null))
+            }
         };
         FlatEvent {
             index: e.index,
@@ -188,6 +235,11 @@ impl TryFrom<FlatEvent> for Event {
             EventKind::Info => Happened::Info {
                 op: f.op.clone(),
                 error: serde_json::from_value(f.value.clone()).map_err(|e| bad("an error", e))?,
+            },
+            EventKind::Nemesis => Happened::Nemesis {
+                op: f.op.clone(),
+                note: serde_json::from_value(f.value.clone())
+                    .map_err(|e| bad("a nemesis note", e))?,
             },
         };
         Ok(Event {
@@ -231,6 +283,27 @@ impl History {
         self.push(
             instance,
             Happened::completion(op, outcome),
+            server_ms,
+            clock_ms,
+        );
+    }
+
+    /// Records a nemesis event: the fault `op` (`nemesis.<fault>`) started
+    /// or ended, under instance `nemesis` (a name no store instance has).
+    pub fn nemesis(
+        &mut self,
+        nemesis: &str,
+        op: &str,
+        note: NemesisNote,
+        server_ms: Option<i64>,
+        clock_ms: i64,
+    ) {
+        self.push(
+            nemesis,
+            Happened::Nemesis {
+                op: op.to_string(),
+                note,
+            },
             server_ms,
             clock_ms,
         );
@@ -284,6 +357,39 @@ mod tests {
         assert_eq!(v["events"][1]["value"]["granted"]["epoch"], 1);
         assert_eq!(v["events"][2]["kind"], "info");
         assert_eq!(v["events"][2]["value"]["kind"], "unavailable");
+        let back: History = serde_json::from_value(v).unwrap();
+        assert_eq!(back, h);
+    }
+
+    #[test]
+    fn a_nemesis_event_is_its_own_kind_and_reads_back() {
+        let mut h = History::default();
+        let start = NemesisNote {
+            phase: NemesisPhase::Start,
+            fault: json!({"instance": 1, "for_ms": 50}),
+            ending: None,
+        };
+        h.nemesis("nemesis", "nemesis.partition", start, Some(3), 0);
+        let end = NemesisNote {
+            phase: NemesisPhase::End,
+            fault: json!({"instance": 1, "for_ms": 50}),
+            ending: Some("healed".into()),
+        };
+        h.nemesis("nemesis", "nemesis.partition", end, Some(53), 50);
+        let v = serde_json::to_value(&h).unwrap();
+        assert_eq!(v["events"][0]["kind"], "nemesis");
+        assert_eq!(v["events"][0]["op"], "nemesis.partition");
+        assert_eq!(v["events"][0]["value"]["phase"], "start");
+        assert_eq!(v["events"][0]["value"]["fault"]["for_ms"], 50);
+        assert!(v["events"][0]["value"].get("ending").is_none());
+        assert_eq!(v["events"][1]["value"]["phase"], "end");
+        assert_eq!(v["events"][1]["value"]["ending"], "healed");
+        assert_eq!(h.events[0].kind(), EventKind::Nemesis);
+        assert_eq!(
+            h.events[0].what.outcome(),
+            None,
+            "not an answer of the store"
+        );
         let back: History = serde_json::from_value(v).unwrap();
         assert_eq!(back, h);
     }

@@ -32,7 +32,7 @@ pub use check::{
     CheckResult, Level, ReplayFile, Report, RunSection, RunVerdict, ServerSection, StoreSection,
     Verdict,
 };
-pub use history::{Event, EventKind, Happened, History};
+pub use history::{Event, EventKind, Happened, History, NemesisNote, NemesisPhase};
 pub use suite::{
     in_declared_order, plan, CheckSpec, Needs, Progress, ServerRef, Silent, Subject, Suite,
     SuiteError, SuiteRun,

@@ -43,7 +43,8 @@ enum Pending {
         /// [`Fault::DropReplyAfterApply`]: close instead of answering.
         drop_reply: bool,
     },
-    /// [`Fault::BlackHole`]: never answer.
+    /// [`Fault::BlackHole`] or a partition: never answer (until a heal
+    /// resets the connection).
     BlackHoled,
 }
 
@@ -75,6 +76,8 @@ enum Event {
     Stop,
     Released(bool),
     DelayOver,
+    /// [`super::Gate::heal`] while black-holed.
+    Healed,
     Client(std::io::Result<usize>),
     Upstream(std::io::Result<usize>),
 }
@@ -87,6 +90,7 @@ pub(super) async fn serve(shared: Arc<Shared>, connection: u64, mut client: TcpS
         connection,
     };
     let mut stop = shared.stop_signal();
+    let heal = shared.heal_signal();
     let (host, port) = shared.upstream();
     let connect = tokio::time::timeout(UPSTREAM_CONNECT_TIMEOUT, TcpStream::connect((host, port)));
     let mut upstream = tokio::select! {
@@ -120,6 +124,7 @@ pub(super) async fn serve(shared: Arc<Shared>, connection: u64, mut client: TcpS
             splitter: Splitter::default(),
             pending: Pending::Idle,
             stop,
+            heal,
         };
         conn.run().await
     };
@@ -158,6 +163,8 @@ struct Conn<'a> {
     splitter: Splitter,
     pending: Pending,
     stop: watch::Receiver<bool>,
+    /// Changes on every heal of the gate.
+    heal: watch::Receiver<u64>,
 }
 
 impl Conn<'_> {
@@ -235,6 +242,12 @@ impl Conn<'_> {
 
     /// Starts one request read from the client.
     async fn start(&mut self, command: Command, wire: Vec<u8>) -> Result<(), End> {
+        // A partition cuts set-up commands too: a reconnecting client's
+        // `PING` or `SCRIPT LOAD` must not get through either.
+        if self.shared.partitioned() {
+            self.black_hole(&command);
+            return Ok(());
+        }
         if is_setup(&command) {
             self.send_upstream(&wire).await?;
             if !is_subscription(&command) {
@@ -262,8 +275,22 @@ impl Conn<'_> {
         }
     }
 
-    /// Sends a scheduled command upstream, unless a fault says otherwise.
+    /// Leaves the connection silent: `command` is never sent nor answered.
+    /// Only heals that come later reset it.
+    fn black_hole(&mut self, command: &Command) {
+        tracing::debug!(connection = self.connection, %command, "gate black-holes");
+        self.heal.borrow_and_update();
+        self.pending = Pending::BlackHoled;
+    }
+
+    /// Sends a scheduled command upstream, unless a partition or a fault
+    /// says otherwise.
     async fn forward(&mut self, command: Command, wire: Vec<u8>) -> Result<(), End> {
+        // A command released (or let through) during a partition is cut too.
+        if self.shared.partitioned() {
+            self.black_hole(&command);
+            return Ok(());
+        }
         let fault = self.shared.take_fault(&command);
         if let Some(fault) = fault {
             tracing::debug!(connection = self.connection, %command, ?fault, "gate fault");
@@ -281,7 +308,7 @@ impl Conn<'_> {
             }
             Some(Fault::ResetBeforeSend) => Err(End::Reset("reset by fault")),
             Some(Fault::BlackHole) => {
-                self.pending = Pending::BlackHoled;
+                self.black_hole(&command);
                 Ok(())
             }
         }
@@ -308,6 +335,7 @@ impl Conn<'_> {
             upstream_read,
             pending,
             stop,
+            heal,
             ..
         } = self;
         let mut client_buf = [0u8; READ_CHUNK];
@@ -319,6 +347,11 @@ impl Conn<'_> {
                     tokio::time::sleep_until(*until).await;
                     Event::DelayOver
                 }
+                Pending::BlackHoled => match heal.changed().await {
+                    Ok(()) => Event::Healed,
+                    // The gate is going away: its stop signal ends us.
+                    Err(_) => std::future::pending().await,
+                },
                 _ => std::future::pending().await,
             }
         };
@@ -358,8 +391,14 @@ impl Conn<'_> {
                 else {
                     return Ok(());
                 };
+                if self.shared.partitioned() {
+                    self.black_hole(&command);
+                    return Ok(());
+                }
                 self.send_scheduled(command, wire, false).await
             }
+            // Free the silent connection: its client sees a reset at once.
+            Event::Healed => Err(End::Reset("healed: the silent connection is freed")),
         }
     }
 

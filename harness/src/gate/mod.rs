@@ -404,6 +404,8 @@ pub(crate) struct Shared {
     changed: Notify,
     /// `true` once the gate is stopping.
     stop: watch::Sender<bool>,
+    /// Bumped by [`Gate::heal`]: black-holed connections reset on a change.
+    heal: watch::Sender<u64>,
     addr: SocketAddr,
     upstream_host: String,
     upstream_port: u16,
@@ -426,6 +428,8 @@ struct State {
     script_index: usize,
     divergence: Option<Divergence>,
     faults: Vec<FaultRule>,
+    /// [`Gate::partition`]: every command, set-up ones too, is black-holed.
+    partitioned: bool,
     connections: usize,
     stopped: bool,
 }
@@ -496,10 +500,12 @@ impl Gate {
             .local_addr()
             .map_err(|source| GateError::Bind { source })?;
         let (stop, _) = watch::channel(false);
+        let (heal, _) = watch::channel(0);
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             changed: Notify::new(),
             stop,
+            heal,
             addr,
             upstream_host: host,
             upstream_port: port,
@@ -669,9 +675,38 @@ impl Gate {
     }
 
     /// Removes every fault rule. A command already delayed or black-holed
-    /// stays so.
+    /// stays so (a black-holed one until [`heal`](Gate::heal)).
     pub fn clear_faults(&self) {
         self.state().faults.clear();
+    }
+
+    /// Cuts the instance off: from now until [`heal`](Gate::heal), every
+    /// command any of its connections sends — set-up commands (`PING`,
+    /// `HELLO`, `SCRIPT LOAD`, …) as well as scheduled ones, new
+    /// connections' as well as old ones' — is black-holed: never sent, never
+    /// answered, its connection left silent (as [`Fault::BlackHole`]). A
+    /// held or delayed command whose turn comes during the partition is
+    /// black-holed too. Replies to commands that reached the server before
+    /// the partition still come back. Fault rules and mode are untouched.
+    pub fn partition(&self) {
+        self.state().partitioned = true;
+    }
+
+    /// Whether the gate is partitioned now ([`partition`](Gate::partition)
+    /// without a [`heal`](Gate::heal) since).
+    pub fn is_partitioned(&self) -> bool {
+        self.state().partitioned
+    }
+
+    /// Ends a partition and frees every connection that went silent: each
+    /// connection whose command was black-holed (by the partition or by a
+    /// [`Fault::BlackHole`] rule) is closed with a TCP reset at once, so its
+    /// client sees an error instead of waiting for its own timeout. The
+    /// black-holed commands never ran. Later commands pass as usual (fault
+    /// rules still apply). Harmless when not partitioned.
+    pub fn heal(&self) {
+        self.state().partitioned = false;
+        self.shared.heal.send_modify(|generation| *generation += 1);
     }
 
     /// How many client connections are open now.
@@ -786,6 +821,16 @@ impl Shared {
                 Admission::Hold(rx)
             }
         }
+    }
+
+    /// Whether the gate is partitioned now (see [`Gate::partition`]).
+    pub(crate) fn partitioned(&self) -> bool {
+        lock(&self.state).partitioned
+    }
+
+    /// A receiver that changes on every [`Gate::heal`].
+    pub(crate) fn heal_signal(&self) -> watch::Receiver<u64> {
+        self.heal.subscribe()
     }
 
     /// The fault that applies to `command` now, if any (and counts it).

@@ -4,7 +4,7 @@ use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -589,6 +589,54 @@ impl ManagedServer {
         self.owned.kill_now();
         match self.launch(RESTART_TIMEOUT).await {
             Ok(()) => Ok(()),
+            Err(NotReady::PortTaken) => Err(ServerError::PortTaken { port: self.port }),
+            Err(NotReady::Failed(e)) => Err(e),
+        }
+    }
+
+    /// A clean restart: the server is asked to shut down (SIGTERM, which
+    /// `redis-server` handles as `SHUTDOWN`: it flushes and fsyncs its AOF,
+    /// saves an RDB if configured, and exits 0), waited for (up to 5 s),
+    /// then started again as [`restart`](ManagedServer::restart) does: same
+    /// port, directory, config and clock file, on the data it wrote. Returns
+    /// how the old process exited. Keys survive, loaded scripts do not,
+    /// open connections break.
+    ///
+    /// A server that does not exit in time is SIGKILLed and the call fails
+    /// (it was not a clean shutdown); the server is then not running:
+    /// call [`restart`](ManagedServer::restart) to bring it back. A server
+    /// that is not running is just started.
+    pub async fn restart_clean(&mut self) -> Result<Option<ExitStatus>, ServerError> {
+        let asked = self.owned.terminate().map_err(|source| ServerError::Io {
+            action: format!("send SIGTERM to redis-server on port {}", self.port),
+            source,
+            hint: "the server may have died meanwhile; look at its redis.log",
+        })?;
+        let mut status = None;
+        if asked {
+            let started = Instant::now();
+            loop {
+                if let Some(exited) = self.owned.exited() {
+                    status = Some(exited);
+                    break;
+                }
+                if started.elapsed() >= STOP_WAIT {
+                    self.owned.kill_now();
+                    return Err(ServerError::Io {
+                        action: format!(
+                            "shut down redis-server on port {} cleanly within {}s",
+                            self.port,
+                            STOP_WAIT.as_secs()
+                        ),
+                        source: io::Error::new(io::ErrorKind::TimedOut, "it did not exit"),
+                        hint: "it was SIGKILLed instead; look at its redis.log for a slow AOF fsync or RDB save",
+                    });
+                }
+                tokio::time::sleep(POLL_EVERY).await;
+            }
+        }
+        match self.launch(RESTART_TIMEOUT).await {
+            Ok(()) => Ok(status),
             Err(NotReady::PortTaken) => Err(ServerError::PortTaken { port: self.port }),
             Err(NotReady::Failed(e)) => Err(e),
         }

@@ -129,6 +129,30 @@ impl Owned {
         }
     }
 
+    /// Sends SIGTERM to the owned process, if one runs (for `redis-server`:
+    /// a clean shutdown — the AOF flushed and fsynced, an RDB saved if
+    /// configured — then exit 0). Does not wait; see
+    /// [`exited`](Owned::exited). `Ok(false)` when no process runs.
+    pub(crate) fn terminate(&self) -> io::Result<bool> {
+        // Under the slot's lock the child is not reaped, so its pid cannot
+        // have been recycled.
+        let mut slot = lock(&self.child);
+        let Some(child) = slot.as_mut() else {
+            return Ok(false);
+        };
+        if child.try_wait()?.is_some() {
+            return Ok(false);
+        }
+        let pid = libc::pid_t::try_from(child.id())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "pid out of range"))?;
+        // SAFETY: kill(2) with a pid we own and have not reaped, and a
+        // valid signal number; it touches no memory of ours.
+        if unsafe { libc::kill(pid, libc::SIGTERM) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(true)
+    }
+
     /// SIGKILLs and reaps the owned process, if any.
     pub(crate) fn kill_now(&self) {
         kill_slot(&self.child);

@@ -175,12 +175,21 @@ fn timeline(evidence: &Value) -> String {
     }
     h.push_str("</tr>");
     let mut pending: Option<&Value> = None;
-    let completions: Vec<&Value> = events.iter().filter(|e| e["kind"] != "invoke").collect();
+    let completions: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] != "invoke" && e["kind"] != "nemesis")
+        .collect();
     let last = completions.len().saturating_sub(1);
     let mut n = 0;
     for e in events {
         if e["kind"] == "invoke" {
             pending = Some(e);
+            continue;
+        }
+        if e["kind"] == "nemesis" {
+            // A fault's start or end: a row of its own in the nemesis's
+            // lane, never taken for a completion.
+            h.push_str(&nemesis_row(e, &lanes));
             continue;
         }
         let args = pending.map(|p| p["value"].to_string()).unwrap_or_default();
@@ -212,6 +221,38 @@ fn timeline(evidence: &Value) -> String {
         h.push_str("</tr>");
     }
     h.push_str("</table>");
+    h
+}
+
+/// One nemesis event as a timeline row: the fault and its parameters at
+/// its start, how it ended at its end.
+fn nemesis_row(e: &Value, lanes: &[String]) -> String {
+    let v = &e["value"];
+    let phase = v["phase"].as_str().unwrap_or("");
+    let detail = match phase {
+        "end" => v["ending"].as_str().unwrap_or("").to_string(),
+        _ => v["fault"].to_string(),
+    };
+    let mut h = format!(
+        "<tr class=\"nemesis\"><td>{}</td>",
+        e["server_ms"]
+            .as_i64()
+            .map(|v| v.to_string())
+            .unwrap_or("—".into())
+    );
+    for l in lanes {
+        if e["instance"].as_str() == Some(l) {
+            h.push_str(&format!(
+                "<td>fault {} <code>{}</code> <code>{}</code></td>",
+                escape(phase),
+                escape(e["op"].as_str().unwrap_or("")),
+                escape(&detail)
+            ));
+        } else {
+            h.push_str("<td></td>");
+        }
+    }
+    h.push_str("</tr>");
     h
 }
 
@@ -352,4 +393,40 @@ fn grants_svg(evidence: &Value, counterexample: Option<&Value>) -> String {
     }
     h.push_str("</svg>");
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn nemesis_events_are_rows_of_their_own_never_completions() {
+        let evidence = json!({"history": {"events": [
+            {"index": 0, "instance": "a", "kind": "invoke", "op": "lease.take",
+             "value": {"tree": "t"}, "server_ms": 0, "clock_ms": 0},
+            {"index": 1, "instance": "nemesis", "kind": "nemesis", "op": "nemesis.partition",
+             "value": {"phase": "start", "fault": {"instance": 0, "for_ms": 9}}, "server_ms": 1, "clock_ms": 1},
+            {"index": 2, "instance": "nemesis", "kind": "nemesis", "op": "nemesis.partition",
+             "value": {"phase": "end", "fault": {}, "ending": "healed after its time"}, "server_ms": 10, "clock_ms": 10},
+            {"index": 3, "instance": "a", "kind": "ok", "op": "lease.take",
+             "value": {"granted": {"epoch": 1}}, "server_ms": 11, "clock_ms": 11}
+        ]}});
+        let h = timeline(&evidence);
+        assert!(
+            h.contains("fault start <code>nemesis.partition</code>"),
+            "{h}"
+        );
+        assert!(h.contains("healed after its time"), "{h}");
+        assert_eq!(h.matches("class=\"nemesis\"").count(), 2, "{h}");
+        // The store's completion is the last completion: the violation row,
+        // with its own invoke's arguments.
+        let violation = h.split("<tr class=\"violation\">").nth(1).unwrap_or("");
+        assert!(violation.contains("lease.take"), "{h}");
+        assert!(
+            violation.contains("&quot;tree&quot;") || violation.contains("\"tree\""),
+            "{h}"
+        );
+        assert_eq!(h.matches("class=\"violation\"").count(), 1, "{h}");
+    }
 }
