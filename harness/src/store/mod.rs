@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::contract::{Call, Contract, Reply, StoreError};
 
+pub use sqlite::{DurableEffect, DurableState};
+
 /// The opt-out a Redis store accepts for short durability settings (SPEC 2.6).
 pub const OPT_OUT_WRITES_MAY_BE_LOST: &str = "acknowledged-writes-may-be-lost";
 
@@ -63,6 +65,14 @@ pub trait StoreFactory: Send + Sync {
     /// cannot judge it and are skipped with the reason ([`crate::Needs`]).
     fn keeps_state_in_redis(&self) -> bool {
         true
+    }
+
+    /// The durable end state of the run under `prefix` (effects and lease
+    /// log in the store's one sequence), read from the store's own storage,
+    /// never over the wire. `Ok(None)` (the default) for a store that keeps
+    /// no fencing set; a wrapping store must forward it.
+    async fn durable_state(&self, _prefix: &str) -> Result<Option<DurableState>, StoreError> {
+        Ok(None)
     }
 
     /// Connects one instance. The store validates its server here (SPEC 2.6)

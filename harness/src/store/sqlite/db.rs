@@ -2,6 +2,7 @@
 //! IMMEDIATE` transaction that reads the lease under the write lock.
 
 use std::path::Path;
+use std::time::Duration;
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
@@ -9,8 +10,8 @@ use crate::contract::{LeaseView, Reply, StoreError};
 use crate::store::durable_file;
 
 use super::{
-    CallOutcome, CallRecord, EffectOutcome, EffectRecord, FenceReason, FinishOutcome, LeaseEvent,
-    LogEntry, SqliteClock,
+    CallOutcome, CallRecord, DurableEffect, DurableState, EffectOutcome, EffectRecord, FenceReason,
+    FinishOutcome, LeaseEvent, LogEntry, SqliteClock,
 };
 
 /// How long a transaction waits for another instance's write lock.
@@ -19,7 +20,9 @@ const WHAT: &str = "sqlite store";
 
 /// Leases are never deleted, so a tree's epoch only grows (SPEC 2.1). Every
 /// table is keyed by `namespace` (the instance's prefix) so that runs sharing
-/// one file stay apart.
+/// one file stay apart. `lease_log.seq` and `fenced_effect.seq` are drawn from
+/// one counter ([`next_seq`]), so the file itself says whether an effect was
+/// written before or after a grant.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS lease (
     namespace TEXT NOT NULL,
@@ -94,6 +97,9 @@ pub(super) struct Db {
     conn: Connection,
     ns: String,
     clock: SqliteClock,
+    /// The sabotage knob (see `SqliteStoreFactory::with_fence_outside_transaction`):
+    /// `Some` splits `effect.apply` into a read and a later write.
+    fence_pause: Option<Duration>,
 }
 
 impl Db {
@@ -106,7 +112,15 @@ impl Db {
             conn,
             ns: ns.to_string(),
             clock,
+            fence_pause: None,
         })
+    }
+
+    /// The same connection, its `effect.apply` fenced outside the write's
+    /// transaction with `pause` between them when `Some` (sabotage only).
+    pub(super) fn with_fence_pause(mut self, pause: Option<Duration>) -> Db {
+        self.fence_pause = pause;
+        self
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction with server time read
@@ -115,7 +129,9 @@ impl Db {
         &mut self,
         f: impl FnOnce(&Transaction<'_>, &str, i64) -> rusqlite::Result<T>,
     ) -> Result<T, StoreError> {
-        let Db { conn, ns, clock } = self;
+        let Db {
+            conn, ns, clock, ..
+        } = self;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sqlite_error)?;
@@ -300,27 +316,86 @@ impl Db {
         effect: &str,
         payload: &str,
     ) -> Result<EffectOutcome, StoreError> {
+        if let Some(pause) = self.fence_pause {
+            return self.apply_effect_fenced_outside(tree, holder, epoch, effect, payload, pause);
+        }
         self.immediate(|tx, ns, now| {
-            let known: Option<i64> = tx
-                .query_row(
-                    "SELECT 1 FROM fenced_effect WHERE namespace = ?1 AND tree = ?2 AND effect = ?3",
-                    params![ns, tree, effect],
-                    |row| row.get(0),
-                )
-                .optional()?;
-            if known.is_some() {
+            if effect_known(tx, ns, tree, effect)? {
                 return Ok(EffectOutcome::Duplicate);
             }
-            if let Err((epoch, reason)) = fence(read_lease(tx, ns, tree)?.as_ref(), holder, epoch, now) {
+            if let Err((epoch, reason)) =
+                fence(read_lease(tx, ns, tree)?.as_ref(), holder, epoch, now)
+            {
                 return Ok(EffectOutcome::Fenced { epoch, reason });
             }
-            tx.execute(
-                "INSERT INTO fenced_effect \
-                 (namespace, tree, effect, holder, epoch, payload, applied_at_ms) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![ns, tree, effect, holder, epoch, payload, now],
-            )?;
+            insert_effect(tx, ns, tree, effect, holder, epoch, payload, now)?;
             Ok(EffectOutcome::Applied)
+        })
+    }
+
+    /// The sabotaged `effect.apply`: the duplicate check and the fence in
+    /// one transaction, then `pause`, then the write in another, so the
+    /// lease can change between the check and the write. The write is kept
+    /// whatever happened meanwhile (a check-then-act bug, not a crash).
+    fn apply_effect_fenced_outside(
+        &mut self,
+        tree: &str,
+        holder: &str,
+        epoch: i64,
+        effect: &str,
+        payload: &str,
+        pause: Duration,
+    ) -> Result<EffectOutcome, StoreError> {
+        let checked = self.immediate(|tx, ns, now| {
+            if effect_known(tx, ns, tree, effect)? {
+                return Ok(Some(EffectOutcome::Duplicate));
+            }
+            Ok(
+                fence(read_lease(tx, ns, tree)?.as_ref(), holder, epoch, now)
+                    .err()
+                    .map(|(epoch, reason)| EffectOutcome::Fenced { epoch, reason }),
+            )
+        })?;
+        if let Some(refused) = checked {
+            return Ok(refused);
+        }
+        std::thread::sleep(pause);
+        self.immediate(|tx, ns, now| {
+            if effect_known(tx, ns, tree, effect)? {
+                return Ok(EffectOutcome::Duplicate);
+            }
+            insert_effect(tx, ns, tree, effect, holder, epoch, payload, now)?;
+            Ok(EffectOutcome::Applied)
+        })
+    }
+
+    /// Every effect and lease log entry of this instance's namespace, each
+    /// with its position in the file's one sequence.
+    pub(super) fn durable_state(&mut self) -> Result<DurableState, StoreError> {
+        self.immediate(|tx, ns, _| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT seq, tree, effect, holder, epoch FROM fenced_effect \
+                 WHERE namespace = ?1 ORDER BY seq",
+            )?;
+            let effects = stmt
+                .query_map(params![ns], |row| {
+                    Ok(DurableEffect {
+                        seq: row.get(0)?,
+                        tree: row.get(1)?,
+                        effect: row.get(2)?,
+                        holder: row.get(3)?,
+                        epoch: row.get(4)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let mut stmt = tx.prepare_cached(
+                "SELECT seq, event, holder, epoch, at_ms, expires_at_ms, previous_holder, \
+                 previous_epoch, tree FROM lease_log WHERE namespace = ?1 ORDER BY seq",
+            )?;
+            let log = stmt
+                .query_map(params![ns], log_entry)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(DurableState { effects, log })
         })
     }
 
@@ -405,31 +480,36 @@ impl Db {
         self.immediate(|tx, ns, _| {
             let mut stmt = tx.prepare_cached(
                 "SELECT seq, event, holder, epoch, at_ms, expires_at_ms, previous_holder, \
-                 previous_epoch FROM lease_log WHERE namespace = ?1 AND tree = ?2 ORDER BY seq",
+                 previous_epoch, tree FROM lease_log WHERE namespace = ?1 AND tree = ?2 \
+                 ORDER BY seq",
             )?;
-            let rows = stmt.query_map(params![ns, tree], |row| {
-                let event: String = row.get(1)?;
-                Ok(LogEntry {
-                    seq: row.get(0)?,
-                    tree: tree.to_string(),
-                    event: LeaseEvent::from_name(&event).ok_or_else(|| {
-                        rusqlite::Error::FromSqlConversionFailure(
-                            1,
-                            rusqlite::types::Type::Text,
-                            format!("unknown lease log event {event:?}").into(),
-                        )
-                    })?,
-                    holder: row.get(2)?,
-                    epoch: row.get(3)?,
-                    at_ms: row.get(4)?,
-                    expires_at_ms: row.get(5)?,
-                    previous_holder: row.get(6)?,
-                    previous_epoch: row.get(7)?,
-                })
-            })?;
+            let rows = stmt.query_map(params![ns, tree], log_entry)?;
             rows.collect()
         })
     }
+}
+
+/// One `lease_log` row selected as `seq, event, holder, epoch, at_ms,
+/// expires_at_ms, previous_holder, previous_epoch, tree`.
+fn log_entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<LogEntry> {
+    let event: String = row.get(1)?;
+    Ok(LogEntry {
+        seq: row.get(0)?,
+        tree: row.get(8)?,
+        event: LeaseEvent::from_name(&event).ok_or_else(|| {
+            rusqlite::Error::FromSqlConversionFailure(
+                1,
+                rusqlite::types::Type::Text,
+                format!("unknown lease log event {event:?}").into(),
+            )
+        })?,
+        holder: row.get(2)?,
+        epoch: row.get(3)?,
+        at_ms: row.get(4)?,
+        expires_at_ms: row.get(5)?,
+        previous_holder: row.get(6)?,
+        previous_epoch: row.get(7)?,
+    })
 }
 
 /// Whether `holder` at `epoch` holds the tree's lease live at `now`; if not,
@@ -496,11 +576,64 @@ fn read_call(tx: &Transaction<'_>, ns: &str, call: &str) -> rusqlite::Result<Opt
     .optional()
 }
 
-fn append_log(tx: &Transaction<'_>, ns: &str, e: &LogEntry) -> rusqlite::Result<()> {
+/// The next position in the file's one sequence of lease log entries and
+/// effects. Called inside a `BEGIN IMMEDIATE` transaction, so no other
+/// writer can draw the same number; the order of the numbers is the order
+/// of the commits.
+fn next_seq(tx: &Transaction<'_>) -> rusqlite::Result<i64> {
+    tx.query_row(
+        "SELECT MAX(COALESCE((SELECT MAX(seq) FROM lease_log), 0), \
+         COALESCE((SELECT MAX(seq) FROM fenced_effect), 0)) + 1",
+        [],
+        |row| row.get(0),
+    )
+}
+
+fn effect_known(
+    tx: &Transaction<'_>,
+    ns: &str,
+    tree: &str,
+    effect: &str,
+) -> rusqlite::Result<bool> {
+    let known: Option<i64> = tx
+        .query_row(
+            "SELECT 1 FROM fenced_effect WHERE namespace = ?1 AND tree = ?2 AND effect = ?3",
+            params![ns, tree, effect],
+            |row| row.get(0),
+        )
+        .optional()?;
+    Ok(known.is_some())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn insert_effect(
+    tx: &Transaction<'_>,
+    ns: &str,
+    tree: &str,
+    effect: &str,
+    holder: &str,
+    epoch: i64,
+    payload: &str,
+    now: i64,
+) -> rusqlite::Result<()> {
+    let seq = next_seq(tx)?;
     tx.execute(
-        "INSERT INTO lease_log (namespace, tree, event, holder, epoch, at_ms, expires_at_ms, \
-         previous_holder, previous_epoch) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO fenced_effect \
+         (seq, namespace, tree, effect, holder, epoch, payload, applied_at_ms) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![seq, ns, tree, effect, holder, epoch, payload, now],
+    )?;
+    Ok(())
+}
+
+fn append_log(tx: &Transaction<'_>, ns: &str, e: &LogEntry) -> rusqlite::Result<()> {
+    let seq = next_seq(tx)?;
+    tx.execute(
+        "INSERT INTO lease_log (seq, namespace, tree, event, holder, epoch, at_ms, \
+         expires_at_ms, previous_holder, previous_epoch) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         params![
+            seq,
             ns,
             e.tree,
             e.event.name(),

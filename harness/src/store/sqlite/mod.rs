@@ -18,6 +18,7 @@ mod tests;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -206,18 +207,70 @@ pub struct LogEntry {
     pub previous_epoch: Option<i64>,
 }
 
+/// An applied effect with its place in the file's one sequence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DurableEffect {
+    /// Position in the sequence shared with the lease log ([`LogEntry::seq`]):
+    /// the effect was committed after every entry with a smaller number and
+    /// before every entry with a larger one.
+    pub seq: i64,
+    /// The tree it was applied under.
+    pub tree: String,
+    /// The effect id.
+    pub effect: String,
+    /// Who applied it.
+    pub holder: String,
+    /// The epoch it was applied with.
+    pub epoch: i64,
+}
+
+/// What a durable store shows at the end of a run, read from the store's
+/// own file (not over the wire): every effect and every lease log entry of
+/// one namespace, numbered in one sequence, so the order in which effects
+/// and grants were committed is the store's own account, whatever the
+/// timing of the calls.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DurableState {
+    /// The applied effects, in sequence order.
+    pub effects: Vec<DurableEffect>,
+    /// The lease log of every tree, in sequence order.
+    pub log: Vec<LogEntry>,
+}
+
 /// Makes instances of the SQLite store (`builtin:sqlite`) on one file.
 #[derive(Debug, Clone)]
 pub struct SqliteStoreFactory {
     path: PathBuf,
     clock: SqliteClock,
+    fence_pause: Option<Duration>,
 }
 
 impl SqliteStoreFactory {
     /// A factory whose instances share the database at `path` (created if
     /// missing; one file per run) and read server time from `clock`.
     pub fn new(path: PathBuf, clock: SqliteClock) -> Self {
-        SqliteStoreFactory { path, clock }
+        SqliteStoreFactory {
+            path,
+            clock,
+            fence_pause: None,
+        }
+    }
+
+    /// A BROKEN store, for the sabotage set only (`sabotage:fence-outside-transaction`):
+    /// `effect.apply` reads and checks the lease in one transaction, waits
+    /// `pause`, then writes the effect in another, so the lease can be taken
+    /// over between the check and the write and a zombie's effect lands
+    /// after the newer grant. Every other operation is unchanged.
+    pub fn with_fence_outside_transaction(mut self, pause: Duration) -> Self {
+        self.fence_pause = Some(pause);
+        self
+    }
+
+    /// Every effect and lease log entry under `prefix`, numbered in the
+    /// file's one sequence (see [`DurableState`]).
+    pub async fn durable_state_of(&self, prefix: &str) -> Result<DurableState, StoreError> {
+        let (path, ns, clock) = (self.path.clone(), prefix.to_owned(), self.clock.clone());
+        blocking(move || Db::open(&path, &ns, clock)?.durable_state()).await
     }
 
     /// The database file.
@@ -234,7 +287,7 @@ impl SqliteStoreFactory {
         StoreInfo {
             name: STORE_NAME.to_string(),
             version: env!("CARGO_PKG_VERSION").to_string(),
-            contracts: vec![Contract::Lease],
+            contracts: vec![Contract::Lease, Contract::Fenced],
         }
     }
 
@@ -243,7 +296,8 @@ impl SqliteStoreFactory {
     /// `redis_url` and `opt_out` are not used (the file is always durable).
     pub async fn connect_sqlite(&self, hello: &Hello) -> Result<SqliteStoreClient, StoreError> {
         let (path, ns, clock) = (self.path.clone(), hello.prefix.clone(), self.clock.clone());
-        let db = blocking(move || Db::open(&path, &ns, clock)).await?;
+        let pause = self.fence_pause;
+        let db = blocking(move || Ok(Db::open(&path, &ns, clock)?.with_fence_pause(pause))).await?;
         Ok(SqliteStoreClient {
             db: Arc::new(Mutex::new(db)),
         })
@@ -268,6 +322,10 @@ impl StoreFactory for SqliteStoreFactory {
     ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
         let client = self.connect_sqlite(hello).await?;
         Ok((Self::info(), Box::new(client)))
+    }
+
+    async fn durable_state(&self, prefix: &str) -> Result<Option<DurableState>, StoreError> {
+        self.durable_state_of(prefix).await.map(Some)
     }
 }
 
@@ -373,11 +431,11 @@ impl StoreClient for SqliteStoreClient {
     async fn call(&mut self, call: &Call, _clock_ms: i64) -> Result<Reply, StoreError> {
         // Bad input is refused before anything is touched.
         let req = Request::parse(call)?;
-        if req.contract() != Contract::Lease {
+        if !matches!(req.contract(), Contract::Lease | Contract::Fenced) {
             return Err(StoreError::new(
                 ErrorKind::Unsupported,
                 format!(
-                    "{}: the SQLite store offers only the lease contract",
+                    "{}: the SQLite store offers only the lease contract and its fencing set",
                     req.op()
                 ),
             ));
@@ -402,15 +460,71 @@ impl StoreClient for SqliteStoreClient {
             Request::LeaseRead { tree } => db.read(tree),
             Request::LeaseKeepExecution { tree, execution } => db.keep(tree, execution),
             Request::LeaseKeptExecutions { tree } => db.kept(tree),
+            Request::EffectApply {
+                tree,
+                holder,
+                epoch,
+                effect,
+                payload,
+            } => db
+                .apply_effect(tree, holder, *epoch, effect, payload)
+                .map(EffectOutcome::into_reply),
+            Request::CallBegin {
+                tree,
+                holder,
+                epoch,
+                call,
+            } => db
+                .begin_call(tree, holder, *epoch, call)
+                .map(CallOutcome::into_reply),
+            Request::CallFinish { call, response } => db
+                .finish_call(call, response)
+                .map(FinishOutcome::into_reply),
             other => Err(StoreError::new(
                 ErrorKind::Unsupported,
                 format!(
-                    "{}: the SQLite store offers only the lease contract",
+                    "{}: the SQLite store offers only the lease contract and its fencing set",
                     other.op()
                 ),
             )),
         })
         .await
+    }
+}
+
+impl EffectOutcome {
+    /// The wire reply (`applied`, `duplicate`, `fenced {epoch}`); the fence's
+    /// reason stays with the typed outcome.
+    pub fn into_reply(self) -> Reply {
+        match self {
+            EffectOutcome::Applied => Reply::Applied {},
+            EffectOutcome::Duplicate => Reply::Duplicate {},
+            EffectOutcome::Fenced { epoch, .. } => Reply::Fenced { epoch },
+        }
+    }
+}
+
+impl CallOutcome {
+    /// The wire reply (`begun`, `duplicate`, `fenced {epoch}`).
+    pub fn into_reply(self) -> Reply {
+        match self {
+            CallOutcome::Begun => Reply::Begun {},
+            CallOutcome::Duplicate { .. } => Reply::Duplicate {},
+            CallOutcome::Fenced { epoch, .. } => Reply::Fenced { epoch },
+        }
+    }
+}
+
+impl FinishOutcome {
+    /// The wire reply (`finished`, `already_finished {response}`,
+    /// `not_begun`, `fenced {epoch}`).
+    pub fn into_reply(self) -> Reply {
+        match self {
+            FinishOutcome::Finished => Reply::Finished {},
+            FinishOutcome::AlreadyFinished { response } => Reply::AlreadyFinished { response },
+            FinishOutcome::NotBegun => Reply::NotBegun {},
+            FinishOutcome::Fenced { epoch, .. } => Reply::Fenced { epoch },
+        }
     }
 }
 
