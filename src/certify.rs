@@ -25,15 +25,17 @@ use crate::store_spec::StoreSpec;
 pub enum SuiteName {
     Conformance,
     Explorer,
+    Faults,
     Crash,
     Layout,
 }
 
 impl SuiteName {
     /// Every suite, in the order a run without `--suite` runs them.
-    const ALL: [SuiteName; 4] = [
+    const ALL: [SuiteName; 5] = [
         SuiteName::Conformance,
         SuiteName::Explorer,
+        SuiteName::Faults,
         SuiteName::Crash,
         SuiteName::Layout,
     ];
@@ -109,6 +111,13 @@ pub struct CertifyArgs {
     /// everysec opted out; on the process backend (1 to 1000).
     #[arg(long, default_value_t = 5, value_name = "N", value_parser = sized(1, 1000, KILLS_WHY))]
     power_losses: usize,
+    /// Faults: rounds each instance runs per layout, while the nemesis plays
+    /// (1 to 10000).
+    #[arg(long, default_value_t = 30, value_name = "N", value_parser = sized(1, 10_000, ROUNDS_WHY))]
+    fault_rounds: usize,
+    /// Faults: faults the nemesis injects per layout (1 to 10000).
+    #[arg(long, default_value_t = 16, value_name = "N", value_parser = sized(1, 10_000, FAULTS_WHY))]
+    faults: usize,
     /// Crash: where the killed server runs.
     #[arg(long, value_enum, default_value = "auto", value_name = "BACKEND")]
     crash_backend: CrashBackendArg,
@@ -133,6 +142,8 @@ pub struct CertifyArgs {
 /// and the zombie's renew or release, with one command each.
 pub(crate) const MIN_DEPTH: usize = 4;
 const DEPTH_WHY: &str = "below 4 steps no schedule holds a take, a move past its expiry, a second take and the zombie's call, so the takeover races could not be reached";
+const ROUNDS_WHY: &str = "with no rounds, no history would be judged";
+const FAULTS_WHY: &str = "with no faults, the fault suite would prove nothing about faults";
 const KILLS_WHY: &str = "with none, the crash checks would hold across nothing and say nothing";
 /// Each checker thread starts a redis-server of its own.
 pub(crate) const MAX_THREADS: usize = 64;
@@ -299,6 +310,7 @@ async fn certify(
         "storeproof-run-",
         &args.store.to_string(),
         args.adapter_timeout,
+        managed.as_ref().and_then(|m| m.clock().cloned()),
     )?;
     let info = probe(
         factory.as_ref(),
@@ -482,6 +494,11 @@ fn suite(name: SuiteName, args: &CertifyArgs, seed: u64) -> anyhow::Result<Box<d
             skews: explorer::skews(),
             absolute_times: false,
         })),
+        SuiteName::Faults => Box::new(faults::FaultsSuite::new(faults::FaultsConfig {
+            rounds: args.fault_rounds,
+            instances: 3,
+            faults: args.faults,
+        })),
         SuiteName::Crash => Box::new(crash::CrashSuite::new(crash::CrashConfig {
             kills: args.kills,
             opt_out_kills: args.opt_out_kills,
@@ -525,11 +542,13 @@ pub fn check_store_spec(store: &str) -> anyhow::Result<StoreSpec> {
 
 /// A fresh working directory for the run (removed when the returned guard
 /// drops, or by the Ctrl-C handler) and the store `store` (a `--store`
-/// spelling) keeping its durable files in it.
+/// spelling) keeping its durable files in it; a store with a clock of its
+/// own (`builtin:sqlite`) follows `server_clock`, the managed server's.
 pub fn store_in_workdir(
     prefix: &str,
     store: &str,
     adapter_timeout_s: f64,
+    server_clock: Option<Arc<harness::server::VirtualClock>>,
 ) -> anyhow::Result<(tempfile::TempDir, Arc<dyn StoreFactory>)> {
     let store = check_store_spec(store)?;
     let workdir = tempfile::Builder::new()
@@ -538,7 +557,11 @@ pub fn store_in_workdir(
         .context("cannot create a working directory")?;
     let _ = crate::RUN_WORKDIR.set(workdir.path().to_path_buf());
     server::mark_owned(workdir.path()).context("cannot mark the working directory")?;
-    let factory = store.factory(workdir.path(), Duration::from_secs_f64(adapter_timeout_s));
+    let factory = store.factory(
+        workdir.path(),
+        Duration::from_secs_f64(adapter_timeout_s),
+        server_clock,
+    );
     Ok((workdir, factory))
 }
 

@@ -68,7 +68,12 @@ async fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let server = ManagedServer::start(ServerOptions::default())
         .await
         .context("cannot start the managed Redis server")?;
-    let (_workdir, factory) = store_in_workdir("storeproof-replay-", &store, args.adapter_timeout)?;
+    let (_workdir, factory) = store_in_workdir(
+        "storeproof-replay-",
+        &store,
+        args.adapter_timeout,
+        server.clock().cloned(),
+    )?;
     let run_prefix = format!("sp:replay{:08x}:", rand::random::<u32>());
     let info = probe(
         factory.as_ref(),

@@ -8,15 +8,23 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use harness::server::VirtualClock;
 use harness::store::external::ExternalStoreFactory;
 use harness::store::redis::RedisStoreFactory;
+use harness::store::sqlite::{SqliteClock, SqliteStoreFactory};
 use harness::store::StoreFactory;
+
+/// The database file of `builtin:sqlite`, one per run, in the run's workdir.
+pub const SQLITE_FILE: &str = "builtin-sqlite.sqlite";
 
 /// A store storeproof can certify.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreSpec {
     /// The built-in Redis lease, queue and rate stores (`builtin:redis`).
     BuiltinRedis,
+    /// The SQLite fencing set's lease store (`builtin:sqlite`, SPEC 2.4), on a
+    /// fresh database file of the run's own.
+    BuiltinSqlite,
     /// An adapter in any language speaking docs/PROTOCOL.md over JSON lines
     /// (`cmd:<command line>`).
     Command(String),
@@ -28,8 +36,9 @@ impl StoreSpec {
     /// The help text of `--store`, naming every sabotage of this version.
     pub fn help() -> String {
         format!(
-            "The store: builtin:redis (default), cmd:'<command line>' (an adapter, \
-             docs/PROTOCOL.md), or a deliberately broken one: {}",
+            "The store: builtin:redis (default), builtin:sqlite (the SQLite fencing set's \
+             lease store), cmd:'<command line>' (an adapter, docs/PROTOCOL.md), or a \
+             deliberately broken one: {}",
             sabotage::NAMED
                 .iter()
                 .map(|n| format!("sabotage:{}", n.name))
@@ -38,12 +47,25 @@ impl StoreSpec {
         )
     }
 
-    /// The factory of this store; durable files (kept execution ids) go
-    /// into `workdir`, an adapter gets `adapter_timeout` per request.
-    pub fn factory(&self, workdir: &Path, adapter_timeout: Duration) -> Arc<dyn StoreFactory> {
+    /// The factory of this store; durable files (kept execution ids, the
+    /// SQLite store's database) go into `workdir`, never elsewhere; an
+    /// adapter gets `adapter_timeout` per request. `server_clock` is the
+    /// managed server's virtual clock, if the run has one: the SQLite store
+    /// reads its server time there, so moving that clock moves its leases'
+    /// time too (without it, the system clock).
+    pub fn factory(
+        &self,
+        workdir: &Path,
+        adapter_timeout: Duration,
+        server_clock: Option<Arc<VirtualClock>>,
+    ) -> Arc<dyn StoreFactory> {
         let builtin = || RedisStoreFactory::new(workdir.join("kept-executions.sqlite"));
         match self {
             StoreSpec::BuiltinRedis => Arc::new(builtin()),
+            StoreSpec::BuiltinSqlite => Arc::new(SqliteStoreFactory::new(
+                workdir.join(SQLITE_FILE),
+                SqliteClock::following(server_clock),
+            )),
             StoreSpec::Command(command) => Arc::new(
                 ExternalStoreFactory::new(command, workdir.to_path_buf())
                     .with_timeout(adapter_timeout),
@@ -63,7 +85,7 @@ impl FromStr for StoreSpec {
             return Ok(StoreSpec::BuiltinRedis);
         }
         if text == "builtin:sqlite" {
-            return Err("builtin:sqlite is not in this version of storeproof yet; use builtin:redis or cmd:'<command line>'".into());
+            return Ok(StoreSpec::BuiltinSqlite);
         }
         if let Some(command) = text.strip_prefix("cmd:") {
             let command = command.trim();
@@ -87,7 +109,7 @@ impl FromStr for StoreSpec {
                 });
         }
         Err(format!(
-            "unknown store {text:?}; use builtin:redis, cmd:'<command line>' or sabotage:<name>"
+            "unknown store {text:?}; use builtin:redis, builtin:sqlite, cmd:'<command line>' or sabotage:<name>"
         ))
     }
 }
@@ -97,6 +119,7 @@ impl fmt::Display for StoreSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StoreSpec::BuiltinRedis => write!(f, "builtin:redis"),
+            StoreSpec::BuiltinSqlite => write!(f, "builtin:sqlite"),
             StoreSpec::Command(command) => write!(f, "cmd:{command}"),
             StoreSpec::Sabotage(name) => write!(f, "sabotage:{name}"),
         }
@@ -111,6 +134,7 @@ mod tests {
     fn every_spelling_parses_back_to_itself() {
         let mut specs = vec![
             StoreSpec::BuiltinRedis,
+            StoreSpec::BuiltinSqlite,
             StoreSpec::Command("python3 a.py --x".into()),
         ];
         specs.extend(sabotage::NAMED.iter().map(|n| StoreSpec::Sabotage(n.name)));
@@ -122,7 +146,6 @@ mod tests {
     #[test]
     fn wrong_stores_are_refused_with_the_way_out() {
         for (text, says) in [
-            ("builtin:sqlite", "not in this version"),
             ("cmd:  ", "needs a command line"),
             ("sabotage:nope", "the sabotages are"),
             ("redis", "use builtin:redis"),
@@ -133,11 +156,29 @@ mod tests {
     }
 
     #[test]
-    fn the_help_names_every_sabotage_and_no_store_it_refuses() {
+    fn the_help_names_every_store_it_accepts() {
         let help = StoreSpec::help();
         for n in sabotage::NAMED {
             assert!(help.contains(&format!("sabotage:{}", n.name)), "{help}");
         }
-        assert!(!help.contains("builtin:sqlite"), "{help}");
+        for builtin in ["builtin:redis", "builtin:sqlite"] {
+            assert!(help.contains(builtin), "{help}");
+            assert!(builtin.parse::<StoreSpec>().is_ok(), "{builtin}");
+        }
+    }
+
+    #[test]
+    fn the_sqlite_store_lives_in_the_workdir_and_follows_the_servers_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(VirtualClock::create(&dir.path().join("clock")).unwrap());
+        let factory = SqliteStoreFactory::new(
+            dir.path().join(SQLITE_FILE),
+            SqliteClock::following(Some(clock.clone())),
+        );
+        clock.set_ms(5_000);
+        assert_eq!(factory.clock().now_ms(), 5_000);
+        let made = StoreSpec::BuiltinSqlite.factory(dir.path(), Duration::from_secs(1), None);
+        assert_eq!(made.spec(), "builtin:sqlite");
+        assert!(!made.keeps_state_in_redis());
     }
 }

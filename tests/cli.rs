@@ -75,10 +75,6 @@ fn wrong_flags_exit_2_with_one_line() {
         ),
         (vec!["certify", "--store", "mystery"], "builtin:redis"),
         (
-            vec!["certify", "--store", "builtin:sqlite"],
-            "not in this version",
-        ),
-        (
             vec!["certify", "--store", "sabotage:nope"],
             "the sabotages are read-then-write-take",
         ),

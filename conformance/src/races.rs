@@ -17,6 +17,12 @@
 //! instant its commands allow (the model judges both); when neither explains
 //! them, the released commands in order are the counterexample. Every race is
 //! judged on its own: one failing race does not hide the others.
+//!
+//! A store that sends no Redis commands (`builtin:sqlite`) gives the gate
+//! nothing to hold: its races are run as concurrent calls instead, round
+//! after round, each round judged the same way; the store's own locking
+//! picks the order, so those rounds sample interleavings rather than force
+//! every one, and the check's reason says so.
 
 use serde_json::{json, Value};
 
@@ -200,8 +206,16 @@ pub(crate) async fn take_races(target: &Subject<'_>, prefix: &str) -> Outcome {
     };
     let mut results = Vec::new();
     let mut run = 0usize;
+    // A store that sends no Redis commands (builtin:sqlite) has nothing the
+    // gate can hold: its own locking orders the operations, so the races are
+    // run as truly concurrent calls, many times, and each round is judged.
+    let in_redis = target.factory.keeps_state_in_redis();
     for race in races() {
-        results.push(explore(target, &race, prefix, clock, &mut run).await);
+        results.push(if in_redis {
+            explore(target, &race, prefix, clock, &mut run).await
+        } else {
+            concurrent(target, &race, prefix, clock, &mut run).await
+        });
     }
     let evidence = json!({"races": results.iter().map(|r| &r.evidence).collect::<Vec<_>>()});
     let summary = results
@@ -230,10 +244,187 @@ pub(crate) async fn take_races(target: &Subject<'_>, prefix: &str) -> Outcome {
             evidence,
         );
     }
-    Outcome::pass(
-        format!("every interleaving was linearizable: {summary}"),
-        evidence,
-    )
+    let how = if in_redis {
+        "every interleaving was linearizable"
+    } else {
+        "every round of concurrent calls was linearizable (the store sends no Redis commands, \
+         so no interleaving could be forced through the gate; its own locking ordered them)"
+    };
+    Outcome::pass(format!("{how}: {summary}"), evidence)
+}
+
+/// Rounds of concurrent calls per race for a store without Redis commands.
+const CONCURRENT_ROUNDS: usize = 40;
+
+/// Runs one race [`CONCURRENT_ROUNDS`] times with both operations in flight
+/// at once (and, in the third race, the clock move racing them, placed a
+/// little later each round) and judges each round; stops at the first round
+/// no sequential order explains. The order the store chose is its own
+/// (unforced), so a pass is evidence, not the proof the gate gives.
+async fn concurrent(
+    target: &Subject<'_>,
+    race: &Race,
+    prefix: &str,
+    clock: &harness::server::VirtualClock,
+    run: &mut usize,
+) -> RaceResult {
+    let mut rounds = Vec::new();
+    for round in 0..CONCURRENT_ROUNDS {
+        *run += 1;
+        let start = clock.now_ms() + 86_400_000;
+        clock.set_ms(start);
+        let s = match concurrent_round(
+            target,
+            race,
+            &format!("{prefix}r{run}:"),
+            clock,
+            start,
+            round,
+        )
+        .await
+        {
+            Ok(s) => s,
+            Err(e) => {
+                let (verdict, e) = match e {
+                    ScheduleError::Store(e) => (Verdict::Fail, e),
+                    ScheduleError::Harness(e) => (Verdict::Unknown, e),
+                };
+                return RaceResult {
+                    verdict,
+                    evidence: json!({
+                        "race": race.name,
+                        "verdict": verdict.word(),
+                        "rounds": round + 1,
+                        "error": e,
+                    }),
+                    reason: Some(format!("{}: round {}: {e}", race.name, round + 1)),
+                    counterexample: None,
+                    summary: format!(
+                        "{} {} after {} rounds",
+                        race.name,
+                        verdict.word(),
+                        round + 1
+                    ),
+                };
+            }
+        };
+        let record = json!({
+            "a": {"call": s.requests[0].to_call(), "answer": outcome_json(&s.outcomes[0])},
+            "b": {"call": s.requests[1].to_call(), "answer": outcome_json(&s.outcomes[1])},
+        });
+        if let Err(why) = linearizable(&s) {
+            return RaceResult {
+                verdict: Verdict::Fail,
+                evidence: json!({
+                    "race": race.name,
+                    "verdict": "fail",
+                    "rounds": round + 1,
+                    "failing": record,
+                }),
+                reason: Some(format!(
+                    "{}: no sequential order explains the replies of round {} of concurrent calls: {why}",
+                    race.name,
+                    round + 1
+                )),
+                counterexample: Some(json!({
+                    "kind": "take-race",
+                    "race": race.name,
+                    "commands": [],
+                    "a": record["a"],
+                    "b": record["b"],
+                })),
+                summary: format!("{} failed at round {}", race.name, round + 1),
+            };
+        }
+        rounds.push(record);
+    }
+    RaceResult {
+        verdict: Verdict::Pass,
+        evidence: json!({
+            "race": race.name,
+            "verdict": "pass",
+            "rounds": rounds.len(),
+            "concurrent": rounds,
+        }),
+        reason: None,
+        counterexample: None,
+        summary: format!("{} ({CONCURRENT_ROUNDS} concurrent rounds)", race.name),
+    }
+}
+
+/// One round of a race as concurrent calls: the set-up judged, then both
+/// operations (and the clock move, after `round % 4` yields) at once.
+async fn concurrent_round(
+    target: &Subject<'_>,
+    race: &Race,
+    prefix: &str,
+    clock: &harness::server::VirtualClock,
+    start: i64,
+    round: usize,
+) -> Result<Schedule, ScheduleError> {
+    use ScheduleError::{Harness, Store};
+    let url = target.server.url();
+    let mut clients: Vec<Box<dyn StoreClient>> = Vec::new();
+    for name in [0, 1].map(instance_name) {
+        match target.connect_store(name, prefix, &url, start).await {
+            Ok(c) => clients.push(c),
+            Err(e) if e.kind == ErrorKind::AdapterFailed => return Err(Harness(e.message)),
+            Err(e) => return Err(Store(format!("instance {name} could not connect: {e}"))),
+        }
+    }
+    let mut model = ContractModel::default();
+    let mut epochs = Vec::new();
+    for req in &race.setup {
+        let out = clients[0].call(&req.to_call(), start).await;
+        if let Err(e) = &out {
+            if e.kind == ErrorKind::AdapterFailed {
+                return Err(Harness(e.message.clone()));
+            }
+        }
+        if let Judgement::Violates(w) = model.judge(req, start, start, &out) {
+            return Err(Store(format!("the set-up {} failed: {w}", req.op())));
+        }
+        if let Ok(Reply::Granted { epoch, .. }) = out {
+            epochs.push(epoch);
+        }
+    }
+    let now = start + race.advance_after_setup;
+    clock.set_ms(now);
+    let requests = [(race.a)(&epochs), (race.b)(&epochs)];
+    let [a_call, b_call] = [requests[0].to_call(), requests[1].to_call()];
+    let [mut a, mut b] = <[Box<dyn StoreClient>; 2]>::try_from(clients)
+        .map_err(|_| Harness("two instances were not connected".into()))?;
+    let tick = async {
+        if let Some(d) = race.tick_ms {
+            for _ in 0..round % 4 {
+                tokio::task::yield_now().await;
+            }
+            clock.set_ms(now + d);
+        }
+    };
+    let (out_a, out_b, ()) = tokio::join!(a.call(&a_call, now), b.call(&b_call, now), tick);
+    for out in [&out_a, &out_b] {
+        if let Err(e) = out {
+            if e.kind == ErrorKind::AdapterFailed {
+                return Err(Harness(e.message.clone()));
+            }
+        }
+    }
+    // Nothing says when each call took effect relative to the clock move:
+    // either side of it.
+    let instants = [0, 1].map(|_| match race.tick_ms {
+        Some(d) => vec![now, now + d],
+        None => vec![now],
+    });
+    Ok(Schedule {
+        choices: Vec::new(),
+        ready: Vec::new(),
+        commands: Vec::new(),
+        outcomes: [out_a, out_b],
+        requests,
+        instants,
+        model,
+    })
 }
 
 /// Explores every interleaving of one race (up to [`MAX_SCHEDULES`]) and
@@ -529,4 +720,102 @@ async fn run_schedule(
         instants,
         model,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use async_trait::async_trait;
+    use harness::contract::{Call, Contract};
+    use harness::server::{ManagedServer, ServerOptions, VirtualClock};
+    use harness::store::sqlite::{SqliteClock, SqliteStoreFactory};
+    use harness::store::{Hello, StoreFactory, StoreInfo};
+    use harness::ServerRef;
+
+    use super::*;
+
+    /// A store outside Redis that grants every take at epoch 1: two racing
+    /// takes are both granted, which no order explains.
+    struct GrantsEveryTake(Arc<VirtualClock>);
+
+    struct Client(Arc<VirtualClock>);
+
+    #[async_trait]
+    impl StoreClient for Client {
+        async fn call(&mut self, call: &Call, _: i64) -> Result<Reply, StoreError> {
+            match Request::parse(call)? {
+                Request::LeaseTake { ttl_ms, .. } => Ok(Reply::Granted {
+                    epoch: 1,
+                    expires_at_ms: self.0.now_ms() + ttl_ms,
+                }),
+                other => Err(StoreError::new(ErrorKind::Unsupported, other.op())),
+            }
+        }
+    }
+
+    #[async_trait]
+    impl StoreFactory for GrantsEveryTake {
+        fn spec(&self) -> String {
+            "grants-every-take".into()
+        }
+
+        fn keeps_state_in_redis(&self) -> bool {
+            false
+        }
+
+        async fn connect(
+            &self,
+            _: &Hello,
+            _: i64,
+        ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
+            let info = StoreInfo {
+                name: self.spec(),
+                version: "0".into(),
+                contracts: vec![Contract::Lease],
+            };
+            Ok((info, Box::new(Client(self.0.clone()))))
+        }
+    }
+
+    fn subject(server: &ManagedServer, factory: Arc<dyn StoreFactory>) -> Subject<'_> {
+        Subject {
+            spec: factory.spec(),
+            factory,
+            opt_out: None,
+            run_prefix: "sp:races:".into(),
+            contracts: vec![Contract::Lease],
+            server: ServerRef::Managed(server),
+            seed: 0,
+            may_start_servers: true,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_store_outside_redis_is_raced_with_concurrent_calls_that_can_fail() {
+        let server = ManagedServer::start(ServerOptions::default())
+            .await
+            .unwrap();
+        let clock = server.clock().unwrap().clone();
+        // The server's own directory goes with it.
+        let sqlite = SqliteStoreFactory::new(
+            server.dir().join("store.db"),
+            SqliteClock::following(Some(clock.clone())),
+        );
+        let passed = take_races(&subject(&server, Arc::new(sqlite)), "sp:races:ok:").await;
+        assert_eq!(passed.verdict, Verdict::Pass, "{}", passed.reason);
+        assert!(passed.reason.contains("concurrent"), "{}", passed.reason);
+
+        let broken = Arc::new(GrantsEveryTake(clock));
+        let failed = take_races(&subject(&server, broken), "sp:races:bad:").await;
+        assert_eq!(failed.verdict, Verdict::Fail, "{}", failed.reason);
+        assert!(
+            failed
+                .reason
+                .contains("two takes of a free tree: no sequential order"),
+            "{}",
+            failed.reason
+        );
+        let _ = server.stop().await;
+    }
 }

@@ -474,4 +474,45 @@ mod tests {
             "{outside} outside, {skipped} skipped"
         );
     }
+
+    /// The SQLite store judged on the managed server's virtual clock: its
+    /// leases expire to the millisecond when it follows that clock, and the
+    /// same check fails when it reads the machine's clock instead (a broken
+    /// follow cannot pass).
+    #[tokio::test]
+    async fn the_sqlite_store_passes_expiry_only_when_it_follows_the_virtual_clock() {
+        use harness::server::{ManagedServer, ServerOptions};
+        use harness::store::sqlite::{SqliteClock, SqliteStoreFactory};
+
+        let server = ManagedServer::start(ServerOptions::default())
+            .await
+            .unwrap();
+        let defs = all_checks();
+        let expiry = defs
+            .iter()
+            .find(|d| d.spec.id == "conformance.lease.expiry-after-instant")
+            .unwrap();
+        for (clock, expect) in [
+            (
+                SqliteClock::following(server.clock().cloned()),
+                Verdict::Pass,
+            ),
+            (SqliteClock::System, Verdict::Fail),
+        ] {
+            let factory = SqliteStoreFactory::new(server.dir().join("store.db"), clock);
+            let subject = Subject {
+                spec: factory.spec(),
+                factory: Arc::new(factory),
+                opt_out: None,
+                run_prefix: format!("sp:follow{expect:?}:"),
+                contracts: vec![Contract::Lease],
+                server: ServerRef::Managed(&server),
+                seed: 0,
+                may_start_servers: true,
+            };
+            let result = run_check(&subject, 0, expiry).await;
+            assert_eq!(result.verdict, expect, "{}", result.reason);
+        }
+        let _ = server.stop().await;
+    }
 }

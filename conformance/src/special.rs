@@ -153,7 +153,7 @@ async fn kept_not_in_redis(target: &Subject<'_>, prefix: &str) -> Outcome {
 }
 
 /// Reads the whole keyspace, so it runs only on a managed server
-/// (`Needs::ManagedServer`, settled by `plan` before it runs).
+/// (`Needs::AllKeys`, settled by `plan` before it runs).
 async fn odd_ids_inside_prefix(target: &Subject<'_>, prefix: &str) -> Outcome {
     let mut admin = match target.admin().await {
         Ok(a) => a,

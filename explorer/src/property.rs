@@ -33,13 +33,14 @@ pub enum Property {
 }
 
 /// Every explorer check is about the lease contract and needs servers the
-/// explorer restores, flushes and moves the clock of.
+/// explorer restores, flushes and moves the clock of, and a store whose
+/// Redis commands it interleaves (a store without them cannot be explored).
 const fn spec(id: &'static str, about: &'static str) -> CheckSpec {
     CheckSpec {
         id,
         level: Level::Must,
         contracts: &[Contract::Lease],
-        needs: Needs::ManagedServer,
+        needs: Needs::StoreCommands,
         about,
     }
 }

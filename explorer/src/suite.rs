@@ -190,7 +190,7 @@ mod tests {
         for c in checks {
             assert_eq!(c.level, Level::Must, "{}", c.id);
             assert_eq!(c.contracts, &[Contract::Lease], "{}", c.id);
-            assert_eq!(c.needs, Needs::ManagedServer, "{}", c.id);
+            assert_eq!(c.needs, Needs::StoreCommands, "{}", c.id);
             assert!(!c.about.is_empty(), "{}", c.id);
         }
     }

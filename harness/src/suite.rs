@@ -4,8 +4,9 @@
 //!
 //! Whether a check can be decided at all is settled here, the same way for
 //! every suite, before the suite runs: a check about contracts the store does
-//! not claim is outside the claim; a check whose [`Needs`] the run cannot meet
-//! is skipped with the reason. The suite then runs only what is left.
+//! not claim, or about Redis state a store keeping none there, is outside the
+//! claim; a check whose [`Needs`] the run cannot meet is skipped with the
+//! reason. The suite then runs only what is left.
 
 use std::sync::Arc;
 
@@ -30,18 +31,34 @@ pub enum Needs {
     ManagedServer,
     /// Servers of the check's own, started by storeproof from a local
     /// `redis-server` (or a container built from it), holding the store's
-    /// state: they are misconfigured, killed or restarted under the store,
-    /// which judges only a store that keeps its state in Redis.
+    /// state: they are misconfigured, killed or restarted under the store.
+    /// A store that keeps no state in Redis cannot be judged this way: a
+    /// check about the server alone (no contracts: which servers the store
+    /// accepts) is outside its claim, any other is skipped with the reason.
     OwnServers,
-    /// The store's keys on the server it is pointed at (any server): the
-    /// check reads what the store wrote under the run's prefix, so it judges
-    /// only a store that keeps its state in Redis.
+    /// The store's keys under the run's prefix on the server it is pointed
+    /// at (any server): the check is about what the store keeps in Redis,
+    /// outside the claim of a store that keeps nothing there.
     StoreKeys,
-    /// The store's Redis commands on a managed server: they are interleaved
-    /// through a gate, or the server's keyspace is read whole or restored
-    /// (the explorer, the take races). Implies [`Needs::ManagedServer`] and
-    /// a store that keeps its state in Redis.
+    /// The managed server's whole keyspace: the check is about every key
+    /// the store writes (e.g. none outside its prefix). Implies
+    /// [`Needs::ManagedServer`]; outside the claim of a store that keeps
+    /// nothing in Redis.
+    AllKeys,
+    /// The store's Redis commands on a managed server, interleaved through a
+    /// gate, the server's keyspace restored between runs (the explorer).
+    /// Implies [`Needs::ManagedServer`]; a store that sends no Redis
+    /// commands cannot be driven this way, and the check is skipped with the
+    /// reason (its contract is claimed, so the run is left INCOMPLETE).
     StoreCommands,
+    /// Redis servers of the check's own beside the store under test (the
+    /// fault suite: restarted, filled, cut off by gates). A store that keeps
+    /// its state outside Redis runs beside them on the run's managed
+    /// server's clock, which it follows, so it also needs that server.
+    FaultServers,
+    /// A Redis server of the check's own, filled to `maxmemory` under the
+    /// store: outside the claim of a store that keeps nothing in Redis.
+    FullRedis,
 }
 
 /// Why a check about the Redis server's contents or the store's commands on
@@ -88,31 +105,59 @@ impl CheckSpec {
         ))
     }
 
-    /// Why the run cannot decide the check, or `None` when its needs are met.
+    /// Why the check cannot apply to the store at all, whatever the run:
+    /// it is about Redis state (keys, the servers it accepts) the store
+    /// claims not to keep. `None` for a store that keeps its state in Redis.
+    /// Such a check is reported outside the claim with this reason, never
+    /// passed vacuously.
+    pub fn not_applicable(&self, subject: &Subject<'_>) -> Option<String> {
+        if subject.factory.keeps_state_in_redis() {
+            return None;
+        }
+        match self.needs {
+            Needs::StoreKeys | Needs::AllKeys => Some(format!(
+                "{NOT_IN_REDIS}: this check reads the store's keys on the Redis server, where it keeps none"
+            )),
+            Needs::FullRedis => Some(format!(
+                "{NOT_IN_REDIS}: this check fills the Redis server under the store, which writes nothing there"
+            )),
+            Needs::OwnServers if self.contracts.is_empty() => Some(format!(
+                "{NOT_IN_REDIS}: this check is about which Redis servers the store accepts, and it uses none"
+            )),
+            _ => None,
+        }
+    }
+
+    /// Why the run cannot decide the check, or `None` when its needs are met
+    /// (checks that cannot apply to the store are [`Self::not_applicable`]).
     pub fn unmet_needs(&self, subject: &Subject<'_>) -> Option<String> {
         let in_redis = subject.factory.keeps_state_in_redis();
         let managed = subject.server.managed().is_some();
         match self.needs {
-            Needs::AnyServer => None,
-            Needs::ManagedServer | Needs::StoreCommands if !managed => Some(
+            Needs::AnyServer | Needs::StoreKeys => None,
+            // The store's kind first: no run could drive it.
+            Needs::StoreCommands if !in_redis => Some(format!(
+                "{NOT_IN_REDIS}: this check interleaves the store's Redis commands through a gate and restores the server's keyspace, so it cannot drive this store"
+            )),
+            Needs::ManagedServer | Needs::AllKeys | Needs::StoreCommands if !managed => Some(
                 "needs a managed server: it moves the server's clock, reads or restores its whole keyspace (this run uses --redis-url)".into(),
             ),
-            Needs::ManagedServer => None,
+            Needs::ManagedServer | Needs::AllKeys => None,
             Needs::OwnServers if !in_redis => Some(format!(
-                "{NOT_IN_REDIS}: this check runs the store against Redis servers of its own that it misconfigures, kills or restarts, which hold nothing of this store"
+                "{NOT_IN_REDIS}: this check runs the store against Redis servers of its own that it kills or restarts, which hold nothing of this store"
             )),
             Needs::OwnServers if !subject.may_start_servers => Some(
                 "needs servers of its own, started from a local redis-server, and none was found (install redis-server or run scripts/setup)".into(),
             ),
             Needs::OwnServers => None,
-            Needs::StoreKeys if !in_redis => Some(format!(
-                "{NOT_IN_REDIS}: this check reads the store's keys on the Redis server, where there are none to judge"
-            )),
-            Needs::StoreKeys => None,
-            Needs::StoreCommands if !in_redis => Some(format!(
-                "{NOT_IN_REDIS}: this check interleaves the store's Redis commands through a gate or reads and restores the server's keyspace, so it cannot drive this store"
-            )),
             Needs::StoreCommands => None,
+            Needs::FaultServers | Needs::FullRedis if !subject.may_start_servers => Some(
+                "needs Redis servers of its own, started from a local redis-server, and none was found (install redis-server or run scripts/setup)".into(),
+            ),
+            Needs::FaultServers if !in_redis && !managed => Some(
+                "needs a managed server: the store follows its clock, which the fault workload moves (this run uses --redis-url)".into(),
+            ),
+            Needs::FaultServers | Needs::FullRedis => None,
         }
     }
 
@@ -316,8 +361,8 @@ pub trait Suite: Send + Sync {
 }
 
 /// Splits `checks` (already selected by `--check`) into the results that
-/// need no run (outside the claim, or needs unmet: skipped with the reason)
-/// and the checks the suite must run.
+/// need no run (outside the claim or not applicable to the store, or needs
+/// unmet: skipped with the reason) and the checks the suite must run.
 pub fn plan(
     suite: &str,
     checks: Vec<CheckSpec>,
@@ -326,7 +371,10 @@ pub fn plan(
     let mut settled = Vec::new();
     let mut to_run = Vec::new();
     for spec in checks {
-        if let Some(why) = spec.outside_claim(&subject.contracts) {
+        if let Some(why) = spec
+            .outside_claim(&subject.contracts)
+            .or_else(|| spec.not_applicable(subject))
+        {
             settled.push(CheckResult {
                 level: spec.level,
                 ..CheckResult::outside_claim(spec.id, suite, why)
@@ -446,33 +494,49 @@ mod tests {
     }
 
     #[test]
-    fn checks_of_the_redis_server_are_skipped_for_a_store_outside_redis_with_the_reason() {
-        let with = |needs| CheckSpec {
+    fn checks_of_redis_state_are_outside_the_claim_of_a_store_keeping_none_there() {
+        let with = |needs, contracts| CheckSpec {
             needs,
+            contracts,
             ..LEASE_CHECK
         };
         let (redis, sqlite) = (subject(true), subject(false));
-        for needs in [Needs::StoreKeys, Needs::OwnServers] {
-            assert_eq!(with(needs).unmet_needs(&redis), None, "{needs:?}");
-            let why = with(needs).unmet_needs(&sqlite).unwrap();
-            assert!(why.contains("outside Redis"), "{needs:?}: {why}");
+        let lease: &'static [Contract] = &[Contract::Lease];
+        let about_keys = with(Needs::StoreKeys, lease);
+        let about_servers = with(Needs::OwnServers, &[]);
+        let crashes = with(Needs::OwnServers, lease);
+        let explores = with(Needs::StoreCommands, lease);
+        let replies = with(Needs::AnyServer, lease);
+        for spec in [about_keys, about_servers, crashes, explores, replies] {
+            assert_eq!(spec.not_applicable(&redis), None, "{spec:?}");
         }
-        // A check of the store's commands also needs the managed server:
-        // the run's missing server is said first to a Redis store.
-        let commands = with(Needs::StoreCommands);
-        assert!(commands.unmet_needs(&redis).unwrap().contains("managed"));
-        // A store outside Redis still gets its replies judged.
-        assert_eq!(with(Needs::AnyServer).unmet_needs(&sqlite), None);
+        assert_eq!(about_keys.unmet_needs(&redis), None);
+        assert!(explores.unmet_needs(&redis).unwrap().contains("managed"));
+
         let (settled, to_run) = plan(
             "x",
-            vec![with(Needs::StoreKeys), with(Needs::AnyServer)],
+            vec![about_keys, about_servers, crashes, explores, replies],
             &sqlite,
         );
-        assert_eq!(to_run, vec![with(Needs::AnyServer)]);
-        assert_eq!(settled.len(), 1);
-        assert_eq!(settled[0].verdict, Verdict::Skipped);
-        assert!(!settled[0].outside_claim);
-        assert!(settled[0].reason.contains("reads the store's keys"));
+        // A store outside Redis still gets its replies judged.
+        assert_eq!(to_run, vec![replies]);
+        let got: Vec<(&str, Verdict, bool)> = settled
+            .iter()
+            .map(|r| (r.reason.as_str(), r.verdict, r.outside_claim))
+            .collect();
+        assert_eq!(got.len(), 4, "{got:?}");
+        // Keys and accepted servers: not this store's to keep; the crash
+        // and the explorer: its claimed contract, undecided.
+        for (i, outside) in [true, true, false, false].into_iter().enumerate() {
+            let (reason, verdict, outside_claim) = got[i];
+            assert_eq!(verdict, Verdict::Skipped, "{reason}");
+            assert_eq!(outside_claim, outside, "{reason}");
+            assert!(reason.contains("outside Redis"), "{reason}");
+        }
+        assert!(settled[0].reason.contains("keys"));
+        assert!(settled[1].reason.contains("servers the store accepts"));
+        assert!(settled[2].leaves_incomplete() && settled[3].leaves_incomplete());
+        assert!(!settled[0].leaves_incomplete() && !settled[1].leaves_incomplete());
     }
 
     #[test]
