@@ -51,8 +51,8 @@ impl StoreSpec {
     /// SQLite store's database) go into `workdir`, never elsewhere; an
     /// adapter gets `adapter_timeout` per request. `server_clock` is the
     /// managed server's virtual clock, if the run has one: the SQLite store
-    /// reads its server time there, so moving that clock moves its leases'
-    /// time too (without it, the system clock).
+    /// (and a sabotage built on it) reads its server time there, so moving
+    /// that clock moves its leases' time too (without it, the system clock).
     pub fn factory(
         &self,
         workdir: &Path,
@@ -70,9 +70,8 @@ impl StoreSpec {
                 ExternalStoreFactory::new(command, workdir.to_path_buf())
                     .with_timeout(adapter_timeout),
             ),
-            StoreSpec::Sabotage(name) => {
-                sabotage::by_name(name, workdir).unwrap_or_else(|| Arc::new(builtin()))
-            }
+            StoreSpec::Sabotage(name) => sabotage::by_name_following(name, workdir, server_clock)
+                .unwrap_or_else(|| Arc::new(builtin())),
         }
     }
 }

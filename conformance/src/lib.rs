@@ -102,6 +102,7 @@ fn contracts_of(c: Contract) -> &'static [Contract] {
         Contract::Lease => &[Contract::Lease],
         Contract::Queue => &[Contract::Queue],
         Contract::Rate => &[Contract::Rate],
+        Contract::Fenced => &[Contract::Fenced],
     }
 }
 
@@ -138,10 +139,14 @@ pub(crate) fn special_check(
     special: Special,
 ) -> CheckDef {
     let needs = match special {
-        // Whole-keyspace reads and clock moves.
-        Special::OddIdsInsidePrefix | Special::TakeRaces => Needs::ManagedServer,
-        // These read only under the run's prefix on a server not storeproof's.
-        Special::KeptNotInRedis | Special::BytesPerTree => Needs::AnyServer,
+        // Whole-keyspace reads: about every key the store writes.
+        Special::OddIdsInsidePrefix => Needs::AllKeys,
+        // Clock moves (and the gate, for a store with Redis commands; a
+        // store without is raced with concurrent calls).
+        Special::TakeRaces => Needs::ManagedServer,
+        // These read the store's keys, only under the run's prefix, on any
+        // server; a store keeping nothing in Redis would pass them vacuously.
+        Special::KeptNotInRedis | Special::BytesPerTree => Needs::StoreKeys,
     };
     CheckDef {
         spec: CheckSpec {
@@ -294,11 +299,17 @@ mod tests {
             spec("conformance.lease.take-races").needs,
             Needs::ManagedServer
         );
+        // The whole keyspace read.
         assert_eq!(
             spec("conformance.lease.odd-ids-inside-prefix").needs,
-            Needs::ManagedServer
+            Needs::AllKeys
         );
-        assert_eq!(spec(BYTES_PER_TREE).needs, Needs::AnyServer);
+        // The store's keys under the prefix, on any server.
+        assert_eq!(spec(BYTES_PER_TREE).needs, Needs::StoreKeys);
+        assert_eq!(
+            spec("conformance.lease.kept-executions-not-in-redis").needs,
+            Needs::StoreKeys
+        );
         assert_eq!(
             spec("conformance.server.replica-refused").needs,
             Needs::OwnServers
