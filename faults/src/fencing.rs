@@ -28,10 +28,22 @@
 //!
 //! A fenced operation answered with a reply it never gives is listed in
 //! [`Fencing::unread`] and judged as an unknown outcome.
+//!
+//! **The durable order.** The rule above judges by the timing of the calls,
+//! so it cannot blame a write that was checked before the takeover and
+//! landed after it (a fence read outside the write's transaction): the
+//! calls overlap. A store that numbers its lease log and its effects in one
+//! sequence ([`DurableEnd::sequence`]) says itself in which order they were
+//! committed: an effect of epoch `e` numbered after the grant (or takeover)
+//! of an epoch `e' > e` of the same tree is a stale write whatever the
+//! timing ([`FencingViolation::StoredAfterNewerEpoch`]). An end state without
+//! that sequence is judged by the rule above alone.
 
 use std::collections::{BTreeMap, HashMap};
 
 use harness::contract::Reply;
+use harness::store::sqlite::LeaseEvent;
+use harness::store::DurableState;
 use harness::{Happened, History};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -54,6 +66,75 @@ pub struct StoredEffect {
 pub struct DurableEnd {
     /// Every applied effect, in any order.
     pub effects: Vec<StoredEffect>,
+    /// The store's own commit order of grants and effects, if it keeps one
+    /// (empty: unknown, and the durable-order rule judges nothing).
+    #[serde(default)]
+    pub sequence: Vec<Sequenced>,
+}
+
+impl DurableEnd {
+    /// The end state a durable store reported of itself
+    /// ([`harness::store::StoreFactory::durable_state`]): its effects, and
+    /// its grants, takeovers and effects in its one sequence (renewals and
+    /// releases start no epoch and are left out).
+    pub fn from_state(state: &DurableState) -> DurableEnd {
+        let effects = state
+            .effects
+            .iter()
+            .map(|e| StoredEffect {
+                tree: e.tree.clone(),
+                effect: e.effect.clone(),
+                epoch: e.epoch,
+            })
+            .collect();
+        let grants = state
+            .log
+            .iter()
+            .filter(|l| matches!(l.event, LeaseEvent::Grant | LeaseEvent::Takeover))
+            .map(|l| Sequenced {
+                seq: l.seq,
+                tree: l.tree.clone(),
+                epoch: l.epoch,
+                what: SequencedKind::Grant,
+            });
+        let written = state.effects.iter().map(|e| Sequenced {
+            seq: e.seq,
+            tree: e.tree.clone(),
+            epoch: e.epoch,
+            what: SequencedKind::Effect {
+                effect: e.effect.clone(),
+            },
+        });
+        let mut sequence: Vec<Sequenced> = grants.chain(written).collect();
+        sequence.sort_by_key(|s| s.seq);
+        DurableEnd { effects, sequence }
+    }
+}
+
+/// One entry of the durable store's commit order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sequenced {
+    /// Its position: committed after every smaller number.
+    pub seq: i64,
+    /// The tree.
+    pub tree: String,
+    /// The epoch granted, or the epoch the effect was written with.
+    pub epoch: i64,
+    /// A grant or an effect.
+    pub what: SequencedKind,
+}
+
+/// What a [`Sequenced`] entry records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SequencedKind {
+    /// A grant or takeover: epoch `epoch` of the tree began.
+    Grant,
+    /// An effect written with epoch `epoch`.
+    Effect {
+        /// The effect id.
+        effect: String,
+    },
 }
 
 /// An `effect.apply` or `call.begin` answer, as read from its JSON.
@@ -135,6 +216,22 @@ pub enum FencingViolation {
         call: String,
         /// Invoke events of the `call.begin`s answered `begun`.
         invokes: Vec<usize>,
+    },
+    /// The store's own sequence shows the effect written after a newer
+    /// epoch of its tree was granted.
+    StoredAfterNewerEpoch {
+        /// The tree.
+        tree: String,
+        /// The effect id.
+        effect: String,
+        /// The stale epoch it was written with.
+        epoch: i64,
+        /// The effect's position in the store's sequence.
+        seq: i64,
+        /// The first newer epoch granted before it.
+        newer_epoch: i64,
+        /// That grant's position in the store's sequence.
+        newer_seq: i64,
     },
     /// The end state shows an effect no `effect.apply` of the history asked
     /// for (no apply of that tree, effect and epoch that may have happened).
@@ -375,8 +472,41 @@ pub fn check(history: &History, end: &DurableEnd) -> Fencing {
         }
     }
 
+    violations.extend(durable_order(&end.sequence));
+
     unread.sort_unstable();
     Fencing { violations, unread }
+}
+
+/// The durable-order rule: every effect numbered after a grant of a newer
+/// epoch of its tree.
+fn durable_order(sequence: &[Sequenced]) -> Vec<FencingViolation> {
+    let mut ordered: Vec<&Sequenced> = sequence.iter().collect();
+    ordered.sort_by_key(|s| s.seq);
+    // tree → the grants seen so far, in sequence order.
+    let mut granted: HashMap<&str, Vec<&Sequenced>> = HashMap::new();
+    let mut violations = Vec::new();
+    for s in ordered {
+        match &s.what {
+            SequencedKind::Grant => granted.entry(&s.tree).or_default().push(s),
+            SequencedKind::Effect { effect } => {
+                let newer = granted
+                    .get(s.tree.as_str())
+                    .and_then(|g| g.iter().find(|g| g.epoch > s.epoch));
+                if let Some(newer) = newer {
+                    violations.push(FencingViolation::StoredAfterNewerEpoch {
+                        tree: s.tree.clone(),
+                        effect: effect.clone(),
+                        epoch: s.epoch,
+                        seq: s.seq,
+                        newer_epoch: newer.epoch,
+                        newer_seq: newer.seq,
+                    });
+                }
+            }
+        }
+    }
+    violations
 }
 
 fn is_fenced(op: &str) -> bool {
@@ -649,13 +779,131 @@ mod tests {
                 fenced.into_reply(),
                 FencedAnswer::Fenced { epoch: Some(2) },
             ),
-            ("call.begin", CallOutcome::Begun.into_reply(), FencedAnswer::Begun),
+            (
+                "call.begin",
+                CallOutcome::Begun.into_reply(),
+                FencedAnswer::Begun,
+            ),
         ];
         for (op, reply, want) in cases {
             assert_eq!(FencedAnswer::read(op, &reply), Some(want), "{op} {reply:?}");
         }
         // `applied` is not an answer of call.begin.
         assert_eq!(FencedAnswer::read("call.begin", &Reply::Applied {}), None);
+    }
+
+    fn seq(seq: i64, epoch: i64, effect: Option<&str>) -> Sequenced {
+        Sequenced {
+            seq,
+            tree: "t".into(),
+            epoch,
+            what: effect.map_or(SequencedKind::Grant, |e| SequencedKind::Effect {
+                effect: e.into(),
+            }),
+        }
+    }
+
+    /// A holds epoch 1; its apply was sent before B's take was answered (the
+    /// calls overlap), so the timing rule cannot blame it either way.
+    fn overlapping() -> H {
+        let mut h = H::default();
+        h.take("a").granted("a", 1);
+        let apply = h.apply("a", 1, "e");
+        h.take("b").granted("b", 2);
+        h.answer(apply, json!({"applied": {}})).stored(1, "e");
+        h
+    }
+
+    #[test]
+    fn an_effect_stored_before_the_newer_grant_passes() {
+        let mut h = overlapping();
+        h.end.sequence = vec![seq(1, 1, None), seq(2, 1, Some("e")), seq(3, 2, None)];
+        let v = h.verdict();
+        assert!(v.holds(), "{v:?}");
+        // Without a sequence the timing rule alone judges: it passes too.
+        assert!(overlapping().verdict().holds());
+        // An effect of another tree numbered after the takeover is not
+        // this tree's: never blamed.
+        let mut h = overlapping();
+        let mut other = seq(4, 1, Some("e"));
+        other.tree = "u".into();
+        h.end.sequence = vec![
+            seq(1, 1, None),
+            seq(2, 1, Some("e")),
+            seq(3, 2, None),
+            other,
+        ];
+        let v = h.verdict();
+        assert!(
+            !v.violations
+                .iter()
+                .any(|x| matches!(x, FencingViolation::StoredAfterNewerEpoch { .. })),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn an_effect_stored_after_the_newer_grant_fails_whatever_the_timing() {
+        let mut h = overlapping();
+        // The store's own order: grant 1, takeover 2, then the epoch-1 write.
+        h.end.sequence = vec![seq(5, 1, Some("e")), seq(1, 1, None), seq(3, 2, None)];
+        assert_eq!(
+            h.verdict().violations,
+            vec![FencingViolation::StoredAfterNewerEpoch {
+                tree: "t".into(),
+                effect: "e".into(),
+                epoch: 1,
+                seq: 5,
+                newer_epoch: 2,
+                newer_seq: 3,
+            }]
+        );
+    }
+
+    #[test]
+    fn an_end_state_without_a_sequence_reads_as_before() {
+        let end: DurableEnd =
+            serde_json::from_value(json!({"effects": [{"tree": "t", "effect": "e", "epoch": 1}]}))
+                .unwrap();
+        assert!(end.sequence.is_empty());
+        assert_eq!(end.effects.len(), 1);
+    }
+
+    #[test]
+    fn the_sqlite_state_converts_with_grants_and_effects_in_order() {
+        use harness::store::sqlite::LogEntry;
+        use harness::store::DurableEffect;
+        let log = |seq, event, epoch| LogEntry {
+            seq,
+            tree: "t".into(),
+            event,
+            holder: "a".into(),
+            epoch,
+            at_ms: 0,
+            expires_at_ms: 0,
+            previous_holder: None,
+            previous_epoch: None,
+        };
+        let state = DurableState {
+            effects: vec![DurableEffect {
+                seq: 4,
+                tree: "t".into(),
+                effect: "e".into(),
+                holder: "a".into(),
+                epoch: 1,
+            }],
+            log: vec![
+                log(1, LeaseEvent::Grant, 1),
+                log(2, LeaseEvent::Renew, 1),
+                log(3, LeaseEvent::Takeover, 2),
+            ],
+        };
+        let end = DurableEnd::from_state(&state);
+        assert_eq!(
+            end.sequence,
+            vec![seq(1, 1, None), seq(3, 2, None), seq(4, 1, Some("e"))]
+        );
+        assert_eq!(end.effects[0].epoch, 1);
     }
 
     #[test]

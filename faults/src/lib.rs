@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 mod bench;
+pub mod call_faults;
 pub mod children;
 pub mod fencing;
 pub mod linearizable;

@@ -352,6 +352,13 @@ pub enum NemesisError {
         /// How many gates there are.
         gates: usize,
     },
+    /// The fault has no meaning at the call boundary (a server fault given
+    /// to a [`crate::call_faults::CallNemesis`]).
+    #[error("fault {op} has no meaning at the call boundary of an in-process store; plan with PlanOptions::kinds = call_faults::CALL_KINDS")]
+    NotAtCallBoundary {
+        /// The fault's op.
+        op: String,
+    },
     /// The managed server could not be restarted or reached.
     #[error("the nemesis lost the server: {0}")]
     Server(#[from] ServerError),
