@@ -754,6 +754,9 @@ struct Node {
     op: Option<usize>,
     /// Whether that operation had an unknown outcome (took effect here).
     unknown: bool,
+    /// The record was last changed by an unknown-outcome take or renew and
+    /// no step since depended on that change (see `Prepared::search`).
+    unseen: bool,
     state: State,
     /// The candidates (op indexes), tried in order.
     candidates: Vec<usize>,
@@ -966,6 +969,7 @@ impl<'a> Prepared<'a> {
         // when every operation with a reply is linearized.
         let node = |op: Option<usize>,
                     unknown: bool,
+                    unseen: bool,
                     state: State,
                     mut first_unreturned: usize,
                     mut first_uninvoked: usize,
@@ -989,17 +993,20 @@ impl<'a> Prepared<'a> {
                 .copied()
                 .take_while(|&i| self.ops[i].invoke_event < r)
                 .filter(|&i| !has(linearized, bit[i]))
+                .filter(|&i| !(unseen && matches!(self.seen[i], Seen::Granted { .. })))
                 .collect();
             candidates.extend(
                 unknowns
                     .iter()
                     .copied()
                     .take_while(|&i| self.ops[i].invoke_event < r)
-                    .filter(|&i| !has(applied, bit[i]) && !dead(i, &state)),
+                    .filter(|&i| !has(applied, bit[i]) && !dead(i, &state))
+                    .filter(|&i| !(unseen && matches!(self.reqs[i], Req::Take { .. }))),
             );
             Some(Node {
                 op,
                 unknown,
+                unseen,
                 state,
                 candidates,
                 next: 0,
@@ -1016,7 +1023,7 @@ impl<'a> Prepared<'a> {
         };
         start.zone.normalize_without_t();
         let mut memo = Memo::default();
-        let Some(root) = node(None, false, start, 0, 0, &linearized, &applied) else {
+        let Some(root) = node(None, false, false, start, 0, 0, &linearized, &applied) else {
             return Search::Found(Vec::new());
         };
         memo.insert(&linearized, start, unavailable(&applied, &start));
@@ -1032,6 +1039,11 @@ impl<'a> Prepared<'a> {
                 let i = top.trying;
                 let unknown = !known(i);
                 let (fu, fi) = (top.first_unreturned, top.first_uninvoked);
+                let unseen = if unknown {
+                    matches!(self.reqs[i], Req::Take { .. } | Req::Renew { .. })
+                } else {
+                    top.unseen && matches!(self.seen[i], Seen::LostNone | Seen::NotHeld)
+                };
                 if unknown {
                     set(&mut applied, bit[i]);
                 } else {
@@ -1039,7 +1051,16 @@ impl<'a> Prepared<'a> {
                 }
                 let fresh = memo.insert(&linearized, after, unavailable(&applied, &after));
                 if fresh {
-                    match node(Some(i), unknown, after, fu, fi, &linearized, &applied) {
+                    match node(
+                        Some(i),
+                        unknown,
+                        unseen,
+                        after,
+                        fu,
+                        fi,
+                        &linearized,
+                        &applied,
+                    ) {
                         Some(child) => {
                             stack.push(child);
                             continue;
@@ -1048,6 +1069,7 @@ impl<'a> Prepared<'a> {
                             stack.push(Node {
                                 op: Some(i),
                                 unknown,
+                                unseen: false,
                                 state: after,
                                 candidates: Vec::new(),
                                 next: 0,
@@ -1505,5 +1527,90 @@ mod tests {
         let all = check(&h.0);
         assert_eq!(all.ignored, vec![0]);
         assert!(all.trees.is_empty());
+    }
+
+    fn took(v: &TreeVerdict, event: usize) -> Option<bool> {
+        let TreeVerdict::Linearizable { order } = v else {
+            panic!("expected linearizable, got {v:?}")
+        };
+        order
+            .iter()
+            .find(|s| s.invoke_event == event)
+            .and_then(|s| s.took_effect)
+    }
+
+    #[test]
+    fn a_lost_release_explains_a_grant_before_expiry_only_for_its_own_epoch() {
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).granted("a", 1, 100, 0);
+        h.release("a", 1, 10).info("a", "lease.release", 11);
+        h.take("b", "t", 100, 20).granted("b", 2, 120, 20);
+        assert_eq!(took(&h.verdict("t"), 2), Some(true));
+        // Releasing an epoch a never held frees nothing: b's grant is wrong.
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).granted("a", 1, 100, 0);
+        h.release("a", 7, 10).info("a", "lease.release", 11);
+        h.take("b", "t", 100, 20).granted("b", 2, 120, 20);
+        assert_fails(&h.verdict("t"), 5);
+    }
+
+    #[test]
+    fn a_lost_take_seen_after_replies_that_do_not_depend_on_it_is_found() {
+        // a's lost take is named only by c's busy; b's release in between
+        // answers not_held whether or not a held the lease.
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).info("a", "lease.take", 2);
+        h.release("b", 3, 5)
+            .ok("b", "lease.release", Reply::NotHeld {}, 6);
+        h.take("c", "t", 100, 10).busy("c", "a", 1, 103, 11);
+        assert_eq!(took(&h.verdict("t"), 0), Some(true));
+        // A renew answered `lost` names the holder of a lost take too.
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).info("a", "lease.take", 2);
+        let lost = Reply::Lost {
+            holder: Some("a".into()),
+            epoch: Some(4),
+        };
+        h.renew("b", 3, 100, 10).ok("b", "lease.renew", lost, 11);
+        assert_eq!(took(&h.verdict("t"), 0), Some(true));
+    }
+
+    #[test]
+    fn lost_takes_nobody_saw_are_left_out_and_a_grant_after_them_still_fails_on_a_live_lease() {
+        let mut h = H::default();
+        h.take("a", "t", 10, 0).granted("a", 1, 10, 0);
+        for (k, who) in ["c", "d", "e"].into_iter().enumerate() {
+            let at = 20 + 10 * k as i64;
+            h.take(who, "t", 5, at).info(who, "lease.take", at + 1);
+        }
+        // Epochs may grow by any step: no lost take is needed to explain 9.
+        h.take("b", "t", 100, 100).granted("b", 9, 200, 100);
+        let v = h.verdict("t");
+        for event in [2, 4, 6] {
+            assert_eq!(took(&v, event), Some(false), "{v:?}");
+        }
+        // A lost read changes nothing and is listed as not taking effect.
+        h.read("c", 150).info("c", "lease.read", 151);
+        assert_eq!(took(&h.verdict("t"), 10), Some(false));
+        // Still live at 150: a grant to c then is explained by nothing,
+        // whatever the lost takes did.
+        h.take("c", "t", 100, 150).granted("c", 10, 250, 150);
+        assert_fails(&h.verdict("t"), 13);
+    }
+
+    #[test]
+    fn a_lost_renew_may_keep_a_lease_live_but_only_its_holder_s() {
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).granted("a", 1, 100, 0);
+        h.renew("a", 1, 100, 50).info("a", "lease.renew", 51);
+        // Busy at 120 on an expiry of 150: the lost renew took effect at 50.
+        h.take("b", "t", 100, 120).busy("b", "a", 1, 150, 121);
+        assert_eq!(took(&h.verdict("t"), 2), Some(true));
+        // A renew by another holder cannot have extended a's lease.
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).granted("a", 1, 100, 0);
+        h.renew("b", 1, 100, 50).info("b", "lease.renew", 51);
+        h.take("b", "t", 100, 120).busy("b", "a", 1, 150, 121);
+        assert_fails(&h.verdict("t"), 5);
     }
 }
