@@ -905,6 +905,17 @@ impl<'a> Prepared<'a> {
     /// unknown-outcome operations are a subset of those of one already run
     /// from: it can only do less. Without that, every subset of the lost
     /// replies that took effect is one more configuration.
+    ///
+    /// One more prune, the one that makes failing histories cheap: a lost
+    /// take or renew is never followed by a grant (a granted take, or a
+    /// lost take) with only replies between that do not depend on it
+    /// (`lost` with no holder, `not_held`). Removing it from such an order
+    /// leaves an order that explains the same replies: the record before
+    /// it was free (take) or expires sooner (renew), those replies hold on
+    /// it too, and the grant replaces the record; what remains has a lower
+    /// epoch floor and looser instants, which no later step minds. So a
+    /// lost take never fills an epoch gap nobody saw (any growing epoch is
+    /// allowed anyway), and which lost takes did so is no longer a choice.
     fn search(&self, cut: Option<usize>, budget: u64) -> Search {
         let included = |i: usize| cut.is_none_or(|c| self.ops[i].invoke_event < c);
         let known = |i: usize| -> bool {
