@@ -30,6 +30,10 @@
 //! that also sends scheduled commands (RESP2 messages look like replies).
 //! RESP3 pub/sub works: its messages are push frames.
 //!
+//! **Partition.** [`Gate::partition`] cuts every command, set-up ones
+//! included, until [`Gate::heal`], which also resets every connection that
+//! went silent (black-holed) so that its client sees an error at once.
+//!
 //! [`drive`] steps operations through their gates one command at a time
 //! (the take races and the explorer both use it).
 //!
