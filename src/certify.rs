@@ -25,15 +25,17 @@ use crate::store_spec::StoreSpec;
 pub enum SuiteName {
     Conformance,
     Explorer,
+    Faults,
     Crash,
     Layout,
 }
 
 impl SuiteName {
     /// Every suite, in the order a run without `--suite` runs them.
-    const ALL: [SuiteName; 4] = [
+    const ALL: [SuiteName; 5] = [
         SuiteName::Conformance,
         SuiteName::Explorer,
+        SuiteName::Faults,
         SuiteName::Crash,
         SuiteName::Layout,
     ];
@@ -109,6 +111,13 @@ pub struct CertifyArgs {
     /// everysec opted out; on the process backend (1 to 1000).
     #[arg(long, default_value_t = 5, value_name = "N", value_parser = sized(1, 1000, KILLS_WHY))]
     power_losses: usize,
+    /// Faults: rounds each instance runs per layout, while the nemesis plays
+    /// (1 to 10000).
+    #[arg(long, default_value_t = 30, value_name = "N", value_parser = sized(1, 10_000, ROUNDS_WHY))]
+    fault_rounds: usize,
+    /// Faults: faults the nemesis injects per layout (1 to 10000).
+    #[arg(long, default_value_t = 16, value_name = "N", value_parser = sized(1, 10_000, FAULTS_WHY))]
+    faults: usize,
     /// Crash: where the killed server runs.
     #[arg(long, value_enum, default_value = "auto", value_name = "BACKEND")]
     crash_backend: CrashBackendArg,
@@ -133,6 +142,8 @@ pub struct CertifyArgs {
 /// and the zombie's renew or release, with one command each.
 pub(crate) const MIN_DEPTH: usize = 4;
 const DEPTH_WHY: &str = "below 4 steps no schedule holds a take, a move past its expiry, a second take and the zombie's call, so the takeover races could not be reached";
+const ROUNDS_WHY: &str = "with no rounds, no history would be judged";
+const FAULTS_WHY: &str = "with no faults, the fault suite would prove nothing about faults";
 const KILLS_WHY: &str = "with none, the crash checks would hold across nothing and say nothing";
 /// Each checker thread starts a redis-server of its own.
 pub(crate) const MAX_THREADS: usize = 64;
@@ -482,6 +493,11 @@ fn suite(name: SuiteName, args: &CertifyArgs, seed: u64) -> anyhow::Result<Box<d
             threads: args.threads,
             skews: explorer::skews(),
             absolute_times: false,
+        })),
+        SuiteName::Faults => Box::new(faults::FaultsSuite::new(faults::FaultsConfig {
+            rounds: args.fault_rounds,
+            instances: 3,
+            faults: args.faults,
         })),
         SuiteName::Crash => Box::new(crash::CrashSuite::new(crash::CrashConfig {
             kills: args.kills,

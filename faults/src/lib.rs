@@ -1,8 +1,11 @@
-//! The fault suite (SPEC 3.3): will hold fault scenarios (lost replies, latency,
-//! dropped connections, partitions, server restart, a full server) for the Redis
-//! queue and rate limits beside the SQLite fencing set, and the checkers of their
-//! histories. Built so far: [`linearizable`], the linearizability checker of
-//! lease histories, and [`bench_linearizability`], its benchmark.
+//! The fault suite (SPEC 3.3): the Redis queue and rate limits beside a
+//! durable lease store with its fencing set (or the Redis coordination set),
+//! run by several instances while a seeded nemesis injects faults between
+//! them and the server ([`nemesis`], [`call_faults`]), and the recorded
+//! history judged by pure checkers: [`linearizable`] (each tree's lease),
+//! [`children`] (children-once), [`fencing`], [`rate_bounds`] and
+//! [`full_server`]. [`suite::FaultsSuite`] is `--suite faults`;
+//! [`bench_linearizability`] measures the linearizability checker.
 
 #![warn(missing_docs)]
 
@@ -10,9 +13,13 @@ mod bench;
 pub mod call_faults;
 pub mod children;
 pub mod fencing;
+pub mod full_server;
 pub mod linearizable;
 pub mod nemesis;
 mod ops;
 pub mod rate_bounds;
+pub mod suite;
+pub mod workload;
 
 pub use bench::{bench_linearizability, forge_last_busy, random_history, BenchSummary};
+pub use suite::{FaultsConfig, FaultsSuite};

@@ -7,6 +7,7 @@
 mod conformance;
 mod crash;
 mod explorer;
+mod faults;
 mod layout;
 
 use std::time::Duration;
@@ -18,6 +19,7 @@ use crate::check::{CheckResult, Verdict};
 pub use conformance::ConformanceFigures;
 pub use crash::{CrashFigures, KillFigures, PowerLossFigures, SeriesFigures};
 pub use explorer::{ExplorerFigures, SkewFigures};
+pub use faults::{FaultsFigures, WorkloadFigures};
 pub use layout::{GivenLayout, LayoutFigures};
 
 /// What one suite's run measured.
@@ -31,6 +33,8 @@ pub enum Figures {
     Crash(CrashFigures),
     /// The layout suite's.
     Layout(LayoutFigures),
+    /// The fault suite's.
+    Faults(FaultsFigures),
 }
 
 impl Figures {
@@ -71,6 +75,9 @@ pub struct Stats {
     /// The layout suite's figures, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layout: Option<LayoutFigures>,
+    /// The fault suite's figures, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<FaultsFigures>,
 }
 
 impl Stats {
@@ -81,6 +88,7 @@ impl Stats {
             Figures::Explorer(f) => self.explorer = Some(f),
             Figures::Crash(f) => self.crash = Some(f),
             Figures::Layout(f) => self.layout = Some(f),
+            Figures::Faults(f) => self.faults = Some(f),
         }
     }
 
@@ -90,5 +98,6 @@ impl Stats {
             && self.crash.is_none()
             && self.explorer.is_none()
             && self.layout.is_none()
+            && self.faults.is_none()
     }
 }

@@ -1,0 +1,873 @@
+//! `--suite faults` (SPEC 3.3): the fault workload in each supported layout
+//! on a Redis server of the suite's own, while a seeded nemesis plays —
+//! lost replies, dropped and reset connections, latency, partitions, paused
+//! instances (zombies), crash and clean restarts, a full server — then the
+//! recorded history judged by the pure checkers: linearizability of each
+//! tree's lease, children-once, fencing, rate bounds; and the full-server
+//! scenario on its own.
+//!
+//! **Who is judged.** Each role (lease with its fencing set, queue, rate) is
+//! played by the store under test when it offers that contract and keeps
+//! its state in Redis (or, for the fencing set, offers it at all), else by
+//! storeproof's reference (the built-in Redis stores, the SQLite fencing
+//! set). A check judges only histories where the store under test played
+//! its role: the reference is there to make the workload whole, never to be
+//! blamed.
+//!
+//! **Where.** A server of the suite's own (restarts and a full server are
+//! destructive), started from the local `redis-server`. A store that keeps
+//! its state outside Redis (`builtin:sqlite`) follows the virtual clock of
+//! the run's managed server, so that clock is moved in step with the own
+//! server's.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use async_trait::async_trait;
+use harness::contract::Contract;
+use harness::figures::{FaultsFigures, Figures, WorkloadFigures};
+use harness::gate::drive::instance_name;
+use harness::gate::Gate;
+use harness::server::{ManagedServer, ServerOptions, VirtualClock};
+use harness::store::redis::RedisStoreFactory;
+use harness::store::sqlite::{SqliteClock, SqliteStoreFactory};
+use harness::store::{Hello, StoreClient, StoreFactory};
+use harness::{
+    CheckResult, CheckSpec, EventKind, Happened, History, Level, NemesisPhase, Needs, Progress,
+    Subject, Suite, SuiteError, SuiteRun, Verdict,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::call_faults::{CallGate, CallNemesis};
+use crate::fencing::DurableEnd;
+use crate::nemesis::{FaultKind, Nemesis, Plan, PlanOptions};
+use crate::workload::{self, Clients, EndState, LayoutKind, Recorder, Ticker, WorkloadOptions};
+use crate::{children, fencing, full_server, linearizable, rate_bounds};
+
+const SUITE: &str = "faults";
+
+/// `faults.lease-linearizable`.
+pub const LINEARIZABLE: CheckSpec = CheckSpec {
+    id: "faults.lease-linearizable",
+    level: Level::Must,
+    contracts: &[Contract::Lease],
+    needs: Needs::FaultServers,
+    about: "under lost replies, dropped and reset connections, latency, partitions, paused instances and restarts, each tree's lease history is linearizable (an operation whose reply was lost may or may not have taken effect)",
+};
+
+/// `faults.children-once`.
+pub const CHILDREN_ONCE: CheckSpec = CheckSpec {
+    id: "faults.children-once",
+    level: Level::Must,
+    contracts: &[Contract::Queue],
+    needs: Needs::FaultServers,
+    about: "under the same faults, every saved child's effect is applied exactly once: none lost, none twice, none for a child never saved",
+};
+
+/// `faults.fencing`.
+pub const FENCING: CheckSpec = CheckSpec {
+    id: "faults.fencing",
+    level: Level::Must,
+    contracts: &[Contract::Fenced],
+    needs: Needs::FaultServers,
+    about: "under the same faults, no effect or outbound call of an older epoch takes effect after a newer one was granted, even when the zombie reaches the write first, and a call is begun at most once",
+};
+
+/// `faults.rate-bounds`.
+pub const RATE_BOUNDS: CheckSpec = CheckSpec {
+    id: "faults.rate-bounds",
+    level: Level::Must,
+    contracts: &[Contract::Rate],
+    needs: Needs::FaultServers,
+    about: "under the same faults, never more live slots or allowed hits than the limit, and nothing granted while paused, with unknown outcomes counted both ways",
+};
+
+/// `faults.full-server-refuses`.
+pub const FULL_SERVER: CheckSpec = CheckSpec {
+    id: "faults.full-server-refuses",
+    level: Level::Must,
+    contracts: &[Contract::Lease, Contract::Queue, Contract::Rate],
+    needs: Needs::FullRedis,
+    about: "while the server is full (maxmemory reached, noeviction) every write is refused with store_full or really lands: nothing acknowledged is lost, nothing granted twice",
+};
+
+/// How big a fault run is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultsConfig {
+    /// Rounds per instance per workload.
+    pub rounds: usize,
+    /// Instances side by side (2 or 3 make the races; at most 4).
+    pub instances: usize,
+    /// Faults per nemesis plan.
+    pub faults: usize,
+}
+
+impl Default for FaultsConfig {
+    /// The size `certify` runs: 3 instances, 30 rounds each, 16 faults per
+    /// layout (about half a minute per layout on 2 cores).
+    fn default() -> Self {
+        FaultsConfig {
+            rounds: 30,
+            instances: 3,
+            faults: 16,
+        }
+    }
+}
+
+/// The fault suite.
+#[derive(Debug, Clone, Default)]
+pub struct FaultsSuite {
+    config: FaultsConfig,
+}
+
+impl FaultsSuite {
+    /// The suite with `config`'s sizes.
+    pub fn new(config: FaultsConfig) -> Self {
+        FaultsSuite { config }
+    }
+}
+
+/// Who plays a role in a workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Player {
+    /// The store under test.
+    Subject,
+    /// storeproof's built-in Redis stores.
+    ReferenceRedis,
+    /// storeproof's SQLite fencing set.
+    ReferenceSqlite,
+}
+
+impl Player {
+    fn name(self) -> &'static str {
+        match self {
+            Player::Subject => "the store under test",
+            Player::ReferenceRedis => "storeproof's built-in Redis stores",
+            Player::ReferenceSqlite => "storeproof's SQLite fencing set",
+        }
+    }
+}
+
+/// The players of one layout's roles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Roles {
+    /// Leases (with the fencing set in the durable layout).
+    pub lease: Player,
+    /// The queue.
+    pub queue: Player,
+    /// The rate limits.
+    pub rate: Player,
+}
+
+impl Roles {
+    fn of(layout: LayoutKind, subject: &Subject<'_>) -> Roles {
+        let redis = subject.factory.keeps_state_in_redis();
+        let on_redis = |c: Contract| {
+            if redis && subject.claims(c) {
+                Player::Subject
+            } else {
+                Player::ReferenceRedis
+            }
+        };
+        Roles {
+            lease: match layout {
+                LayoutKind::Durable if subject.claims(Contract::Fenced) => Player::Subject,
+                LayoutKind::Durable => Player::ReferenceSqlite,
+                LayoutKind::Coordination => on_redis(Contract::Lease),
+            },
+            queue: on_redis(Contract::Queue),
+            rate: on_redis(Contract::Rate),
+        }
+    }
+
+    fn figures(&self) -> BTreeMap<String, String> {
+        [
+            ("lease", self.lease),
+            ("queue", self.queue),
+            ("rate", self.rate),
+        ]
+        .into_iter()
+        .map(|(role, p)| (role.to_string(), p.name().to_string()))
+        .collect()
+    }
+}
+
+/// The layouts a subject is run in: a store that keeps its state in Redis
+/// in both; a durable store only beside the Redis queue and rate limits.
+fn layouts(subject: &Subject<'_>) -> Vec<LayoutKind> {
+    if subject.factory.keeps_state_in_redis() {
+        vec![LayoutKind::Coordination, LayoutKind::Durable]
+    } else {
+        vec![LayoutKind::Durable]
+    }
+}
+
+/// What one workload left for the checkers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkloadRun {
+    /// Its options (seed included).
+    pub options: WorkloadOptions,
+    /// Who played each role.
+    pub roles: Roles,
+    /// The plans the nemeses played (Redis gates; the call boundary of a
+    /// store without a Redis wire).
+    pub plans: Vec<Plan>,
+    /// Why a nemesis stopped early, if one did (the harness's trouble, not
+    /// the store's: the checks are then unknown).
+    pub nemesis_trouble: Option<String>,
+    /// The history, nemesis events included.
+    pub history: History,
+    /// What the drain and end read found.
+    pub end: EndState,
+    /// The durable end state, when the lease store keeps one.
+    pub durable: DurableEnd,
+    /// Its figures.
+    pub figures: WorkloadFigures,
+}
+
+/// The seed of `layout`'s workload and plans, from the run's seed.
+fn layout_seed(seed: u64, layout: LayoutKind) -> u64 {
+    match layout {
+        LayoutKind::Coordination => seed,
+        LayoutKind::Durable => seed ^ 0xD0AB_1E00,
+    }
+}
+
+fn setup(what: &str, e: impl std::fmt::Display) -> SuiteError {
+    SuiteError::Setup(format!("the fault suite {what}: {e}"))
+}
+
+/// The options of `layout`'s workload at `config`'s size.
+pub fn workload_options(config: &FaultsConfig, seed: u64, layout: LayoutKind) -> WorkloadOptions {
+    WorkloadOptions::new(layout, layout_seed(seed, layout), config.rounds)
+}
+
+/// The Redis nemesis plan of a workload: every fault kind.
+fn redis_plan(config: &FaultsConfig, seed: u64) -> Plan {
+    let mut options = PlanOptions::new(seed, config.instances, config.faults);
+    options.max_gap_ms = 150;
+    options.max_fault_ms = 300;
+    Plan::generate(&options)
+}
+
+/// The call-boundary plan for a lease store without a Redis wire: the
+/// faults that mean something there.
+fn call_plan(config: &FaultsConfig, seed: u64) -> Plan {
+    let mut options = PlanOptions::new(seed ^ 0xCA11, config.instances, config.faults / 2);
+    options.kinds = vec![
+        FaultKind::LoseReplyAfterApply,
+        FaultKind::DropBeforeApply,
+        FaultKind::Delay,
+        FaultKind::Partition,
+        FaultKind::PauseInstance,
+    ];
+    options.max_gap_ms = 150;
+    options.max_fault_ms = 300;
+    Plan::generate(&options)
+}
+
+/// A connected client of `player` for `instance` under `prefix`, its Redis
+/// commands sent to `url`.
+struct Connector<'s, 'a> {
+    subject: &'s Subject<'a>,
+    redis: RedisStoreFactory,
+    sqlite: SqliteStoreFactory,
+}
+
+impl Connector<'_, '_> {
+    async fn connect(
+        &self,
+        player: Player,
+        instance: &str,
+        prefix: &str,
+        url: &str,
+        clock_ms: i64,
+    ) -> Result<Box<dyn StoreClient>, SuiteError> {
+        let hello = Hello {
+            instance: instance.into(),
+            redis_url: url.into(),
+            prefix: prefix.into(),
+            opt_out: None,
+        };
+        let made = match player {
+            Player::Subject => {
+                return self
+                    .subject
+                    .connect_store(instance, prefix, url, clock_ms)
+                    .await
+                    .map_err(|e| {
+                        SuiteError::unless_an_adapter_broke()
+                            .err()
+                            .unwrap_or_else(|| setup("could not connect the store", e))
+                    })
+            }
+            Player::ReferenceRedis => self.redis.connect(&hello, clock_ms).await,
+            Player::ReferenceSqlite => self.sqlite.connect(&hello, clock_ms).await,
+        };
+        made.map(|(_, c)| c)
+            .map_err(|e| setup("could not connect its reference store", e))
+    }
+}
+
+impl FaultsSuite {
+    async fn workload(
+        &self,
+        subject: &Subject<'_>,
+        layout: LayoutKind,
+        progress: &dyn Progress,
+    ) -> Result<WorkloadRun, SuiteError> {
+        let started = Instant::now();
+        let options = workload_options(&self.config, subject.seed, layout);
+        let roles = Roles::of(layout, subject);
+        let mut server = ManagedServer::start(ServerOptions::default())
+            .await
+            .map_err(|e| setup("could not start its own server", e))?;
+        let own_clock = server
+            .clock()
+            .cloned()
+            .ok_or_else(|| setup("started a server", "it has no virtual clock"))?;
+        // The subject's durable store follows the run's managed server's
+        // clock: both clocks move together.
+        let subject_clock = subject.server.managed().and_then(|s| s.clock().cloned());
+        let mut clocks: Vec<Arc<VirtualClock>> = vec![own_clock.clone()];
+        let lease_clock = match (roles.lease, &subject_clock) {
+            (Player::Subject, Some(c)) if !subject.factory.keeps_state_in_redis() => {
+                clocks.push(c.clone());
+                c.clone()
+            }
+            _ => own_clock.clone(),
+        };
+        let connector = Connector {
+            subject,
+            redis: RedisStoreFactory::new(server.dir().join("reference-kept.sqlite")),
+            sqlite: SqliteStoreFactory::new(
+                server.dir().join("reference-fencing-set.sqlite"),
+                SqliteClock::Virtual(own_clock.clone()),
+            ),
+        };
+        let prefix = format!("{}faults:{}:", subject.run_prefix, layout.name());
+        let sqlite_lease = roles.lease == Player::ReferenceSqlite
+            || (roles.lease == Player::Subject && !subject.factory.keeps_state_in_redis());
+
+        let mut gates = Vec::new();
+        let mut call_gates = Vec::new();
+        let mut instances = Vec::new();
+        for i in 0..self.config.instances {
+            let name = instance_name(i);
+            let gate = Gate::start(&server.url())
+                .await
+                .map_err(|e| setup("could not start a gate", e))?;
+            let url = gate.url();
+            let now = lease_clock.now_ms();
+            let mut lease = connector
+                .connect(roles.lease, name, &prefix, &url, now)
+                .await?;
+            if sqlite_lease {
+                let call_gate = CallGate::new();
+                lease = Box::new(call_gate.wrap(lease));
+                call_gates.push(call_gate);
+            }
+            let clients = Clients {
+                lease,
+                queue: connector
+                    .connect(roles.queue, name, &prefix, &url, now)
+                    .await?,
+                rate: connector
+                    .connect(roles.rate, name, &prefix, &url, now)
+                    .await?,
+            };
+            gates.push(gate);
+            instances.push((name.to_string(), clients));
+        }
+
+        let rec = Recorder {
+            history: Arc::new(Mutex::new(History::default())),
+            clock: lease_clock.clone(),
+        };
+        let seed = options.seed;
+        let mut plans = vec![redis_plan(&self.config, seed)];
+        if sqlite_lease {
+            plans.push(call_plan(&self.config, seed));
+        }
+        progress.line(&format!(
+            "faults: {} layout, {} instances, {} rounds each, {} faults",
+            layout.name(),
+            self.config.instances,
+            options.rounds,
+            plans.iter().map(|p| p.steps.len()).sum::<usize>()
+        ));
+        let nemesis = Nemesis::new(gates.clone()).with_armed_for(std::time::Duration::from_millis(400));
+        let call_nemesis = CallNemesis::new(call_gates)
+            .with_armed_for(std::time::Duration::from_millis(400))
+            .with_clock(SqliteClock::Virtual(lease_clock.clone()));
+        let ticker = Ticker::start(clocks.clone());
+        let history = rec.history.clone();
+        let redis_plan = plans[0].clone();
+        let call_plan_played = plans.get(1).cloned();
+        let trouble = workload::run(&options, instances, &rec, async {
+            let redis = nemesis.run(&mut server, &redis_plan, &history);
+            let call = async {
+                match &call_plan_played {
+                    Some(plan) => call_nemesis.run(plan, &history).await.map(|_| ()),
+                    None => Ok(()),
+                }
+            };
+            let (redis, call) = tokio::join!(redis, call);
+            let mut trouble = Vec::new();
+            if let Err(e) = redis {
+                trouble.push(e.to_string());
+            }
+            if let Err(e) = call {
+                trouble.push(e.to_string());
+            }
+            (!trouble.is_empty()).then(|| trouble.join("; "))
+        })
+        .await;
+        drop(ticker);
+        for g in &gates {
+            g.clear_faults();
+        }
+        // The drain talks to the server directly: no gate, no fault.
+        let direct = server.url();
+        let now = lease_clock.now_ms();
+        let drain_clients = Clients {
+            lease: connector
+                .connect(roles.lease, workload::DRAIN, &prefix, &direct, now)
+                .await?,
+            queue: connector
+                .connect(roles.queue, workload::DRAIN, &prefix, &direct, now)
+                .await?,
+            rate: connector
+                .connect(roles.rate, workload::DRAIN, &prefix, &direct, now)
+                .await?,
+        };
+        let others: Vec<Arc<VirtualClock>> = clocks
+            .iter()
+            .filter(|c| !Arc::ptr_eq(c, &lease_clock))
+            .cloned()
+            .collect();
+        let end = workload::drain(&options, drain_clients, &rec, &others).await;
+        let durable = DurableEnd::default();
+        drop(gates);
+        let _ = server.stop().await;
+        let history = Arc::try_unwrap(rec.history)
+            .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
+            .unwrap_or_else(|shared| shared.lock().unwrap_or_else(|p| p.into_inner()).clone());
+        let figures = figures_of(layout, &roles, self.config.instances, &history, &end, started);
+        Ok(WorkloadRun {
+            options,
+            roles,
+            plans,
+            nemesis_trouble: trouble,
+            history,
+            end,
+            durable,
+            figures,
+        })
+    }
+
+    async fn full_server(&self, subject: &Subject<'_>) -> Result<History, SuiteError> {
+        let server = ManagedServer::start(ServerOptions::default())
+            .await
+            .map_err(|e| setup("could not start its own server", e))?;
+        let clock = server
+            .clock()
+            .cloned()
+            .ok_or_else(|| setup("started a server", "it has no virtual clock"))?;
+        let prefix = format!("{}faults:full:", subject.run_prefix);
+        let mut client = subject
+            .connect_store("a", &prefix, &server.url(), clock.now_ms())
+            .await
+            .map_err(|e| {
+                SuiteError::unless_an_adapter_broke()
+                    .err()
+                    .unwrap_or_else(|| setup("could not connect the store", e))
+            })?;
+        let rec = Recorder {
+            history: Arc::new(Mutex::new(History::default())),
+            clock,
+        };
+        let admin = server
+            .admin()
+            .await
+            .map_err(|e| setup("could not reach its own server", e))?;
+        let claimed: Vec<Contract> = Contract::COORDINATION
+            .into_iter()
+            .filter(|c| subject.claims(*c))
+            .collect();
+        let fill = set_maxmemory(admin.clone(), "1");
+        let unfill = set_maxmemory(admin, "0");
+        let ran = full_server::run(client.as_mut(), &rec, &claimed, fill, unfill).await;
+        let _ = server.stop().await;
+        ran.map_err(|e| setup("could not fill its own server", e))?;
+        let history = rec.history.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        Ok(history)
+    }
+}
+
+async fn set_maxmemory(
+    mut admin: redis::aio::MultiplexedConnection,
+    value: &'static str,
+) -> Result<(), String> {
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg(value)
+        .query_async::<()>(&mut admin)
+        .await
+        .map_err(|e| format!("CONFIG SET maxmemory {value}: {e}"))
+}
+
+fn figures_of(
+    layout: LayoutKind,
+    roles: &Roles,
+    instances: usize,
+    history: &History,
+    end: &EndState,
+    started: Instant,
+) -> WorkloadFigures {
+    let trees: std::collections::BTreeSet<String> = linearizable::lease_ops(history)
+        .0
+        .into_iter()
+        .map(|op| op.tree)
+        .collect();
+    let mut f = WorkloadFigures {
+        layout: layout.name().to_string(),
+        stores: roles.figures(),
+        instances,
+        children_saved: end.saved.len(),
+        children_done: end.effects.applied.len(),
+        trees_judged: if roles.lease == Player::Subject {
+            trees.len()
+        } else {
+            0
+        },
+        seconds: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        ..WorkloadFigures::default()
+    };
+    let mut invoked = 0;
+    for e in &history.events {
+        match (&e.what, e.what.kind()) {
+            (Happened::Nemesis { op, note }, _) if note.phase == NemesisPhase::Start => {
+                let name = op.strip_prefix("nemesis.").unwrap_or(op).to_string();
+                *f.faults.entry(name).or_default() += 1;
+            }
+            (_, EventKind::Invoke) => invoked += 1,
+            (_, EventKind::Ok) => f.ok += 1,
+            (_, EventKind::Fail) => f.refused += 1,
+            (_, EventKind::Info) => f.unknown += 1,
+            _ => {}
+        }
+    }
+    f.operations = invoked;
+    // Sent and never answered: unknown too.
+    f.unknown += invoked.saturating_sub(f.ok + f.refused + f.unknown);
+    f
+}
+
+/// One check's verdict over the workloads, with its evidence.
+struct Judged {
+    verdict: Verdict,
+    reason: String,
+    evidence: Value,
+    failing: Option<usize>,
+}
+
+fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
+    let mut parts = Vec::new();
+    let mut evidence = Vec::new();
+    let mut failing = None;
+    let mut unknown = Vec::new();
+    let mut judged = 0;
+    for (i, run) in runs.iter().enumerate() {
+        let layout = run.options.layout.name();
+        let played = match spec.id {
+            id if id == LINEARIZABLE.id || id == FENCING.id => run.roles.lease,
+            id if id == CHILDREN_ONCE.id => run.roles.queue,
+            _ => run.roles.rate,
+        };
+        let fenced_here = spec.id != FENCING.id || run.options.layout == LayoutKind::Durable;
+        if played != Player::Subject || !fenced_here {
+            continue;
+        }
+        judged += 1;
+        if let Some(trouble) = &run.nemesis_trouble {
+            unknown.push(format!("{layout} layout: the nemesis stopped early ({trouble})"));
+            continue;
+        }
+        let (holds, undecided, detail, summary) = match spec.id {
+            id if id == LINEARIZABLE.id => {
+                let v = linearizable::check(&run.history);
+                let undecided = v
+                    .trees
+                    .values()
+                    .any(|t| matches!(t, linearizable::TreeVerdict::Undecided { .. }));
+                let bad: BTreeMap<&String, &linearizable::TreeVerdict> = v
+                    .trees
+                    .iter()
+                    .filter(|(_, t)| matches!(t, linearizable::TreeVerdict::NotLinearizable { .. }))
+                    .collect();
+                (
+                    bad.is_empty(),
+                    undecided,
+                    json!({"not_linearizable": bad, "trees": v.trees.len()}),
+                    format!("{} trees, {} not linearizable", v.trees.len(), bad.len()),
+                )
+            }
+            id if id == CHILDREN_ONCE.id => {
+                if let Err(why) = &run.end.drained {
+                    unknown.push(format!("{layout} layout: {why}"));
+                    continue;
+                }
+                let v = children::check(&run.history, &run.end.effects);
+                (
+                    v.holds(),
+                    false,
+                    json!(v),
+                    format!(
+                        "{} children acknowledged, {} ambiguous, {} violations",
+                        v.acknowledged,
+                        v.ambiguous,
+                        v.violations.len()
+                    ),
+                )
+            }
+            id if id == FENCING.id => {
+                let v = fencing::check(&run.history, &run.durable);
+                (
+                    v.holds(),
+                    false,
+                    json!(v),
+                    format!("{} violations", v.violations.len()),
+                )
+            }
+            _ => {
+                let v = rate_bounds::check(&run.history);
+                (
+                    v.holds(),
+                    false,
+                    json!(v),
+                    format!(
+                        "{} violations, {} unknown outcomes counted both ways",
+                        v.violations.len(),
+                        v.unknown.len()
+                    ),
+                )
+            }
+        };
+        if !holds {
+            failing.get_or_insert(i);
+        } else if undecided {
+            unknown.push(format!(
+                "{layout} layout: the search ran out of its budget on some tree"
+            ));
+        }
+        parts.push(format!("{layout} layout: {summary}"));
+        evidence.push(json!({
+            "layout": layout,
+            "holds": holds,
+            "detail": detail,
+            "figures": run.figures,
+        }));
+    }
+    let reason = parts.join("; ");
+    let evidence = Value::Array(evidence);
+    if judged == 0 {
+        return Judged {
+            verdict: Verdict::Skipped,
+            reason: "no workload had the store under test in this check's role".into(),
+            evidence,
+            failing: None,
+        };
+    }
+    let verdict = if failing.is_some() {
+        Verdict::Fail
+    } else if !unknown.is_empty() {
+        return Judged {
+            verdict: Verdict::Unknown,
+            reason: unknown.join("; "),
+            evidence,
+            failing: None,
+        };
+    } else {
+        Verdict::Pass
+    };
+    Judged {
+        verdict,
+        reason,
+        evidence,
+        failing,
+    }
+}
+
+fn judge_full_server(history: &History, claimed: &[Contract]) -> Judged {
+    let v = full_server::judge(history, claimed);
+    let verdict = if !v.violations.is_empty() {
+        Verdict::Fail
+    } else if v.refused_full == 0 {
+        return Judged {
+            verdict: Verdict::Unknown,
+            reason: "no write was refused with store_full: the server did not fill, so the check could not be decided".into(),
+            evidence: json!({"found": v, "history": history}),
+            failing: None,
+        };
+    } else {
+        Verdict::Pass
+    };
+    let reason = format!(
+        "{} writes refused with store_full while full, {} broken promises",
+        v.refused_full,
+        v.violations.len()
+    );
+    Judged {
+        verdict,
+        reason,
+        evidence: json!({"found": v, "history": history}),
+        failing: None,
+    }
+}
+
+/// What a failed workload check saves to be replayed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FaultsCounterexample {
+    /// The layout whose history failed.
+    pub layout: LayoutKind,
+    /// The run's seed (the workload's and plans' are drawn from it).
+    pub seed: u64,
+    /// The suite's sizes.
+    pub config: FaultsConfig,
+    /// The plans the nemeses played.
+    pub plans: Vec<Plan>,
+    /// The failing history, judged again by `storeproof replay` before the
+    /// workload is run again.
+    pub history: History,
+}
+
+#[async_trait]
+impl Suite for FaultsSuite {
+    fn name(&self) -> &'static str {
+        SUITE
+    }
+
+    fn checks(&self) -> Vec<CheckSpec> {
+        vec![LINEARIZABLE, CHILDREN_ONCE, FENCING, RATE_BOUNDS, FULL_SERVER]
+    }
+
+    async fn run(
+        &self,
+        subject: &Subject<'_>,
+        to_run: &[CheckSpec],
+        progress: &dyn Progress,
+    ) -> Result<SuiteRun, SuiteError> {
+        let started = Instant::now();
+        let wants_workload = to_run.iter().any(|c| c.id != FULL_SERVER.id);
+        let mut runs = Vec::new();
+        if wants_workload {
+            let all = layouts(subject);
+            progress.part("faults", all.len() as u64);
+            for layout in all {
+                let run = self.workload(subject, layout, progress).await?;
+                SuiteError::unless_an_adapter_broke()?;
+                progress.step(layout.name());
+                runs.push(run);
+            }
+        }
+        let claimed: Vec<Contract> = Contract::COORDINATION
+            .into_iter()
+            .filter(|c| subject.claims(*c))
+            .collect();
+        let full = if to_run.iter().any(|c| c.id == FULL_SERVER.id) {
+            Some(self.full_server(subject).await?)
+        } else {
+            None
+        };
+        SuiteError::unless_an_adapter_broke()?;
+        let mut checks = Vec::new();
+        for spec in to_run {
+            let check_started = Instant::now();
+            let judged = if spec.id == FULL_SERVER.id {
+                match &full {
+                    Some(h) => judge_full_server(h, &claimed),
+                    None => continue,
+                }
+            } else {
+                judge(spec, &runs)
+            };
+            let mut result = spec.result(SUITE, judged.verdict, judged.reason);
+            result.evidence = judged.evidence;
+            if let Some(i) = judged.failing {
+                let run = &runs[i];
+                result.counterexample = serde_json::to_value(FaultsCounterexample {
+                    layout: run.options.layout,
+                    seed: subject.seed,
+                    config: self.config.clone(),
+                    plans: run.plans.clone(),
+                    history: run.history.clone(),
+                })
+                .ok();
+            }
+            result.seconds = check_started.elapsed().as_secs_f64();
+            checks.push(result);
+        }
+        let figures = FaultsFigures {
+            seed: subject.seed,
+            workloads: runs.iter().map(|r| r.figures.clone()).collect(),
+            seconds: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        };
+        Ok(SuiteRun {
+            checks,
+            figures: Figures::Faults(figures),
+        })
+    }
+
+    async fn replay(
+        &self,
+        subject: &Subject<'_>,
+        check: &CheckSpec,
+        counterexample: Option<&Value>,
+        progress: &dyn Progress,
+    ) -> Result<CheckResult, SuiteError> {
+        // The saved history is judged again first: the checkers are pure, so
+        // this always reproduces the verdict; then the same seeded workload
+        // runs again (its interleaving depends on real timing).
+        if let Some(saved) = counterexample
+            .and_then(|v| serde_json::from_value::<FaultsCounterexample>(v.clone()).ok())
+        {
+            progress.line(&format!(
+                "faults: the saved {} history, judged again",
+                saved.layout.name()
+            ));
+            let suite = FaultsSuite::new(saved.config.clone());
+            let again = suite.workload(subject, saved.layout, progress).await?;
+            let saved_run = WorkloadRun {
+                history: saved.history.clone(),
+                ..again.clone()
+            };
+            let first = judge(check, std::slice::from_ref(&saved_run));
+            let second = judge(check, std::slice::from_ref(&again));
+            let verdict = if first.verdict == Verdict::Fail || second.verdict == Verdict::Fail {
+                Verdict::Fail
+            } else {
+                second.verdict
+            };
+            let mut result = check.result(
+                SUITE,
+                verdict,
+                format!(
+                    "saved history: {:?} ({}); run again with seed {}: {:?} ({})",
+                    first.verdict, first.reason, saved.seed, second.verdict, second.reason
+                ),
+            );
+            result.evidence = json!({"saved": first.evidence, "again": second.evidence});
+            return Ok(result);
+        }
+        let run = self.run(subject, std::slice::from_ref(check), progress).await?;
+        run.checks
+            .into_iter()
+            .next()
+            .ok_or_else(|| SuiteError::Setup(format!("{} gave no verdict", check.id)))
+    }
+}

@@ -1,0 +1,624 @@
+//! The fault workload: instances that take trees, save and claim children,
+//! apply each child's effect fenced by its tree's epoch, and hold a rate
+//! slot around each outbound call — while a nemesis plays — then a drain
+//! that settles every child and an end read the checkers judge.
+//!
+//! **Layouts** (SPEC 2.5). [`LayoutKind::Durable`]: leases, fenced effects
+//! and outbound calls on one durable store, queue and rate limits on Redis.
+//! [`LayoutKind::Coordination`]: leases, queue and rate limits on Redis and
+//! no fencing set; a child's effect is its `completed` answer.
+//!
+//! **Time.** Lease and claim expiry run on a virtual clock that follows real
+//! time while the workload runs (a ticker sets it to its start plus the real
+//! time elapsed), so a paused or partitioned instance outlives its lease and
+//! comes back a zombie. Every event records that clock as server time and as
+//! the instance clock (the instances have no skew here: skew is the
+//! explorer's subject).
+//!
+//! **Determinism.** Each instance draws its choices from its own generator
+//! seeded from the workload's seed, so the same seed sends the same requests
+//! in the same order per instance; how they interleave with each other and
+//! with the nemesis depends on real timing, which is why the checkers judge
+//! the recorded history, not a replay of it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use harness::contract::{ChildState, ErrorKind, Reply, Request, StoreError};
+use harness::server::VirtualClock;
+use harness::store::StoreClient;
+use harness::History;
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+use crate::children::{AppliedEffect, EndEffects};
+
+/// The provider every instance's rate slots and hits are counted under.
+pub const PROVIDER: &str = "provider";
+
+/// The name the drain's instance is recorded under.
+pub const DRAIN: &str = "drain";
+
+/// Which stores sit side by side (SPEC 2.5's two supported layouts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LayoutKind {
+    /// Redis queue and rate limits beside a durable lease store with its
+    /// fencing set (fenced effects, outbound calls).
+    Durable,
+    /// Redis leases, queue and rate limits; no fencing set.
+    Coordination,
+}
+
+impl LayoutKind {
+    /// `durable` or `coordination`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LayoutKind::Durable => "durable",
+            LayoutKind::Coordination => "coordination",
+        }
+    }
+}
+
+/// The sizes and timings of one workload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkloadOptions {
+    /// The layout.
+    pub layout: LayoutKind,
+    /// Seeds every instance's choices.
+    pub seed: u64,
+    /// Rounds per instance: each saves one child and processes at most one.
+    pub rounds: usize,
+    /// Trees the children belong to.
+    pub trees: usize,
+    /// Lease lifetime, in virtual ms.
+    pub lease_ttl_ms: i64,
+    /// Claim lifetime, in virtual ms.
+    pub claim_ttl_ms: i64,
+    /// Concurrent rate slots allowed.
+    pub slot_limit: i64,
+    /// Slot lifetime, in virtual ms.
+    pub slot_ttl_ms: i64,
+    /// Hits allowed per window.
+    pub hit_limit: i64,
+    /// The hit window, in virtual ms.
+    pub hit_window_ms: i64,
+    /// The longest real pause between two rounds of an instance, in ms.
+    pub max_think_ms: u64,
+}
+
+impl WorkloadOptions {
+    /// A workload of `rounds` rounds per instance in `layout`, with leases
+    /// and claims shorter than the nemesis's longest pause (so zombies happen).
+    pub fn new(layout: LayoutKind, seed: u64, rounds: usize) -> WorkloadOptions {
+        WorkloadOptions {
+            layout,
+            seed,
+            rounds,
+            trees: 2,
+            lease_ttl_ms: 150,
+            claim_ttl_ms: 150,
+            slot_limit: 2,
+            slot_ttl_ms: 150,
+            hit_limit: 3,
+            hit_window_ms: 100,
+            max_think_ms: 20,
+        }
+    }
+}
+
+/// One instance's connections: the lease store (with its fencing set in the
+/// durable layout), the queue and the rate limits.
+pub struct Clients {
+    /// Serves `lease.*` and, in the durable layout, `effect.*` and `call.*`.
+    pub lease: Box<dyn StoreClient>,
+    /// Serves `queue.*`.
+    pub queue: Box<dyn StoreClient>,
+    /// Serves `rate.*`.
+    pub rate: Box<dyn StoreClient>,
+}
+
+/// Where events are recorded and the virtual clock read.
+#[derive(Clone)]
+pub struct Recorder {
+    /// The workload's history, shared with the nemesis.
+    pub history: Arc<Mutex<History>>,
+    /// The virtual clock every store of the workload decides on.
+    pub clock: Arc<VirtualClock>,
+}
+
+/// The longest the harness waits for one answer before recording the
+/// outcome as unknown: far beyond any fault's length, so only a store that
+/// truly hangs reaches it.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
+
+impl Recorder {
+    /// Sends `req` on `client` as `instance`, recording its invoke and its
+    /// completion with the virtual clock's readings.
+    pub async fn call(
+        &self,
+        instance: &str,
+        client: &mut dyn StoreClient,
+        req: &Request,
+    ) -> Result<Reply, StoreError> {
+        let call = req.to_call();
+        let sent = self.clock.now_ms();
+        lock(&self.history).invoke(instance, &call, Some(sent), sent);
+        let out = match tokio::time::timeout(ANSWER_TIMEOUT, client.call(&call, sent)).await {
+            Ok(out) => out,
+            Err(_) => Err(StoreError::new(
+                ErrorKind::Unavailable,
+                format!(
+                    "{}: no answer within {} s",
+                    call.op,
+                    ANSWER_TIMEOUT.as_secs()
+                ),
+            )),
+        };
+        let answered = self.clock.now_ms();
+        lock(&self.history).complete(instance, &call.op, &out, Some(answered), answered);
+        out
+    }
+}
+
+/// The history's lock; a poisoned lock still holds every event recorded.
+fn lock(history: &Mutex<History>) -> std::sync::MutexGuard<'_, History> {
+    history.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Moves the virtual clock with real time while it lives: a ticker setting
+/// the clock to where it stood plus the real time elapsed.
+pub struct Ticker {
+    handle: tokio::task::JoinHandle<()>,
+}
+
+impl Ticker {
+    /// Starts moving every clock of `clocks` with real time, each from its
+    /// current reading.
+    pub fn start(clocks: Vec<Arc<VirtualClock>>) -> Ticker {
+        let handle = tokio::spawn(async move {
+            let bases: Vec<i64> = clocks.iter().map(|c| c.now_ms()).collect();
+            let start = Instant::now();
+            let mut every = tokio::time::interval(Duration::from_millis(2));
+            loop {
+                every.tick().await;
+                let elapsed = i64::try_from(start.elapsed().as_millis()).unwrap_or(i64::MAX / 2);
+                for (clock, base) in clocks.iter().zip(&bases) {
+                    // Never backwards.
+                    if base + elapsed > clock.now_ms() {
+                        clock.set_ms(base + elapsed);
+                    }
+                }
+            }
+        });
+        Ticker { handle }
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.handle.abort();
+    }
+}
+
+/// The id of the `n`-th child instance `who` saves under `tree`.
+fn child_id(tree: &str, who: &str, n: usize) -> String {
+    format!("{tree}.{who}{n}")
+}
+
+/// One instance running its rounds.
+struct Worker<'a> {
+    name: String,
+    clients: Clients,
+    rng: StdRng,
+    rec: &'a Recorder,
+    opts: &'a WorkloadOptions,
+    /// tree → the epoch this instance believes it holds.
+    held: BTreeMap<String, i64>,
+}
+
+impl Worker<'_> {
+    async fn lease(&mut self, req: Request) -> Result<Reply, StoreError> {
+        self.rec
+            .call(&self.name, self.clients.lease.as_mut(), &req)
+            .await
+    }
+
+    async fn queue(&mut self, req: Request) -> Result<Reply, StoreError> {
+        self.rec
+            .call(&self.name, self.clients.queue.as_mut(), &req)
+            .await
+    }
+
+    async fn rate(&mut self, req: Request) -> Result<Reply, StoreError> {
+        self.rec
+            .call(&self.name, self.clients.rate.as_mut(), &req)
+            .await
+    }
+
+    async fn round(&mut self, n: usize) {
+        let tree = format!("t{}", self.rng.random_range(0..self.opts.trees));
+        let child = child_id(&tree, &self.name, n);
+        let depth = self.rng.random_range(0..3);
+        let _ = self
+            .queue(Request::QueueSave {
+                child,
+                depth,
+                payload: tree,
+            })
+            .await;
+        let claimed = self
+            .queue(Request::QueueClaim {
+                instance: self.name.clone(),
+                claim_ttl_ms: self.opts.claim_ttl_ms,
+            })
+            .await;
+        if let Ok(Reply::Claimed {
+            child,
+            payload,
+            attempt,
+            ..
+        }) = claimed
+        {
+            self.process(&child, &payload, attempt).await;
+        }
+        if self.rng.random_bool(0.3) {
+            let _ = self
+                .rate(Request::RateHit {
+                    provider: PROVIDER.into(),
+                    limit: self.opts.hit_limit,
+                    window_ms: self.opts.hit_window_ms,
+                })
+                .await;
+        }
+        let think = self.rng.random_range(0..=self.opts.max_think_ms);
+        tokio::time::sleep(Duration::from_millis(think)).await;
+    }
+
+    /// The epoch this instance holds `tree` under now, taking or renewing
+    /// its lease; `None` when it does not hold it.
+    async fn hold(&mut self, tree: &str) -> Option<i64> {
+        if let Some(&epoch) = self.held.get(tree) {
+            let renewed = self
+                .lease(Request::LeaseRenew {
+                    tree: tree.into(),
+                    holder: self.name.clone(),
+                    epoch,
+                    ttl_ms: self.opts.lease_ttl_ms,
+                })
+                .await;
+            if let Ok(Reply::Renewed { .. }) = renewed {
+                return Some(epoch);
+            }
+            self.held.remove(tree);
+        }
+        let taken = self
+            .lease(Request::LeaseTake {
+                tree: tree.into(),
+                holder: self.name.clone(),
+                ttl_ms: self.opts.lease_ttl_ms,
+            })
+            .await;
+        let epoch = match taken {
+            Ok(Reply::Granted { epoch, .. }) => epoch,
+            // After a lost reply the live holder may be this instance: the
+            // contract lets it adopt the epoch.
+            Ok(Reply::Busy { holder, epoch, .. }) if holder == self.name => epoch,
+            _ => return None,
+        };
+        self.held.insert(tree.to_string(), epoch);
+        Some(epoch)
+    }
+
+    async fn process(&mut self, child: &str, tree: &str, attempt: i64) {
+        let Some(epoch) = self.hold(tree).await else {
+            return;
+        };
+        if self.opts.layout == LayoutKind::Durable {
+            let applied = self
+                .lease(Request::EffectApply {
+                    tree: tree.into(),
+                    holder: self.name.clone(),
+                    epoch,
+                    effect: child.into(),
+                    payload: format!("{child}@{epoch}"),
+                })
+                .await;
+            match applied {
+                Ok(Reply::Applied {}) | Ok(Reply::Duplicate {}) => {}
+                Ok(Reply::Fenced { .. }) => {
+                    self.held.remove(tree);
+                    return;
+                }
+                // Unknown or refused: the claim runs out and another
+                // instance (or the drain) settles the child.
+                _ => return,
+            }
+        }
+        let slot = self
+            .rate(Request::RateAcquireSlot {
+                provider: PROVIDER.into(),
+                holder: self.name.clone(),
+                limit: self.opts.slot_limit,
+                ttl_ms: self.opts.slot_ttl_ms,
+            })
+            .await;
+        if let Ok(Reply::Acquired { slot }) = slot {
+            if self.opts.layout == LayoutKind::Durable {
+                let call = format!("call.{child}");
+                let begun = self
+                    .lease(Request::CallBegin {
+                        tree: tree.into(),
+                        holder: self.name.clone(),
+                        epoch,
+                        call: call.clone(),
+                    })
+                    .await;
+                if let Ok(Reply::Begun {}) = begun {
+                    let _ = self
+                        .lease(Request::CallFinish {
+                            call,
+                            response: format!("response to {child}"),
+                        })
+                        .await;
+                }
+            }
+            let _ = self
+                .rate(Request::RateReleaseSlot {
+                    provider: PROVIDER.into(),
+                    slot,
+                })
+                .await;
+        }
+        let _ = self
+            .queue(Request::QueueComplete {
+                child: child.into(),
+                instance: self.name.clone(),
+                attempt,
+            })
+            .await;
+        if self.rng.random_bool(0.5) {
+            let released = self
+                .lease(Request::LeaseRelease {
+                    tree: tree.into(),
+                    holder: self.name.clone(),
+                    epoch,
+                })
+                .await;
+            if released.is_ok() {
+                self.held.remove(tree);
+            }
+        }
+    }
+}
+
+/// Runs every instance's rounds side by side, each with its own generator
+/// (seed, instance index), while `nemesis` plays; returns when all rounds
+/// and the nemesis are done, with the nemesis's outcome. Instances go on
+/// past their `rounds` while the nemesis still plays (at most
+/// [`MAX_ROUNDS_FACTOR`] times as many), so that every fault meets work.
+pub async fn run<N, R>(
+    opts: &WorkloadOptions,
+    instances: Vec<(String, Clients)>,
+    rec: &Recorder,
+    nemesis: N,
+) -> R
+where
+    N: std::future::Future<Output = R>,
+{
+    let playing = AtomicBool::new(true);
+    let playing = &playing;
+    let workers = instances
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, clients))| {
+            let seed = opts.seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(i as u64 + 1));
+            let mut w = Worker {
+                name,
+                clients,
+                rng: StdRng::seed_from_u64(seed),
+                rec,
+                opts,
+                held: BTreeMap::new(),
+            };
+            async move {
+                let most = opts.rounds.saturating_mul(MAX_ROUNDS_FACTOR);
+                let mut n = 0;
+                while n < opts.rounds || (playing.load(Ordering::SeqCst) && n < most) {
+                    w.round(n).await;
+                    n += 1;
+                }
+            }
+        });
+    let nemesis = async {
+        let outcome = nemesis.await;
+        playing.store(false, Ordering::SeqCst);
+        outcome
+    };
+    let (_, outcome) = tokio::join!(futures_join_all(workers), nemesis);
+    outcome
+}
+
+/// How many times its `rounds` an instance may run while the nemesis plays.
+pub const MAX_ROUNDS_FACTOR: usize = 20;
+
+/// Awaits every future of `futures` concurrently (on this task).
+async fn futures_join_all<F: std::future::Future<Output = ()>>(futures: impl Iterator<Item = F>) {
+    let mut set: Vec<std::pin::Pin<Box<F>>> = futures.map(Box::pin).collect();
+    std::future::poll_fn(move |cx| {
+        set.retain_mut(|f| f.as_mut().poll(cx).is_pending());
+        if set.is_empty() {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await
+}
+
+/// What the drain and the end read found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndState {
+    /// Children whose save was sent (any outcome), by id.
+    pub saved: BTreeSet<String>,
+    /// Each child's effect as the end state shows it (durable: the fencing
+    /// set's `duplicate` answer to a probe; coordination: `done`).
+    pub effects: EndEffects,
+    /// Whether the drain emptied the queue; when not, why.
+    pub drained: Result<(), String>,
+}
+
+/// Settles every child after the faults healed: moves the virtual clock past
+/// every lease and claim (`rec`'s clock and `other_clocks`, the clocks of
+/// the workload's other stores), then claims and processes children as instance
+/// [`DRAIN`] until the queue answers `empty`; then reads each saved child's
+/// end state (see [`EndState::effects`]).
+pub async fn drain(
+    opts: &WorkloadOptions,
+    clients: Clients,
+    rec: &Recorder,
+    other_clocks: &[Arc<VirtualClock>],
+) -> EndState {
+    let saved: BTreeSet<String> = {
+        let history = lock(&rec.history);
+        history
+            .events
+            .iter()
+            .filter_map(|e| match &e.what {
+                harness::Happened::Invoke(call) => match Request::parse(call) {
+                    Ok(Request::QueueSave { child, .. }) => Some(child),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    };
+    let mut w = Worker {
+        name: DRAIN.to_string(),
+        clients,
+        rng: StdRng::seed_from_u64(opts.seed),
+        rec,
+        opts,
+        held: BTreeMap::new(),
+    };
+    // Every claim and lease of the workload has run out after this.
+    let settle = opts.lease_ttl_ms.max(opts.claim_ttl_ms).max(opts.slot_ttl_ms) + 1;
+    rec.clock.advance_ms(settle);
+    for clock in other_clocks {
+        clock.advance_ms(settle);
+    }
+    // Each child needs one claim; a few more cover claims that end unknown.
+    let budget = 2 * saved.len() + 10;
+    let mut drained = Err(format!(
+        "the queue still handed out children after {budget} claims"
+    ));
+    for _ in 0..budget {
+        let claimed = w
+            .queue(Request::QueueClaim {
+                instance: DRAIN.into(),
+                claim_ttl_ms: opts.claim_ttl_ms,
+            })
+            .await;
+        match claimed {
+            Ok(Reply::Empty {}) => {
+                drained = Ok(());
+                break;
+            }
+            Ok(Reply::Claimed {
+                child,
+                payload,
+                attempt,
+                ..
+            }) => w.process_for_drain(&child, &payload, attempt).await,
+            Ok(other) => {
+                drained = Err(format!(
+                    "queue.claim answered {} during the drain",
+                    other.outcome()
+                ));
+                break;
+            }
+            Err(e) => {
+                drained = Err(format!("queue.claim failed during the drain: {e}"));
+                break;
+            }
+        }
+    }
+    let mut effects = EndEffects::default();
+    if drained.is_ok() {
+        for child in &saved {
+            if let Some(applied) = w.end_of(child).await {
+                if applied {
+                    effects.applied.push(AppliedEffect {
+                        child: child.clone(),
+                        effect: child.clone(),
+                    });
+                }
+            } else {
+                drained = Err(format!("the end state of child {child} could not be read"));
+                break;
+            }
+        }
+    }
+    EndState {
+        saved,
+        effects,
+        drained,
+    }
+}
+
+impl Worker<'_> {
+    /// Processes a child the drain claimed, with no coin flips: always
+    /// released, so the next child's tree is free.
+    async fn process_for_drain(&mut self, child: &str, tree: &str, attempt: i64) {
+        self.process(child, tree, attempt).await;
+        if let Some(epoch) = self.held.remove(tree) {
+            let _ = self
+                .lease(Request::LeaseRelease {
+                    tree: tree.into(),
+                    holder: self.name.clone(),
+                    epoch,
+                })
+                .await;
+        }
+    }
+
+    /// Whether `child`'s effect shows in the end state; `None` when it
+    /// cannot be read. Durable: a probe `effect.apply` of the child's effect
+    /// id under a fresh lease answers `duplicate` when the effect was
+    /// applied (and `applied` when it was not: the probe then lands, after
+    /// the judged run). Coordination: `queue.read` shows the child `done`.
+    async fn end_of(&mut self, child: &str) -> Option<bool> {
+        if self.opts.layout == LayoutKind::Coordination {
+            return match self
+                .queue(Request::QueueRead {
+                    child: child.into(),
+                })
+                .await
+            {
+                Ok(Reply::Child(Some(view))) => Some(view.state == ChildState::Done),
+                // A save whose outcome was unknown may never have landed.
+                Ok(Reply::Child(None)) => Some(false),
+                _ => None,
+            };
+        }
+        let tree = child.split('.').next()?.to_string();
+        let epoch = self.hold(&tree).await?;
+        let probe = self
+            .lease(Request::EffectApply {
+                tree,
+                holder: self.name.clone(),
+                epoch,
+                effect: child.into(),
+                payload: "end-state probe".into(),
+            })
+            .await;
+        match probe {
+            Ok(Reply::Duplicate {}) => Some(true),
+            Ok(Reply::Applied {}) => Some(false),
+            _ => None,
+        }
+    }
+}
