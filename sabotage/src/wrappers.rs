@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use harness::contract::{Call, ErrorKind, Reply, Request, StoreError};
-use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
+use harness::store::{DurableState, Hello, StoreClient, StoreFactory, StoreInfo};
 use redis::aio::MultiplexedConnection;
 
 use crate::conn::{self, unavailable};
@@ -70,6 +70,14 @@ impl StoreClient for TamperedClient {
 impl<F: StoreFactory> StoreFactory for Tampered<F> {
     fn spec(&self) -> String {
         format!("sabotage:tampered@{}", self.at)
+    }
+
+    fn keeps_state_in_redis(&self) -> bool {
+        self.inner.keeps_state_in_redis()
+    }
+
+    async fn durable_state(&self, prefix: &str) -> Result<Option<DurableState>, StoreError> {
+        self.inner.durable_state(prefix).await
     }
 
     async fn connect(
@@ -280,6 +288,14 @@ impl StoreClient for LyingClient {
 impl<F: StoreFactory> StoreFactory for Lying<F> {
     fn spec(&self) -> String {
         format!("sabotage:lying:{:?}", self.lie)
+    }
+
+    fn keeps_state_in_redis(&self) -> bool {
+        self.inner.keeps_state_in_redis()
+    }
+
+    async fn durable_state(&self, prefix: &str) -> Result<Option<DurableState>, StoreError> {
+        self.inner.durable_state(prefix).await
     }
 
     async fn connect(
