@@ -9,9 +9,11 @@ use std::time::{Duration, Instant};
 
 use faults::children::{self, AppliedEffect, ChildViolation, EndEffects};
 use faults::fencing::{self, DurableEnd, FencingViolation};
+use faults::full_server;
 use faults::linearizable::{self, TreeVerdict};
 use faults::nemesis::{Ending, Fault, Nemesis};
-use harness::contract::{ErrorKind, Reply, Request, StoreError};
+use faults::workload::Recorder as WorkloadRecorder;
+use harness::contract::{Contract, ErrorKind, Reply, Request, StoreError};
 use harness::gate::Gate;
 use harness::server::{ManagedServer, ServerOptions, VirtualClock};
 use harness::store::redis::RedisStoreFactory;
@@ -306,6 +308,54 @@ async fn oom_swallowed_is_caught_by_lease_linearizability() {
     assert_eq!(answer.unwrap_err().kind, ErrorKind::StoreFull);
     assert_eq!(seen, Reply::Lease(None));
     assert!(linearizable::check(&history).all_linearizable());
+}
+
+/// The full-server scenario of `faults.full-server-refuses`
+/// ([`full_server::run`]) on a server of its own, judged by
+/// [`full_server::judge`].
+async fn full_server_verdict(store: &dyn StoreFactory) -> full_server::FullServer {
+    let server = server().await;
+    let clock = server.clock().expect("a virtual clock").clone();
+    let mut client = connect(store, "a", &server.url(), "sp:full:").await;
+    let rec = WorkloadRecorder {
+        history: Arc::new(Mutex::new(History::default())),
+        clock,
+    };
+    let admin = server.admin().await.unwrap();
+    let set = |value: &'static str| {
+        let mut admin = admin.clone();
+        async move {
+            redis::cmd("CONFIG")
+                .arg("SET")
+                .arg("maxmemory")
+                .arg(value)
+                .query_async::<()>(&mut admin)
+                .await
+                .map_err(|e| e.to_string())
+        }
+    };
+    let claimed = Contract::COORDINATION.to_vec();
+    full_server::run(client.as_mut(), &rec, &claimed, set("1"), set("0"))
+        .await
+        .unwrap();
+    let history = rec.history.lock().unwrap().clone();
+    full_server::judge(&history, &claimed)
+}
+
+#[tokio::test]
+async fn oom_swallowed_is_caught_by_full_server_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let builtin = || RedisStoreFactory::new(dir.path().join("kept.sqlite"));
+    let verdict = full_server_verdict(&OomSwallowed::new(builtin())).await;
+    eprintln!("oom-swallowed under faults.full-server-refuses: {verdict:?}");
+    assert!(!verdict.holds());
+    assert_eq!(verdict.refused_full, 0, "every store_full was swallowed");
+    assert!(
+        verdict.violations.iter().any(|v| v.op == "lease.take"),
+        "{verdict:?}"
+    );
+    let verdict = full_server_verdict(&builtin()).await;
+    assert!(verdict.holds(), "{verdict:?}");
 }
 
 /// a holds epoch 1 and applies an effect; while that apply is under way,
