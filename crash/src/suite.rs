@@ -86,7 +86,7 @@ impl CrashConfig {
             seed: 0,
             backend,
             sabotage_settings: None,
-            contracts: Contract::ALL.to_vec(),
+            contracts: Contract::COORDINATION.to_vec(),
         }
     }
 }
@@ -95,7 +95,7 @@ const LEASE: &[Contract] = &[Contract::Lease];
 const QUEUE: &[Contract] = &[Contract::Queue];
 const RATE: &[Contract] = &[Contract::Rate];
 /// A check of the whole workload is judged on whichever contracts are claimed.
-const WHOLE: &[Contract] = &Contract::ALL;
+const WHOLE: &[Contract] = &Contract::COORDINATION;
 
 const fn must(id: &'static str, contracts: &'static [Contract], about: &'static str) -> CheckSpec {
     CheckSpec {
@@ -230,7 +230,7 @@ fn four() -> usize {
 }
 
 fn every_contract() -> Vec<Contract> {
-    Contract::ALL.to_vec()
+    Contract::COORDINATION.to_vec()
 }
 
 impl CrashRerun {
@@ -1518,7 +1518,7 @@ mod tests {
         let rerun: CrashRerun = serde_json::from_value(old).expect("an older re-run reads");
         assert_eq!(
             (rerun.instances, rerun.backend.as_str(), rerun.contracts),
-            (4, "", Contract::ALL.to_vec())
+            (4, "", Contract::COORDINATION.to_vec())
         );
     }
 
