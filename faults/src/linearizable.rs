@@ -21,6 +21,16 @@
 //! (P-compositionality: leases of different trees share nothing). We judged
 //! by reading their source and documentation, not by running them.
 //!
+//! **Lost replies.** An operation whose outcome is unknown returns at
+//! +infinity and may be left out (never happened): the search is done once
+//! every operation with a reply is placed. Trying operations with a reply
+//! first, dropping lost renews and releases of an epoch the record has left
+//! behind, pruning a lost take or renew that a grant replaces before any
+//! reply depends on it, and a memo that also prunes configurations with
+//! fewer lost operations still available than one already run, make a
+//! history that is not linearizable cheap to refute: the search no longer
+//! tries every subset of the lost replies (`Prepared::search`).
+//!
 //! **Time.** An operation with a reply takes effect at one server instant in
 //! `[invoke server_ms, completion server_ms]`; one whose outcome is unknown
 //! (an `info` completion, or no completion) may take effect at any instant
@@ -255,7 +265,7 @@ pub fn check_tree(ops: &[LeaseOp], budget: u64) -> TreeVerdict {
             order: prepared.steps(&order, true),
         },
         Search::OutOfBudget(steps) => TreeVerdict::Undecided { steps },
-        Search::None(_) => prepared.shortest_failing_prefix(budget),
+        Search::None(longest) => prepared.shortest_failing_prefix(budget, longest),
     }
 }
 
@@ -1182,7 +1192,7 @@ impl<'a> Prepared<'a> {
     /// Binary search for the shortest prefix (cut at a completion with a
     /// reply) that is not linearizable: a prefix with unknown outcomes for
     /// what completed later allows everything the longer one allows.
-    fn shortest_failing_prefix(&self, budget: u64) -> TreeVerdict {
+    fn shortest_failing_prefix(&self, budget: u64, whole_longest: Order) -> TreeVerdict {
         let mut cuts: Vec<(usize, usize)> = self
             .ops
             .iter()
@@ -1197,23 +1207,35 @@ impl<'a> Prepared<'a> {
                 other => Some(other),
             }
         };
-        // The whole history fails, so the last cut fails.
-        let (mut lo, mut hi) = (0usize, cuts.len().saturating_sub(1));
-        let mut last = None;
+        // The whole history fails, so the last cut fails, with the longest
+        // partial order the whole search found (no operation invoked after
+        // the last reply is ever a candidate: the two searches are one).
+        // Gallop back from the end, then bisect: a violation is often near
+        // the end, and each failing probe is an exhaustive search.
+        let mut hi = cuts.len().saturating_sub(1);
+        let mut result = Search::None(whole_longest);
+        let mut lo = 0usize;
+        let mut stride = 1usize;
+        while hi > 0 {
+            let k = hi.saturating_sub(stride);
+            match fails(k) {
+                Some(r) => {
+                    (hi, result) = (k, r);
+                    stride = stride.saturating_mul(2);
+                }
+                None => {
+                    lo = k + 1;
+                    break;
+                }
+            }
+        }
         while lo < hi {
             let mid = (lo + hi) / 2;
             match fails(mid) {
-                Some(r) => {
-                    hi = mid;
-                    last = Some(r);
-                }
+                Some(r) => (hi, result) = (mid, r),
                 None => lo = mid + 1,
             }
         }
-        let result = match last {
-            Some(r) if hi == lo => r,
-            _ => fails(lo).unwrap_or(Search::None(Vec::new())),
-        };
         let longest = match result {
             Search::OutOfBudget(steps) => return TreeVerdict::Undecided { steps },
             Search::None(l) | Search::Found(l) => l,
