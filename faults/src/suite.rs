@@ -28,7 +28,7 @@ use async_trait::async_trait;
 use harness::contract::Contract;
 use harness::figures::{FaultsFigures, Figures, WorkloadFigures};
 use harness::gate::drive::instance_name;
-use harness::gate::Gate;
+use harness::gate::{self, FaultRule, Gate};
 use harness::server::{ManagedServer, ServerOptions, VirtualClock};
 use harness::store::redis::RedisStoreFactory;
 use harness::store::sqlite::{SqliteClock, SqliteStoreFactory};
@@ -40,7 +40,7 @@ use harness::{
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::call_faults::{CallGate, CallNemesis};
+use crate::call_faults::{CallFault, CallGate, CallNemesis};
 use crate::fencing::DurableEnd;
 use crate::nemesis::{FaultKind, Nemesis, Plan, PlanOptions};
 use crate::workload::{self, Clients, EndState, LayoutKind, Recorder, Ticker, WorkloadOptions};
@@ -355,6 +355,7 @@ impl FaultsSuite {
         let mut gates = Vec::new();
         let mut call_gates = Vec::new();
         let mut instances = Vec::new();
+        let mut levers: Vec<workload::LoseNextReply> = Vec::new();
         for i in 0..self.config.instances {
             let name = instance_name(i);
             let gate = Gate::start(&server.url())
@@ -368,7 +369,14 @@ impl FaultsSuite {
             if sqlite_lease {
                 let call_gate = CallGate::new();
                 lease = Box::new(call_gate.wrap(lease));
+                let lever = call_gate.clone();
+                levers.push(Box::new(move || lever.arm(CallFault::LoseReplyAfterApply)));
                 call_gates.push(call_gate);
+            } else {
+                let lever = gate.clone();
+                levers.push(Box::new(move || {
+                    lever.inject(FaultRule::once(gate::Fault::DropReplyAfterApply))
+                }));
             }
             let clients = Clients {
                 lease,
@@ -403,6 +411,7 @@ impl FaultsSuite {
         let call_nemesis = CallNemesis::new(call_gates)
             .with_armed_for(std::time::Duration::from_millis(400))
             .with_clock(SqliteClock::Virtual(lease_clock.clone()));
+        workload::episodes(&options, &mut instances, &levers, &rec, &clocks).await;
         let ticker = Ticker::start(clocks.clone());
         let history = rec.history.clone();
         let redis_plan = plans[0].clone();
@@ -450,7 +459,18 @@ impl FaultsSuite {
             .cloned()
             .collect();
         let end = workload::drain(&options, drain_clients, &rec, &others).await;
-        let durable = DurableEnd::default();
+        // The durable store's own order of grants and effects (the fencing
+        // check's durable-order rule), read from its storage, never the wire.
+        let durable = match (layout, roles.lease) {
+            (LayoutKind::Durable, Player::Subject) => subject.factory.durable_state(&prefix).await,
+            (LayoutKind::Durable, Player::ReferenceSqlite) => {
+                connector.sqlite.durable_state(&prefix).await
+            }
+            _ => Ok(None),
+        }
+        .map_err(|e| setup("could not read the durable store's end state", e))?
+        .map(|state| DurableEnd::from_state(&state))
+        .unwrap_or_default();
         drop(gates);
         let _ = server.stop().await;
         let history = Arc::try_unwrap(rec.history)

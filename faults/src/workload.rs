@@ -622,3 +622,179 @@ impl Worker<'_> {
         }
     }
 }
+
+/// Loses the reply of an instance's next lease operation: the operation runs,
+/// its answer never comes (a gate's or a call gate's one-shot fault).
+pub type LoseNextReply = Box<dyn Fn() + Send + Sync>;
+
+/// The targeted episodes every workload opens with, sequential and on
+/// known trees, so that each fault a check is about meets the operation it
+/// threatens at least once whatever the random plan draws (which spreads
+/// its faults over every operation):
+///
+/// 1. **A lost take.** `a` takes `t1`, the reply is lost after the take
+///    ran; `a` takes again (it may adopt the epoch a `busy` names as its
+///    own), then releases. A client that retried the lost take blindly
+///    answers `busy` to itself with no take in the history that granted it.
+/// 2. **A stale completion.** `a` saves and claims `t0.stale`, stalls past
+///    its claim; `b` claims it again and processes it (its effect, a slot,
+///    its completion); then `a` completes with its old attempt, which must
+///    be refused (`not_claimer`), never a second `completed`.
+/// 3. **A zombie's effect** (durable layout). `a` takes `t1`, stalls past
+///    its lease; `b` takes `t1` over; `a` applies an effect with its old
+///    epoch, which must be `fenced`.
+/// 4. **A zombie racing the takeover** (durable layout). `a` holds `t0` and
+///    applies an effect; while that call is in flight `a`'s lease runs out
+///    and `b` takes `t0` over. Either order is allowed, but in the durable
+///    store's own order the stale effect must not land after the newer
+///    grant.
+///
+/// Time moves only when an episode says so (the ticker is not running
+/// yet): every clock of `clocks` jumps past the lease and claim lifetimes.
+pub async fn episodes(
+    opts: &WorkloadOptions,
+    instances: &mut Vec<(String, Clients)>,
+    lose_next_lease_reply: &[LoseNextReply],
+    rec: &Recorder,
+    clocks: &[Arc<VirtualClock>],
+) {
+    if instances.len() < 2 || lose_next_lease_reply.len() < 2 {
+        return;
+    }
+    let stall = opts.lease_ttl_ms.max(opts.claim_ttl_ms) + 1;
+    let pass_time = || {
+        for c in clocks {
+            c.advance_ms(stall);
+        }
+    };
+    let mut workers: Vec<Worker<'_>> = instances
+        .drain(..)
+        .map(|(name, clients)| Worker {
+            name,
+            clients,
+            rng: StdRng::seed_from_u64(opts.seed),
+            rec,
+            opts,
+            held: BTreeMap::new(),
+        })
+        .collect();
+    {
+        // 1. A lost take.
+        let (a, _) = pair(&mut workers);
+        lose_next_lease_reply[0]();
+        let _ = a
+            .lease(Request::LeaseTake {
+                tree: "t1".into(),
+                holder: a.name.clone(),
+                ttl_ms: opts.lease_ttl_ms,
+            })
+            .await;
+        if let Some(epoch) = a.hold("t1").await {
+            let _ = a
+                .lease(Request::LeaseRelease {
+                    tree: "t1".into(),
+                    holder: a.name.clone(),
+                    epoch,
+                })
+                .await;
+        }
+        a.held.clear();
+    }
+    {
+        // 2. A stale completion.
+        let (a, b) = pair(&mut workers);
+        let child = "t0.stale".to_string();
+        let _ = a
+            .queue(Request::QueueSave {
+                child: child.clone(),
+                depth: 0,
+                payload: "t0".into(),
+            })
+            .await;
+        let first = a
+            .queue(Request::QueueClaim {
+                instance: a.name.clone(),
+                claim_ttl_ms: opts.claim_ttl_ms,
+            })
+            .await;
+        pass_time();
+        if let Ok(Reply::Claimed {
+            child: claimed,
+            payload,
+            attempt,
+            ..
+        }) = b
+            .queue(Request::QueueClaim {
+                instance: b.name.clone(),
+                claim_ttl_ms: opts.claim_ttl_ms,
+            })
+            .await
+        {
+            b.process_for_drain(&claimed, &payload, attempt).await;
+        }
+        if let Ok(Reply::Claimed { child, attempt, .. }) = first {
+            let _ = a
+                .queue(Request::QueueComplete {
+                    child,
+                    instance: a.name.clone(),
+                    attempt,
+                })
+                .await;
+        }
+    }
+    if opts.layout == LayoutKind::Durable {
+        // 3. A zombie's effect.
+        let (a, b) = pair(&mut workers);
+        if let Some(epoch) = a.hold("t1").await {
+            pass_time();
+            if b.hold("t1").await.is_some() {
+                let _ = a
+                    .lease(Request::EffectApply {
+                        tree: "t1".into(),
+                        holder: a.name.clone(),
+                        epoch,
+                        effect: "t1.zombie".into(),
+                        payload: "written by a zombie".into(),
+                    })
+                    .await;
+            }
+            a.held.clear();
+            b.held.clear();
+        }
+        // 4. A zombie racing the takeover: `a`'s apply is in flight when
+        // its lease runs out and `b` takes over. A store that reads the
+        // lease outside the write's transaction lets the stale write land
+        // after the newer grant.
+        let (a, b) = pair(&mut workers);
+        if let Some(epoch) = a.hold("t0").await {
+            let apply = a.lease(Request::EffectApply {
+                tree: "t0".into(),
+                holder: a.name.clone(),
+                epoch,
+                effect: "t0.race".into(),
+                payload: "written while the lease ran out".into(),
+            });
+            let takeover = async {
+                tokio::time::sleep(Duration::from_millis(RACE_HEAD_START_MS)).await;
+                pass_time();
+                b.hold("t0").await
+            };
+            let _ = tokio::join!(apply, takeover);
+            a.held.clear();
+            b.held.clear();
+        }
+    }
+    // Every lease and claim of the episodes runs out before the workload.
+    pass_time();
+    instances.extend(workers.into_iter().map(|w| (w.name, w.clients)));
+}
+
+/// How long the zombie's apply runs before the takeover starts, in real ms:
+/// long enough for its transaction to begin.
+const RACE_HEAD_START_MS: u64 = 30;
+
+/// The first two workers, mutably.
+fn pair<'w, 'a>(workers: &'w mut [Worker<'a>]) -> (&'w mut Worker<'a>, &'w mut Worker<'a>) {
+    let (first, rest) = workers.split_at_mut(1);
+    (&mut first[0], &mut rest[0])
+}

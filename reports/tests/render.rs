@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use harness::figures::{ConformanceFigures, ExplorerFigures, SkewFigures, Stats};
+use harness::figures::{
+    ConformanceFigures, ExplorerFigures, FaultsFigures, SkewFigures, Stats, WorkloadFigures,
+};
 use harness::{
     CheckResult, Level, Report, RunSection, RunVerdict, ServerSection, StoreSection, Verdict,
 };
@@ -88,6 +90,27 @@ fn report() -> Report {
                 ..Default::default()
             }),
             layout: None,
+            faults: Some(FaultsFigures {
+                seed: 7,
+                workloads: vec![WorkloadFigures {
+                    layout: "coordination".into(),
+                    stores: [("lease", "the store under test")]
+                        .into_iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                    instances: 3,
+                    operations: 120,
+                    ok: 110,
+                    refused: 4,
+                    unknown: 6,
+                    faults: [("lose_reply_after_apply".to_string(), 2)].into_iter().collect(),
+                    children_saved: 30,
+                    children_done: 29,
+                    trees_judged: 2,
+                    seconds: 1.5,
+                }],
+                seconds: 3.0,
+            }),
             explorer: Some(ExplorerFigures {
                 per_skew: vec![SkewFigures {
                     skew_ms: 0,

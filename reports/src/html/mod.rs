@@ -10,6 +10,7 @@ use crate::escape;
 
 mod crash;
 mod explorer;
+mod faults;
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:72em;color:#222}\
 h1{margin:.2em 0}.verdict{font-size:1.6em;font-weight:700;padding:.4em .8em;border-radius:6px;display:inline-block}\
@@ -80,6 +81,7 @@ pub fn render_html(report: &Report) -> String {
     h.push_str("</table>");
     explorer::section(&mut h, report);
     crash::section(&mut h, report);
+    faults::section(&mut h, report);
     if !report.stats.is_empty() {
         h.push_str("<h2>Figures</h2><table>");
         let stats = serde_json::to_value(&report.stats).unwrap_or_default();
