@@ -79,7 +79,8 @@ fn wrong_flags_exit_2_with_one_line() {
             "the sabotages are read-then-write-take",
         ),
         // A suite this version does not have is not offered, nor accepted.
-        (vec!["certify", "--suite", "faults"], "possible values"),
+        (vec!["certify", "--suite", "sabotage"], "possible values"),
+        (vec!["certify", "--suite", "faults", "--faults", "0"], "--faults"),
         (vec!["frobnicate"], "frobnicate"),
     ] {
         let mut full = args.clone();
@@ -379,6 +380,10 @@ fn certify_on_a_managed_server_passes_with_a_full_report() {
             "process",
             "--power-losses",
             "1",
+            "--fault-rounds",
+            "4",
+            "--faults",
+            "4",
             "--out",
             out_dir.to_str().unwrap(),
         ],

@@ -115,6 +115,10 @@ fn a_store_offering_only_rate_limits_gets_the_rest_skipped_with_reasons() {
             "1",
             "--crash-backend",
             "process",
+            "--fault-rounds",
+            "4",
+            "--faults",
+            "4",
             "--store",
         ])
         .arg(format!("cmd:python3 {}", adapter.display()))
