@@ -80,7 +80,10 @@ fn wrong_flags_exit_2_with_one_line() {
         ),
         // A suite this version does not have is not offered, nor accepted.
         (vec!["certify", "--suite", "sabotage"], "possible values"),
-        (vec!["certify", "--suite", "faults", "--faults", "0"], "--faults"),
+        (
+            vec!["certify", "--suite", "faults", "--faults", "0"],
+            "--faults",
+        ),
         (vec!["frobnicate"], "frobnicate"),
     ] {
         let mut full = args.clone();

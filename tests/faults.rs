@@ -98,7 +98,11 @@ fn caught(sabotage: &str, check: &str) {
     let dir = tempfile::tempdir().unwrap();
     let (code, v) = certify_faults(&format!("sabotage:{sabotage}"), dir.path());
     assert_eq!(code, Some(1), "{sabotage}: {v:?}");
-    assert_eq!(verdict(&v, check), "fail", "{sabotage} must fail {check}: {v:?}");
+    assert_eq!(
+        verdict(&v, check),
+        "fail",
+        "{sabotage} must fail {check}: {v:?}"
+    );
 }
 
 #[test]

@@ -34,7 +34,7 @@ use harness::store::redis::RedisStoreFactory;
 use harness::store::sqlite::{SqliteClock, SqliteStoreFactory};
 use harness::store::{Hello, StoreClient, StoreFactory};
 use harness::{
-    CheckResult, CheckSpec, EventKind, Happened, History, Level, NemesisPhase, Needs, Progress,
+    CheckResult, CheckSpec, EventKind, Happened, History, Level, Needs, NemesisPhase, Progress,
     Subject, Suite, SuiteError, SuiteRun, Verdict,
 };
 use serde::{Deserialize, Serialize};
@@ -407,7 +407,8 @@ impl FaultsSuite {
             options.rounds,
             plans.iter().map(|p| p.steps.len()).sum::<usize>()
         ));
-        let nemesis = Nemesis::new(gates.clone()).with_armed_for(std::time::Duration::from_millis(400));
+        let nemesis =
+            Nemesis::new(gates.clone()).with_armed_for(std::time::Duration::from_millis(400));
         let call_nemesis = CallNemesis::new(call_gates)
             .with_armed_for(std::time::Duration::from_millis(400))
             .with_clock(SqliteClock::Virtual(lease_clock.clone()));
@@ -476,7 +477,14 @@ impl FaultsSuite {
         let history = Arc::try_unwrap(rec.history)
             .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
             .unwrap_or_else(|shared| shared.lock().unwrap_or_else(|p| p.into_inner()).clone());
-        let figures = figures_of(layout, &roles, self.config.instances, &history, &end, started);
+        let figures = figures_of(
+            layout,
+            &roles,
+            self.config.instances,
+            &history,
+            &end,
+            started,
+        );
         Ok(WorkloadRun {
             options,
             roles,
@@ -523,7 +531,11 @@ impl FaultsSuite {
         let ran = full_server::run(client.as_mut(), &rec, &claimed, fill, unfill).await;
         let _ = server.stop().await;
         ran.map_err(|e| setup("could not fill its own server", e))?;
-        let history = rec.history.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let history = rec
+            .history
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         Ok(history)
     }
 }
@@ -615,7 +627,9 @@ fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
         }
         judged += 1;
         if let Some(trouble) = &run.nemesis_trouble {
-            unknown.push(format!("{layout} layout: the nemesis stopped early ({trouble})"));
+            unknown.push(format!(
+                "{layout} layout: the nemesis stopped early ({trouble})"
+            ));
             continue;
         }
         let (holds, undecided, detail, summary) = match spec.id {
@@ -773,7 +787,13 @@ impl Suite for FaultsSuite {
     }
 
     fn checks(&self) -> Vec<CheckSpec> {
-        vec![LINEARIZABLE, CHILDREN_ONCE, FENCING, RATE_BOUNDS, FULL_SERVER]
+        vec![
+            LINEARIZABLE,
+            CHILDREN_ONCE,
+            FENCING,
+            RATE_BOUNDS,
+            FULL_SERVER,
+        ]
     }
 
     async fn run(
@@ -884,7 +904,9 @@ impl Suite for FaultsSuite {
             result.evidence = json!({"saved": first.evidence, "again": second.evidence});
             return Ok(result);
         }
-        let run = self.run(subject, std::slice::from_ref(check), progress).await?;
+        let run = self
+            .run(subject, std::slice::from_ref(check), progress)
+            .await?;
         run.checks
             .into_iter()
             .next()

@@ -505,7 +505,11 @@ pub async fn drain(
         held: BTreeMap::new(),
     };
     // Every claim and lease of the workload has run out after this.
-    let settle = opts.lease_ttl_ms.max(opts.claim_ttl_ms).max(opts.slot_ttl_ms) + 1;
+    let settle = opts
+        .lease_ttl_ms
+        .max(opts.claim_ttl_ms)
+        .max(opts.slot_ttl_ms)
+        + 1;
     rec.clock.advance_ms(settle);
     for clock in other_clocks {
         clock.advance_ms(settle);
