@@ -2,25 +2,13 @@
 //! without a server and reach the same verdicts; one corrupted answer makes
 //! the check that holds it fail, named; unreadable input is one line, exit 2.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
+
+use common::storeproof;
 
 use serde_json::Value;
-
-fn storeproof(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_storeproof"))
-        .args(args)
-        .output()
-        .expect("run storeproof");
-    eprintln!(
-        "$ storeproof {}\nexit: {:?}\nstdout:\n{}\nstderr:\n{}",
-        args.join(" "),
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
 
 fn path(p: &Path) -> &str {
     p.to_str().expect("a UTF-8 temp path")

@@ -2,8 +2,12 @@
 //! report it writes, and that a server it did not start is left as it was.
 
 use std::collections::BTreeMap;
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
+
+use common::{read_report, storeproof_in};
 
 use harness::keyspace;
 use harness::server::{ManagedServer, ServerOptions};
@@ -11,27 +15,6 @@ use serde_json::Value;
 
 fn storeproof(args: &[&str], env: &[(&str, &str)]) -> Output {
     storeproof_in(None, args, env)
-}
-
-/// Runs storeproof in `cwd` (else the test's own directory).
-fn storeproof_in(cwd: Option<&Path>, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_storeproof"));
-    if let Some(dir) = cwd {
-        cmd.current_dir(dir);
-    }
-    cmd.args(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run storeproof");
-    eprintln!(
-        "$ storeproof {}\nexit: {:?}\nstdout:\n{}\nstderr:\n{}",
-        args.join(" "),
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 fn stderr_lines(out: &Output) -> Vec<String> {
@@ -54,11 +37,6 @@ fn assert_setup_error(out: &Output, report_dir: &Path, needles: &[&str]) {
         !report_dir.exists(),
         "a report was written after a setup error"
     );
-}
-
-fn read_report(dir: &Path) -> Value {
-    let text = std::fs::read_to_string(dir.join("report.json")).expect("report.json");
-    serde_json::from_str(&text).expect("report.json is JSON")
 }
 
 #[test]

@@ -3,25 +3,11 @@
 //! fault check they are judged by, and each fault sabotage fails the check
 //! named for the bug it stands for.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
 
-use serde_json::Value;
-
-fn storeproof(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_storeproof"))
-        .args(args)
-        .output()
-        .expect("run storeproof");
-    eprintln!(
-        "$ storeproof {}\nexit: {:?}\nstdout:\n{}\nstderr:\n{}",
-        args.join(" "),
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+use common::{read_report, storeproof};
 
 /// `certify --suite faults` of `store` at a small size; the exit code and
 /// each check's verdict by id.
@@ -42,8 +28,7 @@ fn certify_faults(store: &str, dir: &Path) -> (Option<i32>, Vec<(String, String)
         "--out",
         out_dir.to_str().unwrap(),
     ]);
-    let text = std::fs::read_to_string(out_dir.join("report.json")).expect("report.json");
-    let report: Value = serde_json::from_str(&text).expect("report.json is JSON");
+    let report = read_report(&out_dir);
     let verdicts = report["checks"]
         .as_array()
         .expect("checks")

@@ -3,30 +3,15 @@
 //! virtual clock, and every check it cannot be judged by reported with the
 //! reason, never passed.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
+use std::path::Path;
+
+use common::read_report;
 use serde_json::Value;
 
-fn storeproof_in(cwd: &Path, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_storeproof"))
-        .current_dir(cwd)
-        .args(args)
-        .output()
-        .expect("run storeproof");
-    eprintln!(
-        "$ storeproof {}\nexit: {:?}\nstdout:\n{}\nstderr:\n{}",
-        args.join(" "),
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn read_report(dir: &Path) -> Value {
-    let text = std::fs::read_to_string(dir.join("report.json")).expect("report.json");
-    serde_json::from_str(&text).expect("report.json is JSON")
+fn storeproof_in(cwd: &Path, args: &[&str]) -> std::process::Output {
+    common::storeproof_in(Some(cwd), args, &[])
 }
 
 fn check<'a>(report: &'a Value, id: &str) -> &'a Value {

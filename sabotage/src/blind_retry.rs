@@ -7,17 +7,30 @@
 
 use async_trait::async_trait;
 use harness::contract::{Call, ErrorKind, Reply, StoreError};
-use harness::store::{DurableState, Hello, StoreClient, StoreFactory, StoreInfo};
+use harness::store::{StoreClient, StoreFactory};
+
+use crate::sabotaged::{ClientSabotage, Sabotaged};
 
 /// `inner`, retrying every call once after an `unavailable` answer.
-pub struct BlindRetry<F> {
-    inner: F,
-}
+pub type BlindRetry<F> = Sabotaged<F, RetryOnce>;
+
+/// The sabotage of [`BlindRetry`]: retry once after `unavailable`.
+pub struct RetryOnce;
 
 impl<F: StoreFactory> BlindRetry<F> {
     /// Wraps `inner`; only calls answered `unavailable` change.
     pub fn new(inner: F) -> Self {
-        BlindRetry { inner }
+        Sabotaged::wrapping(inner, RetryOnce)
+    }
+}
+
+impl ClientSabotage for RetryOnce {
+    fn spec(&self) -> String {
+        "sabotage:blind-retry".to_string()
+    }
+
+    fn wrap(&self, inner: Box<dyn StoreClient>) -> Box<dyn StoreClient> {
+        Box::new(Client { inner })
     }
 }
 
@@ -33,29 +46,5 @@ impl StoreClient for Client {
             Err(e) if e.kind == ErrorKind::Unavailable => self.inner.call(call, clock_ms).await,
             other => other,
         }
-    }
-}
-
-#[async_trait]
-impl<F: StoreFactory> StoreFactory for BlindRetry<F> {
-    fn spec(&self) -> String {
-        "sabotage:blind-retry".to_string()
-    }
-
-    fn keeps_state_in_redis(&self) -> bool {
-        self.inner.keeps_state_in_redis()
-    }
-
-    async fn durable_state(&self, prefix: &str) -> Result<Option<DurableState>, StoreError> {
-        self.inner.durable_state(prefix).await
-    }
-
-    async fn connect(
-        &self,
-        hello: &Hello,
-        clock_ms: i64,
-    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
-        let (info, inner) = self.inner.connect(hello, clock_ms).await?;
-        Ok((info, Box::new(Client { inner })))
     }
 }

@@ -8,17 +8,30 @@
 
 use async_trait::async_trait;
 use harness::contract::{Call, ChildState, Reply, Request, StoreError};
-use harness::store::{DurableState, Hello, StoreClient, StoreFactory, StoreInfo};
+use harness::store::{StoreClient, StoreFactory};
+
+use crate::sabotaged::{ClientSabotage, Sabotaged};
 
 /// `inner`, its `queue.complete` ignoring the caller's instance and attempt.
-pub struct CompleteAnyAttempt<F> {
-    inner: F,
-}
+pub type CompleteAnyAttempt<F> = Sabotaged<F, CompleteById>;
+
+/// The sabotage of [`CompleteAnyAttempt`]: complete by child id only.
+pub struct CompleteById;
 
 impl<F: StoreFactory> CompleteAnyAttempt<F> {
     /// Wraps `inner`; only `queue.complete` changes.
     pub fn new(inner: F) -> Self {
-        CompleteAnyAttempt { inner }
+        Sabotaged::wrapping(inner, CompleteById)
+    }
+}
+
+impl ClientSabotage for CompleteById {
+    fn spec(&self) -> String {
+        "sabotage:complete-any-attempt".to_string()
+    }
+
+    fn wrap(&self, inner: Box<dyn StoreClient>) -> Box<dyn StoreClient> {
+        Box::new(Client { inner })
     }
 }
 
@@ -53,29 +66,5 @@ impl StoreClient for Client {
             }
             _ => self.inner.call(call, clock_ms).await,
         }
-    }
-}
-
-#[async_trait]
-impl<F: StoreFactory> StoreFactory for CompleteAnyAttempt<F> {
-    fn spec(&self) -> String {
-        "sabotage:complete-any-attempt".to_string()
-    }
-
-    fn keeps_state_in_redis(&self) -> bool {
-        self.inner.keeps_state_in_redis()
-    }
-
-    async fn durable_state(&self, prefix: &str) -> Result<Option<DurableState>, StoreError> {
-        self.inner.durable_state(prefix).await
-    }
-
-    async fn connect(
-        &self,
-        hello: &Hello,
-        clock_ms: i64,
-    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
-        let (info, inner) = self.inner.connect(hello, clock_ms).await?;
-        Ok((info, Box::new(Client { inner })))
     }
 }

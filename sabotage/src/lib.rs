@@ -42,6 +42,7 @@ mod conn;
 mod corrupt;
 mod oom_swallowed;
 mod read_then_write;
+mod sabotaged;
 mod wrappers;
 
 pub use blind_retry::BlindRetry;
@@ -50,6 +51,7 @@ pub use complete_any_attempt::CompleteAnyAttempt;
 pub use corrupt::corrupt;
 pub use oom_swallowed::OomSwallowed;
 pub use read_then_write::ReadThenWriteLease;
+pub use sabotaged::{ClientSabotage, Sabotaged};
 pub use wrappers::{Extra, Lie, Lying, RefusesAll, ServerBlind, SideEffect, Tampered};
 
 use std::path::Path;

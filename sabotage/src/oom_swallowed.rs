@@ -10,26 +10,46 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use harness::contract::{Call, ErrorKind, Reply, Request, StoreError};
-use harness::store::{DurableState, Hello, StoreClient, StoreFactory, StoreInfo};
+use harness::store::{StoreClient, StoreFactory};
+
+use crate::sabotaged::{ClientSabotage, Sabotaged};
 
 /// `inner`, with every `store_full` answer turned into a success.
-pub struct OomSwallowed<F> {
-    inner: F,
+pub type OomSwallowed<F> = Sabotaged<F, SwallowOom>;
+
+/// The sabotage of [`OomSwallowed`]: invent a success for `store_full`,
+/// counting the inventions across instances.
+pub struct SwallowOom {
     invented: Arc<AtomicU64>,
 }
 
 impl<F: StoreFactory> OomSwallowed<F> {
     /// Wraps `inner`; only answers `store_full` change.
     pub fn new(inner: F) -> Self {
-        OomSwallowed {
+        Sabotaged::wrapping(
             inner,
-            invented: Arc::new(AtomicU64::new(0)),
-        }
+            SwallowOom {
+                invented: Arc::new(AtomicU64::new(0)),
+            },
+        )
     }
 
     /// How many successes it invented so far.
     pub fn invented(&self) -> u64 {
-        self.invented.load(Ordering::SeqCst)
+        self.how.invented.load(Ordering::SeqCst)
+    }
+}
+
+impl ClientSabotage for SwallowOom {
+    fn spec(&self) -> String {
+        "sabotage:oom-swallowed".to_string()
+    }
+
+    fn wrap(&self, inner: Box<dyn StoreClient>) -> Box<dyn StoreClient> {
+        Box::new(Client {
+            inner,
+            invented: self.invented.clone(),
+        })
     }
 }
 
@@ -84,35 +104,5 @@ impl StoreClient for Client {
             }
             other => other,
         }
-    }
-}
-
-#[async_trait]
-impl<F: StoreFactory> StoreFactory for OomSwallowed<F> {
-    fn spec(&self) -> String {
-        "sabotage:oom-swallowed".to_string()
-    }
-
-    fn keeps_state_in_redis(&self) -> bool {
-        self.inner.keeps_state_in_redis()
-    }
-
-    async fn durable_state(&self, prefix: &str) -> Result<Option<DurableState>, StoreError> {
-        self.inner.durable_state(prefix).await
-    }
-
-    async fn connect(
-        &self,
-        hello: &Hello,
-        clock_ms: i64,
-    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
-        let (info, inner) = self.inner.connect(hello, clock_ms).await?;
-        Ok((
-            info,
-            Box::new(Client {
-                inner,
-                invented: self.invented.clone(),
-            }),
-        ))
     }
 }

@@ -1,0 +1,43 @@
+//! What the binary's end-to-end tests share: running the built `storeproof`
+//! and reading the report it wrote.
+
+#![allow(dead_code)] // each test crate uses its own part of it
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// Runs storeproof with `args` in the test's own directory.
+pub fn storeproof(args: &[&str]) -> Output {
+    storeproof_in(None, args, &[])
+}
+
+/// Runs storeproof in `cwd` (else the test's own directory) with `env`
+/// added, printing the command, its exit code and output for a failing
+/// test's log.
+pub fn storeproof_in(cwd: Option<&Path>, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_storeproof"));
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run storeproof");
+    eprintln!(
+        "$ storeproof {}\nexit: {:?}\nstdout:\n{}\nstderr:\n{}",
+        args.join(" "),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The `report.json` in `dir`, parsed.
+pub fn read_report(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("report.json")).expect("report.json");
+    serde_json::from_str(&text).expect("report.json is JSON")
+}
