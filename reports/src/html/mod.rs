@@ -11,6 +11,7 @@ use crate::escape;
 mod crash;
 mod explorer;
 mod faults;
+mod timeline;
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:72em;color:#222}\
 h1{margin:.2em 0}.verdict{font-size:1.6em;font-weight:700;padding:.4em .8em;border-radius:6px;display:inline-block}\
@@ -132,7 +133,18 @@ pub fn render_html(report: &Report) -> String {
                 escape(&c.reason)
             ));
             h.push_str(&grants_svg(&c.evidence, c.counterexample.as_ref()));
-            h.push_str(&timeline(&c.evidence));
+            // A fault check's history is thousands of events: drawn as a
+            // window around its first violation instead of a full table.
+            let window = if c.id.starts_with("faults.") {
+                timeline::faults_detail(&c.id, &c.evidence, c.counterexample.as_ref())
+            } else {
+                String::new()
+            };
+            if window.is_empty() {
+                h.push_str(&timeline(&c.evidence));
+            } else {
+                h.push_str(&window);
+            }
             if let Some(steps) = c
                 .counterexample
                 .as_ref()
