@@ -139,7 +139,7 @@ fn a_lost_reply_a_fault_band_and_the_blamed_take_are_drawn() {
     );
     // Tree t2's take (events 2 and 3) is not drawn, and said to be left out.
     assert!(
-        part.contains("1 other operations in that range not drawn"),
+        part.contains("1 other operation in that range not drawn"),
         "{part}"
     );
     assert!(!part.contains("<tr><td>2</td>"), "{part}");

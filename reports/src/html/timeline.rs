@@ -203,6 +203,11 @@ fn gist(op: &Op) -> String {
     }
 }
 
+/// `n` and the noun, plural unless one.
+fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
 /// `lease.take` → `take`: the lane already says who, the table says the rest.
 fn short_op(name: &str) -> &str {
     name.rsplit('.').next().unwrap_or(name)
@@ -350,15 +355,18 @@ pub(crate) fn render(history: &History, blame: &Blame) -> String {
         .map(|(k, v)| format!(", {} {}", escape(k), escape(v)))
         .unwrap_or_default();
     let summary = format!(
-        "events {}–{} of {}{about}: {} operations ({} blamed, outlined in red), {} faults{}",
+        "events {}–{} of {}{about}: {} ({} blamed, outlined in red), {}{}",
         w.first,
         w.last,
         history.events.len(),
-        w.ops.len(),
+        count(w.ops.len(), "operation"),
         w.blamed.len(),
-        w.faults.len(),
+        count(w.faults.len(), "fault"),
         if w.left_out > 0 {
-            format!("; {} other operations in that range not drawn", w.left_out)
+            format!(
+                "; {} in that range not drawn",
+                count(w.left_out, "other operation")
+            )
         } else {
             String::new()
         }
