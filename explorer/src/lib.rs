@@ -16,6 +16,8 @@
 //! - `search`: the exhaustive search, level by level on a pool of worlds;
 //! - `world`: restore, deliver one action's command, snapshot, on a real
 //!   server: the runner, which hands every outcome to `judge`;
+//! - `local`: the world of a store with no Redis wire (`builtin:sqlite`):
+//!   its copy on a file of its own, a step one whole operation;
 //! - `judge`: the checker, pure functions from a step's outcome (the state
 //!   before, the instance, the operation, its answer, what was known when
 //!   it was invoked) to beliefs, the ghost, violations and races reached;
@@ -29,6 +31,7 @@
 #![warn(missing_docs)]
 
 mod judge;
+mod local;
 mod model;
 mod property;
 mod run;

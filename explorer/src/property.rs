@@ -32,15 +32,17 @@ pub enum Property {
     ZombieReleaseRace,
 }
 
-/// Every explorer check is about the lease contract and needs servers the
-/// explorer restores, flushes and moves the clock of, and a store whose
-/// Redis commands it interleaves (a store without them cannot be explored).
+/// Every explorer check is about the lease contract and needs worlds it
+/// restores to any state and moves the clock of: servers whose store's
+/// Redis commands it interleaves, or a copy of a store with no Redis wire
+/// whose operations it interleaves (a store offering neither cannot be
+/// explored).
 const fn spec(id: &'static str, about: &'static str) -> CheckSpec {
     CheckSpec {
         id,
         level: Level::Must,
         contracts: &[Contract::Lease],
-        needs: Needs::StoreCommands,
+        needs: Needs::Interleavings,
         about,
     }
 }

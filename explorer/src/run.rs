@@ -423,8 +423,11 @@ pub fn explore(
         round_trips: shared.round_trips.load(Ordering::Relaxed),
         wall_seconds: None,
     };
+    // A store with no Redis wire is explored an operation a step: say so
+    // wherever the scope is written.
+    let step = (!shared.factory.keeps_state_in_redis()).then_some(crate::local::ONE_OPERATION);
     ExplorerOutcome {
-        checks: checks(&findings, &unreached, &figures, config),
+        checks: checks(&findings, &unreached, &figures, config, step),
         figures,
     }
 }
@@ -490,15 +493,22 @@ fn checks(
     unreached: &[(Property, i64)],
     figures: &ExplorerFigures,
     config: &ExplorerConfig,
+    step: Option<&str>,
 ) -> Vec<CheckResult> {
-    let evidence = json!({ "figures": figures });
-    let scope = format!(
+    let evidence = match step {
+        Some(step) => json!({ "figures": figures, "step": step }),
+        None => json!({ "figures": figures }),
+    };
+    let mut scope = format!(
         "every schedule of two instances {} steps deep for {} clock skews, and {} seeded walks of three (seed {})",
         config.depth,
         config.skews.len(),
         config.walks,
         config.seed
     );
+    if let Some(step) = step {
+        scope.push_str(&format!(" ({step})"));
+    }
     // The harness's own trouble: the schedules past it were not explored,
     // so what did not break is not known to hold.
     let harness = findings.iter().find(|f| f.property == Property::HarnessOk);
@@ -763,7 +773,13 @@ mod tests {
 
     fn verdicts(findings: &[Finding], unreached: &[(Property, i64)]) -> Vec<(Property, Verdict)> {
         let figures = ExplorerFigures::default();
-        let results = checks(findings, unreached, &figures, &ExplorerConfig::default());
+        let results = checks(
+            findings,
+            unreached,
+            &figures,
+            &ExplorerConfig::default(),
+            None,
+        );
         assert_eq!(results.len(), Property::ALL.len());
         Property::ALL
             .into_iter()
@@ -788,7 +804,7 @@ mod tests {
             found(Property::EpochMonotonic, false),
         ];
         let figures = ExplorerFigures::default();
-        let results = checks(&findings, &[], &figures, &ExplorerConfig::default());
+        let results = checks(&findings, &[], &figures, &ExplorerConfig::default(), None);
         let of = |p: Property| results.iter().find(|r| r.id == p.id()).unwrap();
         assert_eq!(of(Property::OneLiveHolder).verdict, Verdict::Fail);
         assert_eq!(of(Property::EpochMonotonic).verdict, Verdict::Unknown);

@@ -1,6 +1,7 @@
 //! The explorer as a [`Suite`]: its checks declared once (one per
-//! [`Property`], each about the lease contract and needing a managed server,
-//! so `plan` settles them for other stores and runs), and a run that explores
+//! [`Property`], each about the lease contract and needing worlds it can
+//! restore: a managed server for a store on Redis, a copy of itself for a
+//! store with no Redis wire; `plan` settles them for other stores and runs), and a run that explores
 //! on a blocking thread and reports what the run asked for.
 
 use std::time::Instant;
@@ -180,7 +181,7 @@ mod tests {
     use harness::Needs;
 
     #[test]
-    fn every_check_is_a_must_about_leases_on_a_managed_server() {
+    fn every_check_is_a_must_about_leases_on_worlds_of_its_own() {
         let suite = ExplorerSuite::new(ExplorerConfig::default());
         let checks = suite.checks();
         assert_eq!(
@@ -190,7 +191,7 @@ mod tests {
         for c in checks {
             assert_eq!(c.level, Level::Must, "{}", c.id);
             assert_eq!(c.contracts, &[Contract::Lease], "{}", c.id);
-            assert_eq!(c.needs, Needs::StoreCommands, "{}", c.id);
+            assert_eq!(c.needs, Needs::Interleavings, "{}", c.id);
             assert!(!c.about.is_empty(), "{}", c.id);
         }
     }

@@ -21,6 +21,7 @@ use redis::aio::MultiplexedConnection;
 use serde_json::json;
 
 use crate::judge;
+use crate::local::Local;
 use crate::state::{Action, Inst, KeyDump, Note, Op, Pending, State, Tick};
 use crate::{LEASE_MS, TREE};
 
@@ -85,8 +86,17 @@ impl Shared {
 pub struct World {
     // Field order is drop order: the clients, gates and server go before
     // the runtime that drives them.
-    inner: Inner,
+    inner: Backend,
+    shared: Arc<Shared>,
     runtime: tokio::runtime::Runtime,
+}
+
+/// What a world drives: a Redis server through gates (a step is one
+/// command), or a store with no Redis wire on a copy of its own (a step is
+/// one operation, see [`crate::local`]).
+enum Backend {
+    Redis(Box<Inner>),
+    Local(Box<Local>),
 }
 
 struct Inner {
@@ -123,12 +133,20 @@ pub fn request(state: &State, i: usize, op: Op) -> Request {
 }
 
 impl World {
-    /// Starts a server and one gate per instance.
+    /// Starts a server and one gate per instance; for a store that keeps
+    /// its state outside Redis, its copy on a file of the world's own.
     pub fn new(shared: Arc<Shared>, instances: usize) -> Result<World, String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start a runtime: {e}"))?;
+        if !shared.factory.keeps_state_in_redis() {
+            return Ok(World {
+                inner: Backend::Local(Box::new(Local::new(shared.clone(), instances)?)),
+                shared,
+                runtime,
+            });
+        }
         let (server, gates, admin) = runtime.block_on(async {
             let server = ManagedServer::start(ServerOptions::default())
                 .await
@@ -145,13 +163,14 @@ impl World {
             Ok::<_, String>((server, gates, admin))
         })?;
         Ok(World {
-            inner: Inner {
-                shared,
+            inner: Backend::Redis(Box::new(Inner {
+                shared: shared.clone(),
                 clients: (0..instances).map(|_| None).collect(),
                 gates,
                 admin,
                 server,
-            },
+            })),
+            shared,
             runtime,
         })
     }
@@ -159,20 +178,18 @@ impl World {
     /// The next state after `action` in `state`. Never fails: a harness
     /// problem is recorded in the state (`harness_error`).
     pub fn step(&mut self, state: &State, action: Action) -> State {
-        self.inner
-            .shared
-            .transitions
-            .fetch_add(1, Ordering::Relaxed);
+        self.shared.transitions.fetch_add(1, Ordering::Relaxed);
         let mut next = state.clone();
         next.note = Note::default();
         next.steps += 1;
         if next.harness_error.is_some() {
             return next;
         }
-        if let Err(e) = self
-            .runtime
-            .block_on(self.inner.step_async(&mut next, action))
-        {
+        let stepped = match &mut self.inner {
+            Backend::Redis(inner) => self.runtime.block_on(inner.step_async(&mut next, action)),
+            Backend::Local(local) => self.runtime.block_on(local.step_async(&mut next, action)),
+        };
+        if let Err(e) = stepped {
             next.harness_error = Some(e);
         }
         next
@@ -412,7 +429,7 @@ impl Inner {
 
 /// Records what the step that finished instance `i`'s operation did (for
 /// counterexamples) and has the answer judged.
-fn answered(
+pub(crate) fn answered(
     next: &mut State,
     i: usize,
     op: Op,

@@ -51,6 +51,14 @@ pub enum Needs {
     /// commands cannot be driven this way, and the check is skipped with the
     /// reason (its contract is claimed, so the run is left INCOMPLETE).
     StoreCommands,
+    /// Worlds of the check's own in which the store is restored to any
+    /// earlier state and its instances' steps interleaved (the explorer).
+    /// A store keeping its state in Redis: as [`Needs::StoreCommands`]. A
+    /// store keeping it outside Redis: a copy of itself on a file of its own
+    /// ([`StoreFactory::sqlite_copy`]), driven an operation a step; a store
+    /// offering none cannot be explored, and the check is skipped with the
+    /// reason.
+    Interleavings,
     /// Redis servers of the check's own beside the store under test (the
     /// fault suite: restarted, filled, cut off by gates). A store that keeps
     /// its state outside Redis runs beside them on the run's managed
@@ -139,10 +147,28 @@ impl CheckSpec {
             Needs::StoreCommands if !in_redis => Some(format!(
                 "{NOT_IN_REDIS}: this check interleaves the store's Redis commands through a gate and restores the server's keyspace, so it cannot drive this store"
             )),
-            Needs::ManagedServer | Needs::AllKeys | Needs::StoreCommands if !managed => Some(
+            Needs::Interleavings if !in_redis => subject
+                .factory
+                // Making a copy opens nothing: asking is free.
+                .sqlite_copy(
+                    std::path::Path::new(""),
+                    crate::store::sqlite::SqliteClock::manual(0),
+                )
+                .is_none()
+                .then(|| format!(
+                    "{NOT_IN_REDIS} and offers no copy of itself to restore and explore, so this check cannot drive it"
+                )),
+            Needs::ManagedServer
+            | Needs::AllKeys
+            | Needs::StoreCommands
+            | Needs::Interleavings
+                if !managed =>
+            {
+                Some(
                 "needs a managed server: it moves the server's clock, reads or restores its whole keyspace (this run uses --redis-url)".into(),
-            ),
-            Needs::ManagedServer | Needs::AllKeys => None,
+                )
+            }
+            Needs::ManagedServer | Needs::AllKeys | Needs::Interleavings => None,
             Needs::OwnServers if !in_redis => Some(format!(
                 "{NOT_IN_REDIS}: this check runs the store against Redis servers of its own that it kills or restarts, which hold nothing of this store"
             )),

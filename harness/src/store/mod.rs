@@ -75,6 +75,20 @@ pub trait StoreFactory: Send + Sync {
         Ok(None)
     }
 
+    /// For a store that keeps its state in a SQLite file of the fencing
+    /// set's schema (`builtin:sqlite`; a wrapping store must forward it):
+    /// the same store on a file of its own at `path`, reading server time
+    /// from `clock`. Making it opens nothing (an instance's connect does).
+    /// The explorer runs one per world and snapshots and restores its lease
+    /// rows ([`sqlite::LeaseRows`]). `None` (the default): no such copy.
+    fn sqlite_copy(
+        &self,
+        _path: &std::path::Path,
+        _clock: sqlite::SqliteClock,
+    ) -> Option<std::sync::Arc<dyn StoreFactory>> {
+        None
+    }
+
     /// Connects one instance. The store validates its server here (SPEC 2.6)
     /// and refuses with `durability`, `deployment` or `config_refused`.
     async fn connect(

@@ -23,7 +23,7 @@ const WHAT: &str = "sqlite store";
 /// one file stay apart. `lease_log.seq` and `fenced_effect.seq` are drawn from
 /// one counter ([`next_seq`]), so the file itself says whether an effect was
 /// written before or after a grant.
-const SCHEMA: &str = "
+pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS lease (
     namespace TEXT NOT NULL,
     tree TEXT NOT NULL,

@@ -13,6 +13,7 @@
 
 mod clock;
 mod db;
+mod rows;
 #[cfg(test)]
 mod tests;
 
@@ -28,6 +29,7 @@ use crate::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 
 pub use clock::{ManualClock, SqliteClock};
 use db::Db;
+pub use rows::{LeaseRow, LeaseRows};
 
 /// The name the store reports in its hello.
 pub const STORE_NAME: &str = "storeproof-sqlite";
@@ -326,6 +328,14 @@ impl StoreFactory for SqliteStoreFactory {
 
     async fn durable_state(&self, prefix: &str) -> Result<Option<DurableState>, StoreError> {
         self.durable_state_of(prefix).await.map(Some)
+    }
+
+    fn sqlite_copy(&self, path: &Path, clock: SqliteClock) -> Option<Arc<dyn StoreFactory>> {
+        Some(Arc::new(SqliteStoreFactory {
+            path: path.to_path_buf(),
+            clock,
+            fence_pause: self.fence_pause,
+        }))
     }
 }
 
