@@ -157,15 +157,42 @@ pub fn render_html(report: &Report) -> String {
                     "<p>Re-run it: <code>storeproof replay &lt;this report's folder&gt;/{}</code></p>",
                     escape(&crate::replay_file_name(&c.id))
                 ));
+                let text = serde_json::to_string_pretty(cx).unwrap_or_default();
                 h.push_str(&format!(
-                    "<details><summary>counterexample</summary><pre>{}</pre></details>",
-                    escape(&serde_json::to_string_pretty(cx).unwrap_or_default())
+                    "<details><summary>counterexample</summary><pre>{}</pre>{}</details>",
+                    escape(cut_at_char(&text, COUNTEREXAMPLE_SHOWN)),
+                    if text.len() > COUNTEREXAMPLE_SHOWN {
+                        format!(
+                            "<p>Cut at {} KiB of {} KiB: the whole counterexample is in <code>{}</code>.</p>",
+                            COUNTEREXAMPLE_SHOWN / 1024,
+                            text.len().div_ceil(1024),
+                            escape(&crate::replay_file_name(&c.id))
+                        )
+                    } else {
+                        String::new()
+                    }
                 ));
             }
         }
     }
     h.push_str("</body></html>\n");
     h
+}
+
+/// How much of a counterexample the page shows: a fault history runs to
+/// megabytes, and its replay file holds it whole.
+const COUNTEREXAMPLE_SHOWN: usize = 64 * 1024;
+
+/// `text` cut to at most `max` bytes, at a character boundary.
+fn cut_at_char(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// The history in a check's evidence as a table: a row per completed call, a
@@ -413,6 +440,15 @@ fn grants_svg(evidence: &Value, counterexample: Option<&Value>) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_long_counterexample_is_cut_at_a_character_boundary() {
+        let text = "é".repeat(COUNTEREXAMPLE_SHOWN);
+        let cut = cut_at_char(&text, COUNTEREXAMPLE_SHOWN + 1);
+        assert!(cut.len() <= COUNTEREXAMPLE_SHOWN + 1);
+        assert!(cut.chars().all(|c| c == 'é'));
+        assert_eq!(cut_at_char("short", COUNTEREXAMPLE_SHOWN), "short");
+    }
 
     #[test]
     fn nemesis_events_are_rows_of_their_own_never_completions() {
