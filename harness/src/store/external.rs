@@ -101,14 +101,51 @@ fn register(pgid: i32) {
 
 fn kill_group(pgid: i32) {
     // SAFETY: killpg only sends a signal; a stale group id fails with ESRCH.
-    unsafe {
-        libc::killpg(pgid, libc::SIGKILL);
+    let sent = unsafe { libc::killpg(pgid, libc::SIGKILL) } == 0;
+    // SIGKILL is delivered asynchronously: a member on another core may
+    // still be running when killpg returns. Wait (boundedly) until none is,
+    // so that when storeproof exits no process of an adapter is left.
+    if sent {
+        let deadline = std::time::Instant::now() + GROUP_DEATH_WAIT;
+        while group_has_live_member(pgid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
     }
     if let Ok(mut g) = LIVE_GROUPS.lock() {
         if let Some(set) = g.as_mut() {
             set.remove(&pgid);
         }
     }
+}
+
+/// The longest storeproof waits for a killed adapter's processes to die.
+const GROUP_DEATH_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether a process of group `pgid` is alive (not a zombie awaiting its
+/// reaper), from `/proc/<pid>/stat`. `false` where `/proc` cannot be read.
+fn group_has_live_member(pgid: i32) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .any(|stat| {
+            // After the command name in parentheses: state, ppid, pgrp, …
+            let mut fields = stat
+                .rsplit(')')
+                .next()
+                .unwrap_or_default()
+                .split_whitespace();
+            let state = fields.next().unwrap_or("X");
+            let pgrp = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
+            pgrp == Some(pgid) && state != "Z" && state != "X"
+        })
 }
 
 /// Kills every adapter process group still alive (for Ctrl-C).
