@@ -90,6 +90,7 @@ fn report() -> Report {
                 ..Default::default()
             }),
             layout: None,
+            sabotage: None,
             faults: Some(FaultsFigures {
                 seed: 7,
                 workloads: vec![WorkloadFigures {

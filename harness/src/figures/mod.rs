@@ -9,6 +9,7 @@ mod crash;
 mod explorer;
 mod faults;
 mod layout;
+mod sabotage;
 
 use std::time::Duration;
 
@@ -21,6 +22,7 @@ pub use crash::{CrashFigures, KillFigures, PowerLossFigures, SeriesFigures};
 pub use explorer::{ExplorerFigures, SkewFigures};
 pub use faults::{FaultsFigures, WorkloadFigures};
 pub use layout::{GivenLayout, LayoutFigures};
+pub use sabotage::{SabotageFigures, SabotageRow};
 
 /// What one suite's run measured.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +37,8 @@ pub enum Figures {
     Layout(LayoutFigures),
     /// The fault suite's.
     Faults(FaultsFigures),
+    /// The sabotage suite's: the matrix.
+    Sabotage(SabotageFigures),
 }
 
 impl Figures {
@@ -78,6 +82,9 @@ pub struct Stats {
     /// The fault suite's figures, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub faults: Option<FaultsFigures>,
+    /// The sabotage suite's matrix, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sabotage: Option<SabotageFigures>,
 }
 
 impl Stats {
@@ -89,6 +96,7 @@ impl Stats {
             Figures::Crash(f) => self.crash = Some(f),
             Figures::Layout(f) => self.layout = Some(f),
             Figures::Faults(f) => self.faults = Some(f),
+            Figures::Sabotage(f) => self.sabotage = Some(f),
         }
     }
 
@@ -99,5 +107,6 @@ impl Stats {
             && self.explorer.is_none()
             && self.layout.is_none()
             && self.faults.is_none()
+            && self.sabotage.is_none()
     }
 }

@@ -11,6 +11,7 @@ use crate::escape;
 mod crash;
 mod explorer;
 mod faults;
+mod matrix;
 mod timeline;
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:72em;color:#222}\
@@ -83,6 +84,7 @@ pub fn render_html(report: &Report) -> String {
     explorer::section(&mut h, report);
     crash::section(&mut h, report);
     faults::section(&mut h, report);
+    matrix::section(&mut h, report);
     if !report.stats.is_empty() {
         h.push_str("<h2>Figures</h2><table>");
         let stats = serde_json::to_value(&report.stats).unwrap_or_default();
