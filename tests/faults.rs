@@ -91,8 +91,20 @@ fn caught(sabotage: &str, check: &str) {
 }
 
 #[test]
-fn a_blind_retry_after_a_lost_reply_fails_linearizability() {
-    caught("blind-retry", "faults.lease-linearizable");
+fn a_blind_retry_after_a_lost_reply_fails_linearizability_and_its_replay_after_a_fix_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, v) = certify_faults("sabotage:blind-retry", dir.path());
+    assert_eq!(code, Some(1), "{v:?}");
+    assert_eq!(verdict(&v, "faults.lease-linearizable"), "fail", "{v:?}");
+    let replay = dir
+        .path()
+        .join("report/replays/faults.lease-linearizable.json");
+    let replay = replay.to_str().unwrap();
+    // The same store fails again; the fixed store passes the seeded run now.
+    let again = storeproof(&["replay", replay]);
+    assert_eq!(again.status.code(), Some(1));
+    let fixed = storeproof(&["replay", replay, "--store", "builtin:redis"]);
+    assert_eq!(fixed.status.code(), Some(0));
 }
 
 #[test]

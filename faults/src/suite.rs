@@ -870,9 +870,10 @@ impl Suite for FaultsSuite {
         counterexample: Option<&Value>,
         progress: &dyn Progress,
     ) -> Result<CheckResult, SuiteError> {
-        // The saved history is judged again first: the checkers are pure, so
-        // this always reproduces the verdict; then the same seeded workload
-        // runs again (its interleaving depends on real timing).
+        // The saved history is judged again (the checkers are pure: this
+        // always reproduces its verdict) and the same seeded workload runs
+        // again on the store given now (its interleaving depends on real
+        // timing, the targeted episodes do not); the result is the new run's.
         if let Some(saved) = counterexample
             .and_then(|v| serde_json::from_value::<FaultsCounterexample>(v.clone()).ok())
         {
@@ -888,17 +889,18 @@ impl Suite for FaultsSuite {
             };
             let first = judge(check, std::slice::from_ref(&saved_run));
             let second = judge(check, std::slice::from_ref(&again));
-            let verdict = if first.verdict == Verdict::Fail || second.verdict == Verdict::Fail {
-                Verdict::Fail
-            } else {
-                second.verdict
-            };
+            // The verdict is the run's now (after a fix it passes); the
+            // saved history's is shown beside it.
             let mut result = check.result(
                 SUITE,
-                verdict,
+                second.verdict,
                 format!(
-                    "saved history: {:?} ({}); run again with seed {}: {:?} ({})",
-                    first.verdict, first.reason, saved.seed, second.verdict, second.reason
+                    "run again with seed {}: {} ({}); the saved history judged again: {} ({})",
+                    saved.seed,
+                    second.verdict.word(),
+                    second.reason,
+                    first.verdict.word(),
+                    first.reason
                 ),
             );
             result.evidence = json!({"saved": first.evidence, "again": second.evidence});
