@@ -30,8 +30,17 @@
 //!   ([`SqliteStoreFactory::with_fence_outside_transaction`]), which only
 //!   the durable order of `faults.fencing` can catch.
 //!
+//! The built-in Redis store with one edit of one Lua script ([`LuaPatch`],
+//! run by [`LuaSabotage`]): eighteen bugs of the shape public Redis lock,
+//! lease, queue and rate-limit libraries really had (a release or renew that
+//! does not compare the token, expiry boundaries off by one in the unsafe
+//! direction, a TTL in the wrong unit, an epoch reused on takeover, a queue
+//! that ignores depth, a claim that does not bump the attempt, refused hits
+//! counted, a pause that shortens, slots on server time, …). Each names the
+//! check that catches it; `docs/SABOTAGES.md` is the table.
+//!
 //! The matrix of sabotages against the checks that caught them comes with
-//! the sabotage suite.
+//! the sabotage suite, which reads [`NAMED`].
 
 #![warn(missing_docs)]
 
@@ -40,6 +49,7 @@ mod client_clock;
 mod complete_any_attempt;
 mod conn;
 mod corrupt;
+mod lua_patch;
 mod oom_swallowed;
 mod read_then_write;
 mod sabotaged;
@@ -49,6 +59,7 @@ pub use blind_retry::BlindRetry;
 pub use client_clock::ClientClockLease;
 pub use complete_any_attempt::CompleteAnyAttempt;
 pub use corrupt::corrupt;
+pub use lua_patch::{LuaPatch, LuaSabotage, PatchError};
 pub use oom_swallowed::OomSwallowed;
 pub use read_then_write::ReadThenWriteLease;
 pub use sabotaged::{ClientSabotage, Sabotaged};
@@ -81,58 +92,285 @@ fn builtin(workdir: &Path) -> RedisStoreFactory {
     RedisStoreFactory::new(workdir.join("kept-executions.sqlite"))
 }
 
-/// A sabotaged store selectable by name (`--store sabotage:<name>`). The
-/// check that must catch it is named by its test, next to the check.
+/// A sabotaged store selectable by name (`--store sabotage:<name>`), with
+/// the check that must catch it.
 pub struct Named {
     /// Its name after `sabotage:`.
     pub name: &'static str,
     /// The promise it breaks, in one sentence.
     pub breaks: &'static str,
-    make: Make,
+    /// The real-world bug it stands for, in one sentence.
+    pub real_bug: &'static str,
+    /// The id of the check that must catch it (fail it). The `--suite
+    /// sabotage` matrix reads it: the sabotage passes only if this check
+    /// fails on it; a test runs each against its check.
+    pub caught_by: &'static str,
+    how: How,
 }
 
-/// The sabotaged stores selectable by name.
-pub const NAMED: [Named; 7] = [
+/// How a named sabotage is built.
+enum How {
+    /// A store of its own (or a wrapper) built by a function.
+    Store(Make),
+    /// The built-in Redis store with one edit of one script.
+    Lua(LuaPatch),
+}
+
+impl Named {
+    /// The one-script edit this sabotage is, when it is one.
+    pub fn lua_patch(&self) -> Option<&LuaPatch> {
+        match &self.how {
+            How::Lua(patch) => Some(patch),
+            How::Store(_) => None,
+        }
+    }
+}
+
+/// A named sabotage that is one edit of one built-in script.
+const fn lua(
+    name: &'static str,
+    breaks: &'static str,
+    real_bug: &'static str,
+    caught_by: &'static str,
+    script: &'static str,
+    find: &'static str,
+    replace: &'static str,
+) -> Named {
+    Named {
+        name,
+        breaks,
+        real_bug,
+        caught_by,
+        how: How::Lua(LuaPatch {
+            script,
+            find,
+            replace,
+        }),
+    }
+}
+
+/// The sabotaged stores selectable by name, each with the check that must
+/// catch it.
+pub const NAMED: [Named; 25] = [
     Named {
         name: "read-then-write-take",
         breaks: "its take reads the lease and then writes it in a second command, so two instances can both be granted",
-        make: |w, _| Arc::new(ReadThenWriteLease::new(builtin(w))),
+        real_bug: "lock code that checks with GET and then writes with a plain SET (no NX, no script), the check-then-act race Redis's SET NX lock pattern exists to avoid",
+        caught_by: "conformance.lease.take-races",
+        how: How::Store(|w, _| Arc::new(ReadThenWriteLease::new(builtin(w)))),
     },
     Named {
         name: "read-then-write-renew",
         breaks: "its renew reads the lease and then writes it in a second command, so a renew can overwrite a newer holder",
-        make: |w, _| Arc::new(ReadThenWriteLease::renew(builtin(w))),
+        real_bug: "an extend made of a GET that compares the token and a PEXPIRE in a second round trip, so the lease can expire and be taken over in between",
+        caught_by: "conformance.lease.take-races",
+        how: How::Store(|w, _| Arc::new(ReadThenWriteLease::renew(builtin(w)))),
     },
     Named {
         name: "lease-on-caller-clock",
         breaks: "it decides lease expiry on the caller's clock instead of the server's",
-        make: |w, _| Arc::new(ClientClockLease::new(builtin(w))),
+        real_bug: "lease expiry computed on each client's own clock, which breaks as soon as two clients' clocks disagree (the objection raised against Redlock's timing assumptions)",
+        caught_by: "explorer.one-live-holder",
+        how: How::Store(|w, _| Arc::new(ClientClockLease::new(builtin(w)))),
     },
     Named {
         name: "blind-retry",
         breaks: "after an unavailable answer it sends the same call again and answers that, so a take whose reply was lost comes back busy under its own epoch",
-        make: |w, _| Arc::new(BlindRetry::new(builtin(w))),
+        real_bug: "a client that retries a non-idempotent command after a timeout, so the retry meets the effect of the first attempt whose reply was lost",
+        caught_by: "faults.lease-linearizable",
+        how: How::Store(|w, _| Arc::new(BlindRetry::new(builtin(w)))),
     },
     Named {
         name: "complete-any-attempt",
         breaks: "its queue.complete goes by child id only, so a worker whose claim expired still completes the child another worker re-claimed",
-        make: |w, _| Arc::new(CompleteAnyAttempt::new(builtin(w))),
+        real_bug: "a job queue that acknowledges a job by id alone, so a stalled worker whose job was handed out again still completes it",
+        caught_by: "faults.children-once",
+        how: How::Store(|w, _| Arc::new(CompleteAnyAttempt::new(builtin(w)))),
     },
     Named {
         name: "oom-swallowed",
         breaks: "when the server is full it answers a success instead of store_full, acknowledging writes that never landed",
-        make: |w, _| Arc::new(OomSwallowed::new(builtin(w))),
+        real_bug: "a wrapper that catches the server's error reply (here OOM under maxmemory) and reports success anyway",
+        caught_by: "faults.full-server-refuses",
+        how: How::Store(|w, _| Arc::new(OomSwallowed::new(builtin(w)))),
     },
     Named {
         name: "fence-outside-transaction",
         breaks: "the SQLite fencing set checks the lease in one transaction and writes the effect in another, so a zombie's effect lands after a takeover",
-        make: |w, clock| {
+        real_bug: "a fencing token checked in one transaction and the guarded write made in another, reopening the check-then-act gap fencing exists to close",
+        caught_by: "faults.fencing",
+        how: How::Store(|w, clock| {
             Arc::new(
                 SqliteStoreFactory::new(w.join(SQLITE_FILE), SqliteClock::following(clock))
                     .with_fence_outside_transaction(FENCE_PAUSE),
             )
-        },
+        }),
     },
+    // Leases.
+    lua(
+        "release-without-token",
+        "its release frees the lease whoever names it, so a zombie's release frees its successor's lease",
+        "the unlock as a plain DEL of the lock key without comparing the caller's token, which the Redis SET NX lock pattern warns frees a lock another client now holds",
+        "conformance.lease.zombie-release-refused",
+        "lease_release.lua",
+        "rec[2] and rec[1] == ARGV[1] and rec[2] == ARGV[2] and rec[3] ~= '1'",
+        "rec[2] and rec[3] ~= '1'",
+    ),
+    lua(
+        "renew-ignores-holder",
+        "its renew compares the epoch but not the holder, so another instance naming the epoch extends a lease it does not hold",
+        "an extend that checks only part of the lock's identity (the counter, not the owner), so any client knowing the counter can extend a lock it does not own",
+        "conformance.lease.renew-wrong-holder",
+        "lease_renew.lua",
+        "if live and rec[1] == ARGV[1] and rec[2] == ARGV[2] then",
+        "if live and rec[2] == ARGV[2] then",
+    ),
+    lua(
+        "renew-ignores-epoch",
+        "its renew compares the holder but not the epoch, so a holder's stale lease (an older epoch) is renewed as the current one",
+        "an extend keyed on a stable client or host name instead of the per-acquisition token, so a process's old lease is confused with its new one",
+        "conformance.lease.renew-wrong-epoch",
+        "lease_renew.lua",
+        "if live and rec[1] == ARGV[1] and rec[2] == ARGV[2] then",
+        "if live and rec[1] == ARGV[1] then",
+    ),
+    lua(
+        "renew-at-expiry-instant",
+        "its renew counts a lease as live at its expiry instant (<= instead of <), though a take there already finds it expired",
+        "an expiry comparison off by one in the unsafe direction, so two code paths disagree on whether the lease has ended at the boundary",
+        "conformance.lease.renew-after-expiry",
+        "lease_renew.lua",
+        "local live = rec[4] ~= '1' and now < tonumber(rec[3])",
+        "local live = rec[4] ~= '1' and now <= tonumber(rec[3])",
+    ),
+    lua(
+        "renew-after-release",
+        "its renew ignores the released flag, so a released lease comes back to life",
+        "an extend that only looks at the expiry and not at whether the lock was released, so an unlocked lock can be extended again",
+        "conformance.lease.renew-after-release",
+        "lease_renew.lua",
+        "local live = rec[4] ~= '1' and now < tonumber(rec[3])",
+        "local live = now < tonumber(rec[3])",
+    ),
+    lua(
+        "take-expires-early",
+        "its take finds a lease expired one millisecond before its expiry, while the holder still rightly holds it",
+        "an expiry boundary off by one in the unsafe direction (the lock counted as free while its TTL still has a millisecond left)",
+        "conformance.lease.expiry-before-instant",
+        "lease_take.lua",
+        "if rec[2] and rec[4] ~= '1' and now < tonumber(rec[3]) then",
+        "if rec[2] and rec[4] ~= '1' and now + 1 < tonumber(rec[3]) then",
+    ),
+    lua(
+        "ttl-in-wrong-unit",
+        "its take converts the ttl to seconds and then uses the number as milliseconds, so a lease ends a thousand times too early",
+        "a TTL mistaken between seconds and milliseconds (a seconds value handed to PEXPIRE), so a lock expires long before its holder thinks",
+        "conformance.lease.take-free-tree",
+        "lease_take.lua",
+        "local expires = string.format('%d', now + ttl)",
+        "local expires = string.format('%d', now + math.floor(ttl / 1000))",
+    ),
+    lua(
+        "takeover-reuses-epoch",
+        "a take of an expired or released lease keeps the old epoch instead of the next one, so the new holder's fence equals the zombie's",
+        "a fencing token that is not incremented on takeover (the token reset or copied from the expired lock), so storage cannot tell the new holder from the old",
+        "conformance.lease.expiry-after-instant",
+        "lease_take.lua",
+        "epoch = epoch + 1",
+        "epoch = math.max(epoch, 1)",
+    ),
+    lua(
+        "lease-record-expires",
+        "its lease record is given a PEXPIRE of the ttl, so the epoch is forgotten once the lease expires and counts from 1 again",
+        "a fencing counter kept in the lock key itself, which Redis deletes when the lock's TTL runs out, so tokens restart and repeat",
+        "conformance.lease.epoch-survives-idle",
+        "lease_take.lua",
+        "return {'granted', epoch, expires}",
+        "redis.call('PEXPIRE', key, ttl)\nreturn {'granted', epoch, expires}",
+    ),
+    // The child queue.
+    lua(
+        "claim-ignores-depth",
+        "its queue orders children by save time alone, so a shallow child is claimed before a deeper one",
+        "a priority queue implemented as a plain FIFO list, so the priority (here depth) given at save is silently ignored",
+        "conformance.queue.order-deepest-first",
+        "queue_save.lua",
+        "local member = ARGV[4] .. ':'",
+        "local member = string.rep('0', 19) .. ':'",
+    ),
+    lua(
+        "claim-keeps-attempt",
+        "a claim of a child whose claim expired hands it out under the same attempt, so the old and the new claimer share one attempt",
+        "a stalled-job recovery that hands a job out again without incrementing its attempt counter, so the zombie's acknowledgement matches the new claim",
+        "conformance.queue.claim-expiry-exact",
+        "queue_claim.lua",
+        "local attempt = tonumber(rec[3]) + 1",
+        "local attempt = math.max(tonumber(rec[3]), 1)",
+    ),
+    lua(
+        "reclaim-early",
+        "a live claim is handed out again one millisecond before it expires",
+        "a visibility-timeout comparison off by one in the unsafe direction, so a job is redelivered while its worker still holds it",
+        "conformance.queue.claim-expiry-exact",
+        "queue_claim.lua",
+        "(rec[1] == 'claimed' and now >= tonumber(rec[2]))",
+        "(rec[1] == 'claimed' and now + 1 >= tonumber(rec[2]))",
+    ),
+    lua(
+        "complete-ignores-claim-expiry",
+        "its complete accepts a claim that already expired, as long as nobody claimed the child again yet",
+        "an acknowledgement that checks the job's owner but not whether its lock or visibility timeout ran out, so a worker that stalled past it still completes",
+        "conformance.queue.complete-after-claim-expired",
+        "queue_complete.lua",
+        "rec[3] == ARGV[2]\n    and now < tonumber(rec[4]) then",
+        "rec[3] == ARGV[2] then",
+    ),
+    // Rate limits.
+    lua(
+        "slot-expires-early",
+        "a slot is counted as expired one millisecond before its expiry, so a limit of n admits n + 1 holders at that instant",
+        "a semaphore's expiry boundary off by one in the unsafe direction (a holder's slot handed out while its TTL still runs)",
+        "conformance.rate.slot-expiry",
+        "rate_acquire_slot.lua",
+        "redis.call('ZCOUNT', KEYS[1], '(' .. ARGV[1], '+inf')",
+        "redis.call('ZCOUNT', KEYS[1], '(' .. string.format('%d', now + 1), '+inf')",
+    ),
+    lua(
+        "window-off-by-one",
+        "its window counts hits in (now − window + 1, now], so a hit is forgotten one millisecond early and limit + 1 hits pass in one window",
+        "a sliding-window boundary off by one (window trimmed with the wrong inclusive/exclusive end), letting one request too many through",
+        "conformance.rate.window-slides",
+        "rate_hit.lua",
+        "local low = '(' .. string.format('%d', now - window)",
+        "local low = '(' .. string.format('%d', now - window + 1)",
+    ),
+    lua(
+        "limited-hits-counted",
+        "a limited hit is recorded too, so refused requests push the window's end further away",
+        "the sorted-set sliding window that ZADDs every request before counting, so a client that keeps retrying while limited is never let through again",
+        "conformance.rate.limited-hits-not-counted",
+        "rate_hit.lua",
+        "local oldest = redis.call('ZRANGEBYSCORE'",
+        "redis.call('ZADD', KEYS[1], ARGV[1], 'limited:' .. redis.call('INCR', KEYS[3]))\nlocal oldest = redis.call('ZRANGEBYSCORE'",
+    ),
+    lua(
+        "pause-can-shorten",
+        "a pause overwrites the pause in force, so a shorter one (an earlier until) shortens a longer one",
+        "a Retry-After pause stored with a plain SET, so a later, shorter Retry-After overwrites a longer one the provider asked for",
+        "conformance.rate.pause-only-lengthens",
+        "rate_pause.lua",
+        "if current and cmp(current, ARGV[1]) >= 0 then",
+        "if current and current == ARGV[1] then",
+    ),
+    lua(
+        "slots-on-server-time",
+        "its slots are decided on the Redis server's time instead of the caller's clock_ms",
+        "slot expiry decided on the server's clock while callers reason on their own instance clock, so the two disagree whenever they are skewed",
+        "conformance.rate.instance-clock-rules",
+        "rate_acquire_slot.lua",
+        "local paused = redis.call('GET', KEYS[2])",
+        "local t = redis.call('TIME')\nARGV[1] = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))\nlocal paused = redis.call('GET', KEYS[2])",
+    ),
 ];
 
 /// The sabotaged store `name` (see [`NAMED`]), keeping durable files in
@@ -151,5 +389,8 @@ pub fn by_name_following(
     server_clock: Option<Arc<VirtualClock>>,
 ) -> Option<Arc<dyn StoreFactory>> {
     let named = NAMED.iter().find(|n| n.name == name)?;
-    Some((named.make)(workdir, server_clock))
+    Some(match &named.how {
+        How::Store(make) => make(workdir, server_clock),
+        How::Lua(patch) => Arc::new(LuaSabotage::new(named.name, patch, builtin(workdir))),
+    })
 }

@@ -31,7 +31,9 @@ use kept::KeptExecutions;
 use keys::depth_rank;
 pub use keys::Keys;
 pub use replies::parse_reply;
-pub use scripts::script_sources;
+pub use scripts::{builtin_source, script_files, script_sources, UnknownScript};
+
+use scripts::{Patched, Which};
 
 /// The name the store reports in its hello.
 pub const STORE_NAME: &str = "storeproof-redis";
@@ -49,6 +51,8 @@ const CONNECTION_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct RedisStoreFactory {
     kept_db_path: PathBuf,
     response_timeout: Option<Duration>,
+    /// Replacement scripts (sabotages, mutants); empty for the built-in store.
+    patched: Patched,
 }
 
 impl RedisStoreFactory {
@@ -59,7 +63,25 @@ impl RedisStoreFactory {
         RedisStoreFactory {
             kept_db_path,
             response_timeout: Some(DEFAULT_RESPONSE_TIMEOUT),
+            patched: Patched::default(),
         }
+    }
+
+    /// The same factory with the script of `harness/lua/<file>` replaced by
+    /// `source` (the whole source as sent to Redis: start from
+    /// [`builtin_source`], which has `decimal.lua` in front). It exists for
+    /// the sabotage set and mutation testing: a variant of the built-in store
+    /// that differs by one edit of one script, everything else (server
+    /// checks, keys, reply parsing) the built-in's. Patching the same file
+    /// twice keeps the last source. Fails when no script has that file name.
+    pub fn with_patched_script(self, file: &str, source: &str) -> Result<Self, UnknownScript> {
+        let patched = self.patched.with(file, source)?;
+        Ok(RedisStoreFactory { patched, ..self })
+    }
+
+    /// Whether any script is replaced ([`Self::with_patched_script`]).
+    pub fn is_patched(&self) -> bool {
+        !self.patched.is_empty()
     }
 
     /// The same factory with another response timeout (`None`: wait forever,
@@ -127,7 +149,10 @@ impl StoreFactory for RedisStoreFactory {
 
         // Load every script now, so that scheduled calls send `EVALSHA` alone
         // (connection set-up stays out of the schedule).
-        for script in scripts::all() {
+        for script in scripts::all()
+            .into_iter()
+            .chain(self.patched.replacements())
+        {
             script
                 .prepare_invoke()
                 .load_async(&mut conn)
@@ -142,6 +167,7 @@ impl StoreFactory for RedisStoreFactory {
             conn: Some(conn),
             keys: Keys::new(&hello.prefix),
             kept,
+            patched: self.patched.clone(),
         };
         Ok((Self::info(), Box::new(store)))
     }
@@ -173,6 +199,7 @@ struct RedisStoreClient {
     conn: Option<MultiplexedConnection>,
     keys: Keys,
     kept: KeptExecutions,
+    patched: Patched,
 }
 
 impl RedisStoreClient {
@@ -192,7 +219,10 @@ impl StoreClient for RedisStoreClient {
     async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
         // Bad input is refused before anything is touched.
         let req = Request::parse(call)?;
-        let Some(invocation) = invocation(&self.keys, &req, clock_ms) else {
+        // A cheap handle (nothing at all when unpatched) so that the
+        // invocation's borrow does not hold `self`.
+        let patched = self.patched.clone();
+        let Some(invocation) = invocation(&self.keys, &patched, &req, clock_ms) else {
             return match &req {
                 Request::LeaseKeepExecution { tree, execution } => {
                     self.kept.keep(tree, execution).await?;
@@ -244,15 +274,21 @@ impl StoreClient for RedisStoreClient {
 /// operations, which never touch Redis). Ids only ever travel as KEYS (inside
 /// a key name) or ARGV, never as Lua source. Lease and queue scripts get no
 /// clock (they read `TIME`); rate scripts get `clock_ms`.
-fn invocation(keys: &Keys, req: &Request, clock_ms: i64) -> Option<ScriptInvocation<'static>> {
-    use scripts::*;
+fn invocation<'a>(
+    keys: &Keys,
+    patched: &'a Patched,
+    req: &Request,
+    clock_ms: i64,
+) -> Option<ScriptInvocation<'a>> {
+    use Which::*;
+    let script = |which: Which| patched.script(which);
     Some(match req {
         Request::LeaseTake {
             tree,
             holder,
             ttl_ms,
         } => {
-            let mut inv = LEASE_TAKE.key(keys.lease(tree));
+            let mut inv = script(LEASE_TAKE).key(keys.lease(tree));
             inv.arg(holder).arg(ttl_ms);
             inv
         }
@@ -262,7 +298,7 @@ fn invocation(keys: &Keys, req: &Request, clock_ms: i64) -> Option<ScriptInvocat
             epoch,
             ttl_ms,
         } => {
-            let mut inv = LEASE_RENEW.key(keys.lease(tree));
+            let mut inv = script(LEASE_RENEW).key(keys.lease(tree));
             inv.arg(holder).arg(epoch).arg(ttl_ms);
             inv
         }
@@ -271,17 +307,17 @@ fn invocation(keys: &Keys, req: &Request, clock_ms: i64) -> Option<ScriptInvocat
             holder,
             epoch,
         } => {
-            let mut inv = LEASE_RELEASE.key(keys.lease(tree));
+            let mut inv = script(LEASE_RELEASE).key(keys.lease(tree));
             inv.arg(holder).arg(epoch);
             inv
         }
-        Request::LeaseRead { tree } => LEASE_READ.key(keys.lease(tree)),
+        Request::LeaseRead { tree } => script(LEASE_READ).key(keys.lease(tree)),
         Request::QueueSave {
             child,
             depth,
             payload,
         } => {
-            let mut inv = QUEUE_SAVE.key(keys.child(child));
+            let mut inv = script(QUEUE_SAVE).key(keys.child(child));
             inv.key(keys.queue_index())
                 .key(keys.queue_seq())
                 .arg(child)
@@ -294,7 +330,7 @@ fn invocation(keys: &Keys, req: &Request, clock_ms: i64) -> Option<ScriptInvocat
             instance,
             claim_ttl_ms,
         } => {
-            let mut inv = QUEUE_CLAIM.key(keys.queue_index());
+            let mut inv = script(QUEUE_CLAIM).key(keys.queue_index());
             inv.arg(keys.child_prefix()).arg(instance).arg(claim_ttl_ms);
             inv
         }
@@ -303,18 +339,18 @@ fn invocation(keys: &Keys, req: &Request, clock_ms: i64) -> Option<ScriptInvocat
             instance,
             attempt,
         } => {
-            let mut inv = QUEUE_COMPLETE.key(keys.child(child));
+            let mut inv = script(QUEUE_COMPLETE).key(keys.child(child));
             inv.key(keys.queue_index()).arg(instance).arg(attempt);
             inv
         }
-        Request::QueueRead { child } => QUEUE_READ.key(keys.child(child)),
+        Request::QueueRead { child } => script(QUEUE_READ).key(keys.child(child)),
         Request::RateAcquireSlot {
             provider,
             holder,
             limit,
             ttl_ms,
         } => {
-            let mut inv = RATE_ACQUIRE_SLOT.key(keys.rate_slots(provider));
+            let mut inv = script(RATE_ACQUIRE_SLOT).key(keys.rate_slots(provider));
             inv.key(keys.rate_pause(provider))
                 .key(keys.rate_seq(provider))
                 .arg(clock_ms)
@@ -324,7 +360,7 @@ fn invocation(keys: &Keys, req: &Request, clock_ms: i64) -> Option<ScriptInvocat
             inv
         }
         Request::RateReleaseSlot { provider, slot } => {
-            let mut inv = RATE_RELEASE_SLOT.key(keys.rate_slots(provider));
+            let mut inv = script(RATE_RELEASE_SLOT).key(keys.rate_slots(provider));
             inv.arg(clock_ms).arg(slot);
             inv
         }
@@ -333,7 +369,7 @@ fn invocation(keys: &Keys, req: &Request, clock_ms: i64) -> Option<ScriptInvocat
             limit,
             window_ms,
         } => {
-            let mut inv = RATE_HIT.key(keys.rate_hits(provider));
+            let mut inv = script(RATE_HIT).key(keys.rate_hits(provider));
             inv.key(keys.rate_pause(provider))
                 .key(keys.rate_seq(provider))
                 .arg(clock_ms)
@@ -343,12 +379,12 @@ fn invocation(keys: &Keys, req: &Request, clock_ms: i64) -> Option<ScriptInvocat
             inv
         }
         Request::RatePause { provider, until_ms } => {
-            let mut inv = RATE_PAUSE.key(keys.rate_pause(provider));
+            let mut inv = script(RATE_PAUSE).key(keys.rate_pause(provider));
             inv.arg(until_ms);
             inv
         }
         Request::RateRead { provider } => {
-            let mut inv = RATE_READ.key(keys.rate_slots(provider));
+            let mut inv = script(RATE_READ).key(keys.rate_slots(provider));
             inv.key(keys.rate_pause(provider)).arg(clock_ms);
             inv
         }
@@ -435,6 +471,43 @@ mod tests {
         ));
         assert!(!is_oom(Some("ERR"), "unknown command"));
         assert!(!is_oom(None, "connection reset"));
+    }
+
+    #[test]
+    fn a_patched_script_replaces_its_operations_script_and_no_other() {
+        let factory = RedisStoreFactory::new("kept.sqlite".into());
+        assert!(!factory.is_patched());
+        let unpatched = &factory.patched;
+        assert!(std::ptr::eq(
+            unpatched.script(Which::LEASE_TAKE),
+            &*scripts::LEASE_TAKE
+        ));
+
+        let source = builtin_source("lease_renew.lua")
+            .unwrap()
+            .replace("<", "<=");
+        let factory = factory
+            .with_patched_script("lease_renew.lua", &source)
+            .unwrap();
+        assert!(factory.is_patched());
+        let patched = &factory.patched;
+        assert_ne!(
+            patched.script(Which::LEASE_RENEW).get_hash(),
+            scripts::LEASE_RENEW.get_hash()
+        );
+        assert_eq!(
+            patched.script(Which::LEASE_RENEW).get_hash(),
+            redis::Script::new(&source).get_hash()
+        );
+        for which in [Which::LEASE_TAKE, Which::RATE_READ, Which::QUEUE_CLAIM] {
+            assert!(std::ptr::eq(patched.script(which), which.builtin()));
+        }
+        assert_eq!(patched.replacements().count(), 1);
+
+        let err = factory
+            .with_patched_script("lease_steal.lua", "return 1")
+            .unwrap_err();
+        assert!(err.to_string().contains("lease_take.lua"), "{err}");
     }
 
     #[test]

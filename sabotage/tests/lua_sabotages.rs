@@ -1,0 +1,124 @@
+//! Every named sabotage that is one edit of one built-in script is caught by
+//! the check it names, and the unpatched built-in store passes that same
+//! check: the edit, nothing else, is what the check catches.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use conformance::{all_checks, run_check, CheckDef};
+use harness::contract::Contract;
+use harness::server::{ManagedServer, ServerOptions};
+use harness::store::redis::{builtin_source, RedisStoreFactory};
+use harness::store::StoreFactory;
+use harness::{CheckResult, ServerRef, Subject, Verdict};
+use sabotage::NAMED;
+
+async fn run(
+    server: &ManagedServer,
+    factory: Arc<dyn StoreFactory>,
+    prefix: String,
+    def: &CheckDef,
+) -> CheckResult {
+    let target = Subject {
+        spec: factory.spec(),
+        factory,
+        server: ServerRef::Managed(server),
+        run_prefix: prefix,
+        opt_out: None,
+        contracts: Contract::COORDINATION.to_vec(),
+        seed: 0,
+        may_start_servers: true,
+    };
+    run_check(&target, 0, def).await
+}
+
+fn check(id: &str) -> Arc<CheckDef> {
+    all_checks()
+        .into_iter()
+        .find(|d| d.spec.id == id)
+        .unwrap_or_else(|| panic!("no conformance check {id}"))
+}
+
+#[test]
+fn every_sabotage_names_a_check_and_a_real_bug_and_every_patch_applies() {
+    let conformance: BTreeSet<&str> = all_checks().iter().map(|d| d.spec.id).collect();
+    let mut names = BTreeSet::new();
+    let mut lua = 0;
+    for n in &NAMED {
+        assert!(names.insert(n.name), "{} is named twice", n.name);
+        assert!(!n.real_bug.is_empty() && !n.breaks.is_empty(), "{}", n.name);
+        let suite = n.caught_by.split('.').next().unwrap_or_default();
+        assert!(
+            ["conformance", "explorer", "faults", "crash"].contains(&suite),
+            "{}: {}",
+            n.name,
+            n.caught_by
+        );
+        if suite == "conformance" {
+            assert!(conformance.contains(n.caught_by), "{}", n.caught_by);
+        }
+        if let Some(patch) = n.lua_patch() {
+            lua += 1;
+            let source = patch.apply().unwrap_or_else(|e| panic!("{}: {e}", n.name));
+            assert_ne!(Some(source.as_str()), builtin_source(patch.script));
+        }
+    }
+    assert!(lua >= 10, "{lua} script sabotages");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_script_sabotage_is_caught_by_its_check_which_the_builtin_passes() {
+    let started = std::time::Instant::now();
+    let server = ManagedServer::start(ServerOptions::default())
+        .await
+        .expect("managed server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let builtin = RedisStoreFactory::new(dir.path().join("kept.sqlite"));
+
+    let mut escaped = Vec::new();
+    let mut checks = BTreeSet::new();
+    for (n, named) in NAMED.iter().enumerate() {
+        if named.lua_patch().is_none() {
+            continue;
+        }
+        let def = check(named.caught_by);
+        let store = sabotage::by_name(named.name, dir.path()).expect("selectable by name");
+        assert_eq!(store.spec(), format!("sabotage:{}", named.name));
+        let result = run(&server, store, format!("sp:s{n}:"), &def).await;
+        eprintln!(
+            "{:32} {:48} {:?}: {}",
+            named.name,
+            named.caught_by,
+            result.verdict,
+            result.reason.lines().next().unwrap_or_default()
+        );
+        if result.verdict != Verdict::Fail {
+            escaped.push(format!(
+                "{} escaped {} ({:?}: {})",
+                named.name, named.caught_by, result.verdict, result.reason
+            ));
+        }
+        checks.insert(named.caught_by);
+    }
+    for (n, id) in checks.iter().enumerate() {
+        let result = run(
+            &server,
+            Arc::new(builtin.clone()),
+            format!("sp:b{n}:"),
+            &check(id),
+        )
+        .await;
+        assert_eq!(
+            result.verdict,
+            Verdict::Pass,
+            "the built-in store fails {id}: {}",
+            result.reason
+        );
+    }
+    assert!(escaped.is_empty(), "{}", escaped.join("\n"));
+    eprintln!(
+        "{} checks, built-in and sabotages, in {:?}",
+        checks.len(),
+        started.elapsed()
+    );
+}
