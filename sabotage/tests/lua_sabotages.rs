@@ -122,3 +122,30 @@ async fn every_script_sabotage_is_caught_by_its_check_which_the_builtin_passes()
         started.elapsed()
     );
 }
+
+/// The table of `docs/SABOTAGES.md`, one row per named sabotage.
+fn table() -> String {
+    let mut rows = vec![
+        "| Sabotage | The real bug it stands for | The check that catches it |".to_string(),
+        "|---|---|---|".to_string(),
+    ];
+    for n in &NAMED {
+        rows.push(format!(
+            "| `sabotage:{}` | {} | `{}` |",
+            n.name, n.real_bug, n.caught_by
+        ));
+    }
+    rows.join("\n")
+}
+
+#[test]
+fn the_sabotage_table_in_the_docs_is_the_named_list() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/SABOTAGES.md");
+    let doc = std::fs::read_to_string(&path).unwrap_or_default();
+    let table = table();
+    assert!(
+        doc.contains(&table),
+        "{} does not hold the table of sabotage::NAMED; it should read:\n\n{table}\n",
+        path.display()
+    );
+}
