@@ -56,8 +56,16 @@ impl RateModel {
                 }
                 p.slots.retain(|_, (_, exp)| *exp > now_ms);
                 if (p.slots.len() as i64) < *limit {
-                    p.next_slot += 1;
-                    let slot = p.next_slot.to_string();
+                    // A fresh id: one adopted from the store may already
+                    // be the next number (found by conformance.generated.rate).
+                    let mut slot;
+                    loop {
+                        p.next_slot += 1;
+                        slot = p.next_slot.to_string();
+                        if !p.slots.contains_key(&slot) {
+                            break;
+                        }
+                    }
                     p.slots
                         .insert(slot.clone(), (holder.clone(), now_ms + ttl_ms));
                     Reply::Acquired { slot }
@@ -274,5 +282,24 @@ mod tests {
             slot: "x".into(),
         };
         assert_eq!(m.judge(&rel, 2, &Reply::Released {}), Judgement::Agrees);
+    }
+
+    #[test]
+    fn an_adopted_slot_id_equal_to_the_next_canonical_one_is_not_overwritten() {
+        let mut m = RateModel::default();
+        let got = |slot: &str| Reply::Acquired { slot: slot.into() };
+        // The store numbers its first slot 2, the model's next own id.
+        assert_eq!(m.judge(&acquire(2), 0, &got("2")), Judgement::Agrees);
+        assert_eq!(m.judge(&acquire(2), 1, &got("3")), Judgement::Agrees);
+        let read = Request::RateRead {
+            provider: "p".into(),
+        };
+        assert_eq!(
+            m.apply(&read, 2),
+            Some(Reply::RateState {
+                slots_in_use: 2,
+                paused_until_ms: None
+            })
+        );
     }
 }
