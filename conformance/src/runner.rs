@@ -140,6 +140,7 @@ pub async fn run_check(target: &Subject<'_>, n: usize, def: &CheckDef) -> CheckR
         }
         CheckKind::Special(s) => s.run(target, &target.check_prefix(n)).await,
         CheckKind::Server(case) => case.run(target).await,
+        CheckKind::Generated(g) => g.run(target, spec, n).await,
     };
     let verdict = match (outcome.verdict, spec.level) {
         // A SHOULD check never fails the run: its failure is a warning.
