@@ -93,6 +93,10 @@ pub struct CertifyArgs {
     /// zombie's call).
     #[arg(long, default_value_t = 8, value_name = "STEPS", value_parser = sized(MIN_DEPTH, 40, DEPTH_WHY))]
     depth: usize,
+    /// Conformance: sequences each generated check (conformance.generated.*)
+    /// plays, before shrinking a failure (1 to 100000).
+    #[arg(long, default_value_t = conformance::DEFAULT_CASES as usize, value_name = "N", value_parser = sized(1, 100_000, ""))]
+    cases: usize,
     /// Explorer: seeded random walks of three instances (0 to 100000).
     #[arg(long, default_value_t = 200, value_name = "N", value_parser = sized(0, 100_000, ""))]
     walks: usize,
@@ -484,7 +488,9 @@ pub(crate) fn every_suite() -> Vec<Box<dyn Suite>> {
 /// `Err`: a `--layout` file that cannot be read as a layout (one line).
 fn suite(name: SuiteName, args: &CertifyArgs, seed: u64) -> anyhow::Result<Box<dyn Suite>> {
     Ok(match name {
-        SuiteName::Conformance => Box::new(conformance::ConformanceSuite::new()),
+        SuiteName::Conformance => Box::new(conformance::ConformanceSuite::with_cases(
+            u32::try_from(args.cases).unwrap_or(u32::MAX),
+        )),
         SuiteName::Explorer => Box::new(explorer::ExplorerSuite::new(explorer::ExplorerConfig {
             depth: args.depth,
             walks: args.walks,
