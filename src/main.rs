@@ -9,6 +9,7 @@ mod judge;
 mod layout_cmd;
 mod progress;
 mod replay;
+mod sabotage_suite;
 mod store_spec;
 
 use std::path::PathBuf;

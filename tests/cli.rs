@@ -57,7 +57,7 @@ fn wrong_flags_exit_2_with_one_line() {
             "the sabotages are read-then-write-take",
         ),
         // A suite this version does not have is not offered, nor accepted.
-        (vec!["certify", "--suite", "sabotage"], "possible values"),
+        (vec!["certify", "--suite", "mutate"], "possible values"),
         (
             vec!["certify", "--suite", "faults", "--faults", "0"],
             "--faults",
