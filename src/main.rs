@@ -7,6 +7,7 @@ mod bench;
 mod certify;
 mod judge;
 mod layout_cmd;
+mod mutate;
 mod progress;
 mod replay;
 mod sabotage_suite;
@@ -49,6 +50,9 @@ enum Command {
     /// transitions per second beside the round-trip limit of one connection.
     #[command(subcommand)]
     Bench(bench::Bench),
+    /// The mutation score of the built-in Lua: one-change mutants of every
+    /// script, each run through its contract's conformance checks.
+    Mutate(mutate::MutateArgs),
 }
 
 fn main() -> ExitCode {
@@ -96,6 +100,7 @@ fn main() -> ExitCode {
                 Command::Check(args) => judge::run(args),
                 Command::Layout(command) => layout_cmd::run(command),
                 Command::Bench(b) => bench::run(b).await,
+                Command::Mutate(args) => mutate::run(args).await,
             }
         };
         tokio::select! {
