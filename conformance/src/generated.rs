@@ -502,7 +502,7 @@ impl RefState {
         let acquire = (
             select(&WORKERS[..]),
             select(&PROVIDERS[..]),
-            1i64..=3,
+            1i64..=2,
             select(&WINDOWS[..]),
         )
             .prop_map(|(h, p, limit, ttl_ms)| {
@@ -521,7 +521,7 @@ impl RefState {
         let hit = (
             select(&WORKERS[..]),
             select(&PROVIDERS[..]),
-            1i64..=3,
+            1i64..=2,
             select(&WINDOWS[..]),
         )
             .prop_map(|(w, p, limit, window_ms)| {

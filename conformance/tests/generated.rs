@@ -231,7 +231,11 @@ async fn measure_named_sabotages() {
         .ok()
         .and_then(|c| c.parse().ok())
         .unwrap_or(conformance::DEFAULT_CASES);
+    let only = std::env::var("ONLY").unwrap_or_default();
     for (k, named) in sabotage::NAMED.iter().enumerate() {
+        if !named.name.contains(only.as_str()) {
+            continue;
+        }
         let work = dir.path().join(named.name);
         std::fs::create_dir_all(&work).expect("workdir");
         let Some(factory) = sabotage::by_name_following(named.name, &work, server.clock().cloned())
