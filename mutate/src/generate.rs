@@ -74,11 +74,13 @@ impl Mutant {
         for l in self.before.lines() {
             out.push_str(&format!("- {l}\n"));
         }
-        for l in self.after.lines() {
-            out.push_str(&format!("+ {l}\n"));
-        }
+        // A removed statement leaves at most its indentation: one empty `+`.
         if self.after.trim().is_empty() {
-            out.push_str("+ \n");
+            out.push_str("+\n");
+        } else {
+            for l in self.after.lines() {
+                out.push_str(&format!("+ {l}\n"));
+            }
         }
         out
     }

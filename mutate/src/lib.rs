@@ -287,7 +287,9 @@ async fn run_mutant(
         result.status = Status::Unknown;
         result.reason = undecided.join("; ");
     }
-    result.seconds = started.elapsed().as_secs_f64();
+    // Milliseconds: the figure is for people, and a short decimal reads back
+    // from mutants.jsonl as the same number.
+    result.seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
     Ok(result)
 }
 
