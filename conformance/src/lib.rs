@@ -153,7 +153,9 @@ pub(crate) fn special_check(
         Special::TakeRaces => Needs::ManagedServer,
         // These read the store's keys, only under the run's prefix, on any
         // server; a store keeping nothing in Redis would pass them vacuously.
-        Special::KeptNotInRedis | Special::BytesPerTree => Needs::StoreKeys,
+        Special::KeptNotInRedis | Special::BytesPerTree | Special::OldHitsForgotten => {
+            Needs::StoreKeys
+        }
     };
     CheckDef {
         spec: CheckSpec {

@@ -7,7 +7,7 @@ use serde_json::json;
 use super::scenario::*;
 use super::{scenario_check, CheckDef};
 use harness::contract::Contract::Rate;
-use harness::Level::Must;
+use harness::Level::{Must, Should};
 
 const TTL: i64 = 1000;
 const WINDOW: i64 = 1000;
@@ -26,6 +26,21 @@ pub(super) fn checks() -> Vec<CheckDef> {
                     acquire("b", "p", 2, TTL),
                     acquire("c", "p", 2, TTL),
                     rread("a", "p"),
+                ]
+            },
+        ),
+        scenario_check(
+            "conformance.rate.full-retry-at-live-slot",
+            Must,
+            Rate,
+            "full names the earliest LIVE slot's expiry as retry_at, never a slot that already expired (the limit lowered after it did)",
+            || {
+                vec![
+                    acquire("a", "p", 2, 100),
+                    acquire("b", "p", 2, TTL),
+                    at(150),
+                    acquire("c", "p", 1, TTL),
+                    rread("c", "p"),
                 ]
             },
         ),
@@ -262,6 +277,13 @@ pub(super) fn checks() -> Vec<CheckDef> {
                 s.push(hit("a", "p", 2, WINDOW));
                 s
             },
+        ),
+        super::special_check(
+            "conformance.rate.old-hits-forgotten",
+            Should,
+            Rate,
+            "hits no window of up to a year can count any more cost nothing: a provider hit 100 times and once more a year later costs about what one hit costs (MEMORY USAGE)",
+            super::special::Special::OldHitsForgotten,
         ),
     ]
 }

@@ -23,6 +23,8 @@ pub enum Special {
     BytesPerTree,
     /// The three take races, every interleaving forced through the gate.
     TakeRaces,
+    /// Hits no window of up to a year can count any more cost nothing.
+    OldHitsForgotten,
 }
 
 /// The evidence of the bytes-per-tree check: what was measured.
@@ -64,6 +66,7 @@ impl Special {
             Special::OddIdsInsidePrefix => odd_ids_inside_prefix(target, prefix).await,
             Special::BytesPerTree => bytes_per_tree(target, prefix).await,
             Special::TakeRaces => super::races::take_races(target, prefix).await,
+            Special::OldHitsForgotten => old_hits_forgotten(target, prefix).await,
         }
     }
 }
@@ -309,5 +312,103 @@ async fn bytes_per_tree(target: &Subject<'_>, prefix: &str) -> Outcome {
         reason,
         evidence,
         counterexample: None,
+    }
+}
+
+/// Hits sent to the provider whose old hits must be forgotten.
+const OLD_HITS: i64 = 100;
+/// How much more than a provider with one hit the forgetting provider may
+/// cost before the check warns (allocator slack, not hits).
+const OLD_HITS_SLACK_BYTES: u64 = 512;
+
+/// What the old-hits check measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OldHitsEvidence {
+    /// Hits sent a year and more before the last one.
+    pub old_hits: i64,
+    /// MEMORY USAGE of the provider after its last hit.
+    pub bytes_after_old_hits: u64,
+    /// MEMORY USAGE of a provider that only ever had that last hit.
+    pub bytes_of_one_hit: u64,
+    /// The most the first may exceed the second.
+    pub slack_bytes: u64,
+}
+
+/// A provider hit [`OLD_HITS`] times, then once more a year and a second
+/// later (beyond any window a hit may name, `MAX_DURATION_MS`), must cost
+/// about what a provider hit only that once costs: the old hits can never be
+/// counted again, so a store that keeps them grows without bound.
+async fn old_hits_forgotten(target: &Subject<'_>, prefix: &str) -> Outcome {
+    use harness::contract::MAX_DURATION_MS;
+    let t0 = now(target);
+    let late = t0 + OLD_HITS + MAX_DURATION_MS + 1000;
+    let mut admin = match target.admin().await {
+        Ok(a) => a,
+        Err(e) => return Outcome::harness_trouble("connect to the server", e, Value::Null),
+    };
+    let hit = || Request::RateHit {
+        provider: "p".into(),
+        limit: 1_000_000,
+        window_ms: 1000,
+    };
+    let mut log = Vec::new();
+    let mut bytes = Vec::new();
+    // Under two prefixes of their own: the provider with old hits, and one
+    // with only the late hit.
+    for (part, clocks) in [
+        (
+            "old:",
+            (0..OLD_HITS)
+                .map(|i| t0 + i)
+                .chain([late])
+                .collect::<Vec<_>>(),
+        ),
+        ("one:", vec![late]),
+    ] {
+        let sub = format!("{prefix}{part}");
+        let mut client = match target.connect("a", &sub, t0).await {
+            Ok(c) => c,
+            Err(e) => return Outcome::connect_failed(e, Value::Null),
+        };
+        for clock in clocks {
+            let req = hit();
+            let outcome = client.call(&req.to_call(), clock).await;
+            if !matches!(outcome, Ok(Reply::Allowed { .. })) || clock == late {
+                log.push(json!({"prefix": part, "clock_ms": clock, "call": req.to_call(), "answer": outcome_json(&outcome)}));
+            }
+            if let Err(e) = outcome {
+                return Outcome::store_error("the store refused a hit", e, json!({"calls": log}));
+            }
+        }
+        let keys = match keyspace::keys_under(&mut admin, &sub).await {
+            Ok(k) => k,
+            Err(e) => return Outcome::harness_trouble("scan the keyspace", e, Value::Null),
+        };
+        match keyspace::memory_usage(&mut admin, &keys).await {
+            Ok(b) => bytes.push(b),
+            Err(e) => return Outcome::harness_trouble("read MEMORY USAGE", e, Value::Null),
+        }
+    }
+    let (old, one) = (bytes[0], bytes[1]);
+    let evidence = serde_json::to_value(OldHitsEvidence {
+        old_hits: OLD_HITS,
+        bytes_after_old_hits: old,
+        bytes_of_one_hit: one,
+        slack_bytes: OLD_HITS_SLACK_BYTES,
+    })
+    .unwrap_or(Value::Null);
+    let kept = old > one + OLD_HITS_SLACK_BYTES;
+    Outcome {
+        verdict: if kept { Verdict::Fail } else { Verdict::Pass },
+        reason: format!(
+            "after {OLD_HITS} hits and one more a year later the provider costs {old} bytes; with only that last hit, {one} bytes (MEMORY USAGE){}",
+            if kept {
+                ": hits no window can count any more are kept"
+            } else {
+                ""
+            }
+        ),
+        evidence,
+        counterexample: kept.then(|| json!({"kind": "old-hits-kept", "calls": log})),
     }
 }

@@ -151,7 +151,7 @@ const fn lua(
 
 /// The sabotaged stores selectable by name, each with the check that must
 /// catch it.
-pub const NAMED: [Named; 25] = [
+pub const NAMED: [Named; 27] = [
     Named {
         name: "read-then-write-take",
         breaks: "its take reads the lease and then writes it in a second command, so two instances can both be granted",
@@ -370,6 +370,24 @@ pub const NAMED: [Named; 25] = [
         "rate_acquire_slot.lua",
         "local paused = redis.call('GET', KEYS[2])",
         "local t = redis.call('TIME')\nARGV[1] = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))\nlocal paused = redis.call('GET', KEYS[2])",
+    ),
+    lua(
+        "full-retry-at-expired-slot",
+        "its full answer names the first stored slot's expiry as retry_at, even a slot that already expired",
+        "a semaphore whose 'retry after' reads the head of its sorted set without trimming expired entries first, sending callers back at a time already past",
+        "conformance.rate.full-retry-at-live-slot",
+        "rate_acquire_slot.lua",
+        "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])\nlocal first",
+        "local first",
+    ),
+    lua(
+        "hits-never-pruned",
+        "it keeps every hit for good, though no window of up to a year can count it any more",
+        "a sliding-window limiter that trims only when it refuses (or never), so a busy provider's sorted set grows without bound",
+        "conformance.rate.old-hits-forgotten",
+        "rate_hit.lua",
+        "  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf',\n    string.format('%d', now - tonumber(ARGV[4])))\n",
+        "",
     ),
 ];
 
