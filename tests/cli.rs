@@ -365,6 +365,8 @@ fn certify_on_a_managed_server_passes_with_a_full_report() {
             "4",
             "--faults",
             "4",
+            "--cases",
+            "8",
             "--out",
             out_dir.to_str().unwrap(),
         ],
