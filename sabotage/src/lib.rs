@@ -151,7 +151,7 @@ const fn lua(
 
 /// The sabotaged stores selectable by name, each with the check that must
 /// catch it.
-pub const NAMED: [Named; 27] = [
+pub const NAMED: [Named; 29] = [
     Named {
         name: "read-then-write-take",
         breaks: "its take reads the lease and then writes it in a second command, so two instances can both be granted",
@@ -172,6 +172,24 @@ pub const NAMED: [Named; 27] = [
         real_bug: "lease expiry computed on each client's own clock, which breaks as soon as two clients' clocks disagree (the objection raised against Redlock's timing assumptions)",
         caught_by: "explorer.one-live-holder",
         how: How::Store(|w, _| Arc::new(ClientClockLease::new(builtin(w)))),
+    },
+    Named {
+        name: "accepts-replica",
+        breaks: "its server check never looks at role or cluster_enabled, so it starts on a replica (or a cluster node) as if it were the primary",
+        real_bug: "a lock client pointed at a read replica behind a load balancer or a Sentinel misconfiguration: its writes fail or vanish on failover, and two holders can both be granted",
+        caught_by: "conformance.server.replica-refused",
+        how: How::Store(|w, _| {
+            Arc::new(builtin(w).blind_to(harness::store::redis::Blindness::Deployment))
+        }),
+    },
+    Named {
+        name: "durability-unchecked",
+        breaks: "its server check never looks at the durability settings, so it accepts a server that may lose acknowledged writes without being told it may",
+        real_bug: "a lock or queue run on Redis with the default appendfsync everysec (or no AOF at all): a crash loses the last second of grants, and an epoch is granted twice",
+        caught_by: "conformance.server.appendfsync-everysec-refused",
+        how: How::Store(|w, _| {
+            Arc::new(builtin(w).blind_to(harness::store::redis::Blindness::Durability))
+        }),
     },
     Named {
         name: "blind-retry",

@@ -150,3 +150,29 @@ fn the_sabotage_table_in_the_docs_is_the_named_list() {
         path.display()
     );
 }
+
+/// The connection sabotages (a server check blind to a part of SPEC 2.6)
+/// fail the server-assumption check they name; the built-in store passes it.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_blind_server_check_is_caught_by_its_server_case() {
+    let server = ManagedServer::start(ServerOptions::default())
+        .await
+        .expect("managed server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let builtin = RedisStoreFactory::new(dir.path().join("kept.sqlite"));
+    for (n, name) in ["accepts-replica", "durability-unchecked"].iter().enumerate() {
+        let named = NAMED.iter().find(|s| s.name == *name).expect("named");
+        let def = check(named.caught_by);
+        let store = sabotage::by_name(name, dir.path()).expect("selectable by name");
+        let result = run(&server, store, format!("sp:c{n}:"), &def).await;
+        assert_eq!(result.verdict, Verdict::Fail, "{name}: {}", result.reason);
+        let result = run(
+            &server,
+            Arc::new(builtin.clone()),
+            format!("sp:cb{n}:"),
+            &def,
+        )
+        .await;
+        assert_eq!(result.verdict, Verdict::Pass, "built-in: {}", result.reason);
+    }
+}

@@ -270,15 +270,6 @@ pub async fn read_facts(conn: &mut MultiplexedConnection) -> Result<ServerFacts,
     })
 }
 
-/// Reads and judges the server behind `conn` (SPEC 2.6).
-pub async fn check_server(
-    conn: &mut MultiplexedConnection,
-    durability_opt_out: bool,
-) -> Result<(), StoreError> {
-    let facts = read_facts(conn).await?;
-    assess(&facts, durability_opt_out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -53,6 +53,21 @@ pub struct RedisStoreFactory {
     response_timeout: Option<Duration>,
     /// Replacement scripts (sabotages, mutants); empty for the built-in store.
     patched: Patched,
+    /// What the store's server check does not look at (sabotages only);
+    /// empty for the built-in store.
+    blind_to: Vec<Blindness>,
+}
+
+/// A part of the server check (SPEC 2.6) a sabotaged store skips. It exists
+/// for the sabotage set only: the built-in store checks everything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blindness {
+    /// It never looks at `role` or `cluster_enabled`: a replica or a cluster
+    /// node is accepted as a primary.
+    Deployment,
+    /// It never looks at the durability settings: a server that may lose
+    /// acknowledged writes is accepted without the opt-out.
+    Durability,
 }
 
 impl RedisStoreFactory {
@@ -64,7 +79,15 @@ impl RedisStoreFactory {
             kept_db_path,
             response_timeout: Some(DEFAULT_RESPONSE_TIMEOUT),
             patched: Patched::default(),
+            blind_to: Vec::new(),
         }
+    }
+
+    /// The same factory with its server check blind to `part` (see
+    /// [`Blindness`]): for the sabotage set only.
+    pub fn blind_to(mut self, part: Blindness) -> Self {
+        self.blind_to.push(part);
+        self
     }
 
     /// The same factory with the script of `harness/lua/<file>` replaced by
@@ -145,7 +168,13 @@ impl StoreFactory for RedisStoreFactory {
             .set_response_timeout(self.response_timeout);
         let mut conn = open_connection(&client, &config).await?;
 
-        assumptions::check_server(&mut conn, opted_out).await?;
+        let mut facts = assumptions::read_facts(&mut conn).await?;
+        if self.blind_to.contains(&Blindness::Deployment) {
+            facts.info_replication = "# Replication\r\nrole:master\r\n".into();
+            facts.info_cluster = "# Cluster\r\ncluster_enabled:0\r\n".into();
+        }
+        let opted_out = opted_out || self.blind_to.contains(&Blindness::Durability);
+        assumptions::assess(&facts, opted_out)?;
 
         // Load every script now, so that scheduled calls send `EVALSHA` alone
         // (connection set-up stays out of the schedule).
