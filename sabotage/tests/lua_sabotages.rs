@@ -160,7 +160,10 @@ async fn every_blind_server_check_is_caught_by_its_server_case() {
         .expect("managed server");
     let dir = tempfile::tempdir().expect("tempdir");
     let builtin = RedisStoreFactory::new(dir.path().join("kept.sqlite"));
-    for (n, name) in ["accepts-replica", "durability-unchecked"].iter().enumerate() {
+    for (n, name) in ["accepts-replica", "durability-unchecked"]
+        .iter()
+        .enumerate()
+    {
         let named = NAMED.iter().find(|s| s.name == *name).expect("named");
         let def = check(named.caught_by);
         let store = sabotage::by_name(name, dir.path()).expect("selectable by name");
