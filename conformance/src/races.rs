@@ -352,6 +352,60 @@ async fn concurrent(
     }
 }
 
+/// The race's two instances, `a` on `urls[0]` and `b` on `urls[1]`. A
+/// broken adapter is the harness's trouble; any other refusal the store's.
+async fn connect_pair(
+    target: &Subject<'_>,
+    prefix: &str,
+    urls: [&str; 2],
+    start: i64,
+) -> Result<Vec<Box<dyn StoreClient>>, ScheduleError> {
+    let mut clients = Vec::new();
+    for (name, url) in [0, 1].map(instance_name).into_iter().zip(urls) {
+        match target.connect_store(name, prefix, url, start).await {
+            Ok(c) => clients.push(c),
+            Err(e) if e.kind == ErrorKind::AdapterFailed => {
+                return Err(ScheduleError::Harness(e.message))
+            }
+            Err(e) => {
+                return Err(ScheduleError::Store(format!(
+                    "instance {name} could not connect: {e}"
+                )))
+            }
+        }
+    }
+    Ok(clients)
+}
+
+/// The race's set-up on `client` at `start`, each reply judged by the
+/// model; the model after it, and the epochs it granted, in order.
+async fn set_up(
+    race: &Race,
+    client: &mut dyn StoreClient,
+    start: i64,
+) -> Result<(ContractModel, Vec<i64>), ScheduleError> {
+    let mut model = ContractModel::default();
+    let mut epochs = Vec::new();
+    for req in &race.setup {
+        let out = client.call(&req.to_call(), start).await;
+        if let Err(e) = &out {
+            if e.kind == ErrorKind::AdapterFailed {
+                return Err(ScheduleError::Harness(e.message.clone()));
+            }
+        }
+        if let Judgement::Violates(w) = model.judge(req, start, start, &out) {
+            return Err(ScheduleError::Store(format!(
+                "the set-up {} failed: {w}",
+                req.op()
+            )));
+        }
+        if let Ok(Reply::Granted { epoch, .. }) = out {
+            epochs.push(epoch);
+        }
+    }
+    Ok((model, epochs))
+}
+
 /// One round of a race as concurrent calls: the set-up judged, then both
 /// operations (and the clock move, after `round % 4` yields) at once.
 async fn concurrent_round(
@@ -362,32 +416,10 @@ async fn concurrent_round(
     start: i64,
     round: usize,
 ) -> Result<Schedule, ScheduleError> {
-    use ScheduleError::{Harness, Store};
+    use ScheduleError::Harness;
     let url = target.server.url();
-    let mut clients: Vec<Box<dyn StoreClient>> = Vec::new();
-    for name in [0, 1].map(instance_name) {
-        match target.connect_store(name, prefix, &url, start).await {
-            Ok(c) => clients.push(c),
-            Err(e) if e.kind == ErrorKind::AdapterFailed => return Err(Harness(e.message)),
-            Err(e) => return Err(Store(format!("instance {name} could not connect: {e}"))),
-        }
-    }
-    let mut model = ContractModel::default();
-    let mut epochs = Vec::new();
-    for req in &race.setup {
-        let out = clients[0].call(&req.to_call(), start).await;
-        if let Err(e) = &out {
-            if e.kind == ErrorKind::AdapterFailed {
-                return Err(Harness(e.message.clone()));
-            }
-        }
-        if let Judgement::Violates(w) = model.judge(req, start, start, &out) {
-            return Err(Store(format!("the set-up {} failed: {w}", req.op())));
-        }
-        if let Ok(Reply::Granted { epoch, .. }) = out {
-            epochs.push(epoch);
-        }
-    }
+    let mut clients = connect_pair(target, prefix, [&url, &url], start).await?;
+    let (model, epochs) = set_up(race, clients[0].as_mut(), start).await?;
     let now = start + race.advance_after_setup;
     clock.set_ms(now);
     let requests = [(race.a)(&epochs), (race.b)(&epochs)];
@@ -584,34 +616,10 @@ async fn run_schedule(
                 .map_err(|e| Harness(format!("could not start a gate: {e}")))?,
         );
     }
-    let mut clients: Vec<Box<dyn StoreClient>> = Vec::new();
-    for (i, name) in [0, 1].map(instance_name).iter().enumerate() {
-        match target
-            .connect_store(name, prefix, &gates[i].url(), start)
-            .await
-        {
-            Ok(c) => clients.push(c),
-            Err(e) if e.kind == ErrorKind::AdapterFailed => return Err(Harness(e.message)),
-            Err(e) => return Err(Store(format!("instance {name} could not connect: {e}"))),
-        }
-    }
+    let urls = [gates[0].url(), gates[1].url()];
+    let mut clients = connect_pair(target, prefix, [&urls[0], &urls[1]], start).await?;
     // Set-up, judged, through a's gate in pass-through.
-    let mut model = ContractModel::default();
-    let mut epochs = Vec::new();
-    for req in &race.setup {
-        let out = clients[0].call(&req.to_call(), start).await;
-        if let Err(e) = &out {
-            if e.kind == ErrorKind::AdapterFailed {
-                return Err(Harness(e.message.clone()));
-            }
-        }
-        if let Judgement::Violates(w) = model.judge(req, start, start, &out) {
-            return Err(Store(format!("the set-up {} failed: {w}", req.op())));
-        }
-        if let Ok(Reply::Granted { epoch, .. }) = out {
-            epochs.push(epoch);
-        }
-    }
+    let (model, epochs) = set_up(race, clients[0].as_mut(), start).await?;
     let now = start + race.advance_after_setup;
     clock.set_ms(now);
     let requests = [(race.a)(&epochs), (race.b)(&epochs)];
