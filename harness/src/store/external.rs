@@ -99,33 +99,36 @@ fn register(pgid: i32) {
     }
 }
 
+/// Process groups killed during the run, for [`kill_all`] to wait on.
+static KILLED_GROUPS: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
+
 fn kill_group(pgid: i32) {
     // SAFETY: killpg only sends a signal; a stale group id fails with ESRCH.
     let sent = unsafe { libc::killpg(pgid, libc::SIGKILL) } == 0;
-    // SIGKILL is delivered asynchronously: a member on another core may
-    // still be running when killpg returns. Wait (boundedly) until none is,
-    // so that when storeproof exits no process of an adapter is left.
-    if sent {
-        let deadline = std::time::Instant::now() + GROUP_DEATH_WAIT;
-        while group_has_live_member(pgid) && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
-    }
     if let Ok(mut g) = LIVE_GROUPS.lock() {
         if let Some(set) = g.as_mut() {
             set.remove(&pgid);
         }
     }
+    // SIGKILL is delivered asynchronously: a member may still run for a
+    // moment. Not waited for here (this is every abandoned adapter's path),
+    // but once, for every group, when the run ends ([`kill_all`]).
+    if sent {
+        if let Ok(mut g) = KILLED_GROUPS.lock() {
+            g.get_or_insert_with(HashSet::new).insert(pgid);
+        }
+    }
 }
 
-/// The longest storeproof waits for a killed adapter's processes to die.
+/// The longest storeproof waits at its end for killed adapters' processes
+/// to die.
 const GROUP_DEATH_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Whether a process of group `pgid` is alive (not a zombie awaiting its
-/// reaper), from `/proc/<pid>/stat`. `false` where `/proc` cannot be read.
-fn group_has_live_member(pgid: i32) -> bool {
+/// The process groups that have a live member (not a zombie awaiting its
+/// reaper), from one read of `/proc`; empty where `/proc` cannot be read.
+fn groups_with_live_members() -> HashSet<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
-        return false;
+        return HashSet::new();
     };
     dir.flatten()
         .filter(|e| {
@@ -135,7 +138,7 @@ fn group_has_live_member(pgid: i32) -> bool {
                 .all(|b| b.is_ascii_digit())
         })
         .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
-        .any(|stat| {
+        .filter_map(|stat| {
             // After the command name in parentheses: state, ppid, pgrp, …
             let mut fields = stat
                 .rsplit(')')
@@ -143,12 +146,16 @@ fn group_has_live_member(pgid: i32) -> bool {
                 .unwrap_or_default()
                 .split_whitespace();
             let state = fields.next().unwrap_or("X");
-            let pgrp = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
-            pgrp == Some(pgid) && state != "Z" && state != "X"
+            let pgrp = fields.nth(1).and_then(|g| g.parse::<i32>().ok())?;
+            (state != "Z" && state != "X").then_some(pgrp)
         })
+        .collect()
 }
 
-/// Kills every adapter process group still alive (for Ctrl-C).
+/// Kills every adapter process group still alive (at the end of a run, and
+/// on Ctrl-C), then waits (boundedly) until no process of any group killed
+/// during the run still runs: when storeproof exits, nothing of an adapter
+/// is left.
 pub fn kill_all() {
     let groups: Vec<i32> = LIVE_GROUPS
         .lock()
@@ -160,6 +167,17 @@ pub fn kill_all() {
         .unwrap_or_default();
     for pgid in groups {
         kill_group(pgid);
+    }
+    let killed = KILLED_GROUPS
+        .lock()
+        .map(|mut g| g.take().unwrap_or_default())
+        .unwrap_or_default();
+    if killed.is_empty() {
+        return;
+    }
+    let deadline = std::time::Instant::now() + GROUP_DEATH_WAIT;
+    while !groups_with_live_members().is_disjoint(&killed) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(2));
     }
 }
 
