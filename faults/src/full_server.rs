@@ -105,6 +105,9 @@ pub fn judge(history: &History, claimed: &[Contract]) -> FullServer {
     found
 }
 
+/// The scenario's one instance.
+const WHO: &str = "a";
+
 /// Sends the scenario's requests as instance `a` on `client`, filling the
 /// server between the first part and the second with `fill` and emptying it
 /// with `unfill`; every request and answer recorded in `rec`.
@@ -119,7 +122,7 @@ where
     F: std::future::Future<Output = Result<(), String>>,
     U: std::future::Future<Output = Result<(), String>>,
 {
-    let who = "a";
+    let who = WHO;
     let take = |tree: &str| Request::LeaseTake {
         tree: tree.into(),
         holder: who.into(),
@@ -140,11 +143,8 @@ where
         },
     ];
     let (mut slot, mut epoch) = (None, None);
-    for req in &before {
-        if !claimed.contains(&req.contract()) {
-            continue;
-        }
-        match rec.call(who, client, req).await {
+    for answer in send(client, rec, claimed, &before).await {
+        match answer {
             Ok(Reply::Acquired { slot: s }) => slot = Some(s),
             Ok(Reply::Granted { epoch: e, .. }) => epoch = Some(e),
             _ => {}
@@ -199,11 +199,8 @@ where
         });
     }
     let mut claimed_child = None;
-    for req in &full {
-        if !claimed.contains(&req.contract()) {
-            continue;
-        }
-        if let Ok(Reply::Claimed { child, attempt, .. }) = rec.call(who, client, req).await {
+    for answer in send(client, rec, claimed, &full).await {
+        if let Ok(Reply::Claimed { child, attempt, .. }) = answer {
             claimed_child = Some((child, attempt));
         }
     }
@@ -222,11 +219,7 @@ where
             epoch,
         });
     }
-    for req in &last {
-        if claimed.contains(&req.contract()) {
-            let _ = rec.call(who, client, req).await;
-        }
-    }
+    send(client, rec, claimed, &last).await;
     unfill.await?;
     let after = vec![
         Request::LeaseRead {
@@ -256,10 +249,21 @@ where
             claim_ttl_ms: 60_000,
         },
     ];
-    for req in &after {
-        if claimed.contains(&req.contract()) {
-            let _ = rec.call(who, client, req).await;
-        }
-    }
+    send(client, rec, claimed, &after).await;
     Ok(())
+}
+
+/// Sends, as the scenario's one instance, each request of `reqs` whose
+/// contract is in `claimed`, in order; their answers.
+async fn send(
+    client: &mut dyn StoreClient,
+    rec: &crate::workload::Recorder,
+    claimed: &[Contract],
+    reqs: &[Request],
+) -> Vec<Result<Reply, harness::contract::StoreError>> {
+    let mut answers = Vec::new();
+    for req in reqs.iter().filter(|r| claimed.contains(&r.contract())) {
+        answers.push(rec.call(WHO, client, req).await);
+    }
+    answers
 }

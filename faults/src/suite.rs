@@ -48,50 +48,61 @@ use crate::{children, fencing, full_server, linearizable, rate_bounds};
 
 const SUITE: &str = "faults";
 
+/// A MUST check of the fault suite.
+const fn must(
+    id: &'static str,
+    contracts: &'static [Contract],
+    needs: Needs,
+    about: &'static str,
+) -> CheckSpec {
+    CheckSpec {
+        id,
+        level: Level::Must,
+        contracts,
+        needs,
+        about,
+    }
+}
+
 /// `faults.lease-linearizable`.
-pub const LINEARIZABLE: CheckSpec = CheckSpec {
-    id: "faults.lease-linearizable",
-    level: Level::Must,
-    contracts: &[Contract::Lease],
-    needs: Needs::FaultServers,
-    about: "under lost replies, dropped and reset connections, latency, partitions, paused instances and restarts, each tree's lease history is linearizable (an operation whose reply was lost may or may not have taken effect)",
-};
+pub const LINEARIZABLE: CheckSpec = must(
+    "faults.lease-linearizable",
+    &[Contract::Lease],
+    Needs::FaultServers,
+    "under lost replies, dropped and reset connections, latency, partitions, paused instances and restarts, each tree's lease history is linearizable (an operation whose reply was lost may or may not have taken effect)",
+);
 
 /// `faults.children-once`.
-pub const CHILDREN_ONCE: CheckSpec = CheckSpec {
-    id: "faults.children-once",
-    level: Level::Must,
-    contracts: &[Contract::Queue],
-    needs: Needs::FaultServers,
-    about: "under the same faults, every saved child's effect is applied exactly once: none lost, none twice, none for a child never saved",
-};
+pub const CHILDREN_ONCE: CheckSpec = must(
+    "faults.children-once",
+    &[Contract::Queue],
+    Needs::FaultServers,
+    "under the same faults, every saved child's effect is applied exactly once: none lost, none twice, none for a child never saved",
+);
 
 /// `faults.fencing`.
-pub const FENCING: CheckSpec = CheckSpec {
-    id: "faults.fencing",
-    level: Level::Must,
-    contracts: &[Contract::Fenced],
-    needs: Needs::FaultServers,
-    about: "under the same faults, no effect or outbound call of an older epoch takes effect after a newer one was granted, even when the zombie reaches the write first, and a call is begun at most once",
-};
+pub const FENCING: CheckSpec = must(
+    "faults.fencing",
+    &[Contract::Fenced],
+    Needs::FaultServers,
+    "under the same faults, no effect or outbound call of an older epoch takes effect after a newer one was granted, even when the zombie reaches the write first, and a call is begun at most once",
+);
 
 /// `faults.rate-bounds`.
-pub const RATE_BOUNDS: CheckSpec = CheckSpec {
-    id: "faults.rate-bounds",
-    level: Level::Must,
-    contracts: &[Contract::Rate],
-    needs: Needs::FaultServers,
-    about: "under the same faults, never more live slots or allowed hits than the limit, and nothing granted while paused, with unknown outcomes counted both ways",
-};
+pub const RATE_BOUNDS: CheckSpec = must(
+    "faults.rate-bounds",
+    &[Contract::Rate],
+    Needs::FaultServers,
+    "under the same faults, never more live slots or allowed hits than the limit, and nothing granted while paused, with unknown outcomes counted both ways",
+);
 
 /// `faults.full-server-refuses`.
-pub const FULL_SERVER: CheckSpec = CheckSpec {
-    id: "faults.full-server-refuses",
-    level: Level::Must,
-    contracts: &[Contract::Lease, Contract::Queue, Contract::Rate],
-    needs: Needs::FullRedis,
-    about: "while the server is full (maxmemory reached, noeviction) every write is refused with store_full or really lands: nothing acknowledged is lost, nothing granted twice",
-};
+pub const FULL_SERVER: CheckSpec = must(
+    "faults.full-server-refuses",
+    &[Contract::Lease, Contract::Queue, Contract::Rate],
+    Needs::FullRedis,
+    "while the server is full (maxmemory reached, noeviction) every write is refused with store_full or really lands: nothing acknowledged is lost, nothing granted twice",
+);
 
 /// How big a fault run is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -474,9 +485,7 @@ impl FaultsSuite {
         .unwrap_or_default();
         drop(gates);
         let _ = server.stop().await;
-        let history = Arc::try_unwrap(rec.history)
-            .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
-            .unwrap_or_else(|shared| shared.lock().unwrap_or_else(|p| p.into_inner()).clone());
+        let history = std::mem::take(&mut *rec.history.lock().unwrap_or_else(|p| p.into_inner()));
         let figures = figures_of(
             layout,
             &roles,
@@ -531,11 +540,7 @@ impl FaultsSuite {
         let ran = full_server::run(client.as_mut(), &rec, &claimed, fill, unfill).await;
         let _ = server.stop().await;
         ran.map_err(|e| setup("could not fill its own server", e))?;
-        let history = rec
-            .history
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let history = std::mem::take(&mut *rec.history.lock().unwrap_or_else(|p| p.into_inner()));
         Ok(history)
     }
 }

@@ -438,26 +438,12 @@ where
         playing.store(false, Ordering::SeqCst);
         outcome
     };
-    let (_, outcome) = tokio::join!(futures_join_all(workers), nemesis);
+    let (_, outcome) = tokio::join!(futures_util::future::join_all(workers), nemesis);
     outcome
 }
 
 /// How many times its `rounds` an instance may run while the nemesis plays.
 pub const MAX_ROUNDS_FACTOR: usize = 20;
-
-/// Awaits every future of `futures` concurrently (on this task).
-async fn futures_join_all<F: std::future::Future<Output = ()>>(futures: impl Iterator<Item = F>) {
-    let mut set: Vec<std::pin::Pin<Box<F>>> = futures.map(Box::pin).collect();
-    std::future::poll_fn(move |cx| {
-        set.retain_mut(|f| f.as_mut().poll(cx).is_pending());
-        if set.is_empty() {
-            std::task::Poll::Ready(())
-        } else {
-            std::task::Poll::Pending
-        }
-    })
-    .await
-}
 
 /// What the drain and the end read found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -187,14 +187,7 @@ const COUNTEREXAMPLE_SHOWN: usize = 64 * 1024;
 
 /// `text` cut to at most `max` bytes, at a character boundary.
 fn cut_at_char(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+    &text[..text.floor_char_boundary(max)]
 }
 
 /// The history in a check's evidence as a table: a row per completed call, a
