@@ -93,11 +93,11 @@ pub fn judge(history: &History, claimed: &[Contract]) -> FullServer {
                 match error {
                     Some(e) if e.kind == ErrorKind::StoreFull => found.refused_full += 1,
                     Some(e) => found.violations.push(violation(format!(
-                        "answered {e} where a full server's refusal must be store_full"
+                        "answered {e} on a server that stayed up: a full server's refusal must be store_full, anything else must land"
                     ))),
                     None => found
                         .violations
-                        .push(violation("never answered while the server was full".into())),
+                        .push(violation("never answered, on a server that stayed up".into())),
                 }
             }
         }

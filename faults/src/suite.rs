@@ -538,8 +538,24 @@ impl FaultsSuite {
         let fill = set_maxmemory(admin.clone(), "1");
         let unfill = set_maxmemory(admin, "0");
         let ran = full_server::run(client.as_mut(), &rec, &claimed, fill, unfill).await;
+        // The judge blames an answer other than store_full on the store
+        // only because the server stayed up: a server that went away is
+        // the harness's trouble.
+        let up = match server.admin().await {
+            Ok(mut admin) => redis::cmd("PING")
+                .query_async::<String>(&mut admin)
+                .await
+                .is_ok(),
+            Err(_) => false,
+        };
         let _ = server.stop().await;
         ran.map_err(|e| setup("could not fill its own server", e))?;
+        if !up {
+            return Err(setup(
+                "lost its own server during the full-server scenario",
+                "it no longer answers PING",
+            ));
+        }
         let history = std::mem::take(&mut *rec.history.lock().unwrap_or_else(|p| p.into_inner()));
         Ok(history)
     }
@@ -634,6 +650,24 @@ fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
         if let Some(trouble) = &run.nemesis_trouble {
             unknown.push(format!(
                 "{layout} layout: the nemesis stopped early ({trouble})"
+            ));
+            continue;
+        }
+        // A store that refused every request of the contract leaves nothing
+        // to judge: that is no pass (conformance blames the refusals).
+        let contract = spec.contracts.first().copied();
+        let answered = run
+            .history
+            .events
+            .iter()
+            .filter(
+                |e| matches!(&e.what, Happened::Ok { op, .. } if Contract::of_op(op) == contract),
+            )
+            .count();
+        if answered == 0 {
+            unknown.push(format!(
+                "{layout} layout: the store answered none of the workload's {} operations with a reply: nothing to judge",
+                contract.map_or("", Contract::name)
             ));
             continue;
         }
@@ -918,5 +952,62 @@ impl Suite for FaultsSuite {
             .into_iter()
             .next()
             .ok_or_else(|| SuiteError::Setup(format!("{} gave no verdict", check.id)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness::contract::{Call, ErrorKind, Reply, StoreError};
+
+    fn run_with(history: History) -> WorkloadRun {
+        WorkloadRun {
+            options: WorkloadOptions::new(LayoutKind::Coordination, 1, 1),
+            roles: Roles {
+                lease: Player::Subject,
+                queue: Player::Subject,
+                rate: Player::Subject,
+            },
+            plans: Vec::new(),
+            nemesis_trouble: None,
+            history,
+            end: EndState {
+                saved: Default::default(),
+                effects: Default::default(),
+                drained: Ok(()),
+            },
+            durable: DurableEnd::default(),
+            figures: WorkloadFigures::default(),
+        }
+    }
+
+    fn take(h: &mut History, outcome: Result<Reply, StoreError>) {
+        let call = Call {
+            op: "lease.take".into(),
+            args: json!({"tree": "t", "holder": "a", "ttl_ms": 100}),
+        };
+        h.invoke("a", &call, Some(0), 0);
+        h.complete("a", "lease.take", &outcome, Some(1), 1);
+    }
+
+    #[test]
+    fn a_store_that_refused_everything_is_never_a_pass() {
+        let mut h = History::default();
+        take(&mut h, Err(StoreError::new(ErrorKind::BadRequest, "no")));
+        let judged = judge(&LINEARIZABLE, &[run_with(h)]);
+        assert_eq!(judged.verdict, Verdict::Unknown, "{}", judged.reason);
+        assert!(
+            judged.reason.contains("nothing to judge"),
+            "{}",
+            judged.reason
+        );
+
+        let mut h = History::default();
+        let granted = Reply::Granted {
+            epoch: 1,
+            expires_at_ms: 100,
+        };
+        take(&mut h, Ok(granted));
+        assert_eq!(judge(&LINEARIZABLE, &[run_with(h)]).verdict, Verdict::Pass);
     }
 }
