@@ -17,7 +17,9 @@
 //! later read that does not show it fails; any other error (`unavailable`
 //! included: the server is up and answering) is not a clean refusal. The
 //! judge also demands that the server really was full: at least one write
-//! refused with `store_full` (else the check cannot be decided).
+//! refused with `store_full` (else the check cannot be decided); and once
+//! the room is given back (the event [`run`] returns), a `store_full`
+//! refusal is a failure too.
 
 use harness::contract::{Contract, ContractModel, ErrorKind, Judgement, Reply, Request};
 use harness::store::StoreClient;
@@ -53,9 +55,10 @@ impl FullServer {
     }
 }
 
-/// Judges a sequential history of one instance (see the module docs).
-/// Operations of contracts outside `claimed` are not judged.
-pub fn judge(history: &History, claimed: &[Contract]) -> FullServer {
+/// Judges a sequential history of one instance (see the module docs);
+/// the server has room again from event `room_from` on. Operations of
+/// contracts outside `claimed` are not judged.
+pub fn judge(history: &History, claimed: &[Contract], room_from: usize) -> FullServer {
     let mut model = ContractModel::default();
     let mut found = FullServer::default();
     let ops = operations(history, |_| true);
@@ -91,6 +94,11 @@ pub fn judge(history: &History, claimed: &[Contract]) -> FullServer {
                         _ => None,
                     });
                 match error {
+                    Some(e) if e.kind == ErrorKind::StoreFull && op.invoke >= room_from => found
+                        .violations
+                        .push(violation(format!(
+                            "answered {e} after the room was given back"
+                        ))),
                     Some(e) if e.kind == ErrorKind::StoreFull => found.refused_full += 1,
                     Some(e) => found.violations.push(violation(format!(
                         "answered {e} on a server that stayed up: a full server's refusal must be store_full, anything else must land"
@@ -110,14 +118,15 @@ const WHO: &str = "a";
 
 /// Sends the scenario's requests as instance `a` on `client`, filling the
 /// server between the first part and the second with `fill` and emptying it
-/// with `unfill`; every request and answer recorded in `rec`.
+/// with `unfill`; every request and answer recorded in `rec`. Answers the
+/// index of the first event after the room was given back.
 pub async fn run<F, U>(
     client: &mut dyn StoreClient,
     rec: &crate::workload::Recorder,
     claimed: &[Contract],
     fill: F,
     unfill: U,
-) -> Result<(), String>
+) -> Result<usize, String>
 where
     F: std::future::Future<Output = Result<(), String>>,
     U: std::future::Future<Output = Result<(), String>>,
@@ -221,6 +230,7 @@ where
     }
     send(client, rec, claimed, &last).await;
     unfill.await?;
+    let room_from = rec.history.lock().map_or(0, |h| h.events.len());
     let after = vec![
         Request::LeaseRead {
             tree: "room".into(),
@@ -250,7 +260,7 @@ where
         },
     ];
     send(client, rec, claimed, &after).await;
-    Ok(())
+    Ok(room_from)
 }
 
 /// Sends, as the scenario's one instance, each request of `reqs` whose
@@ -266,4 +276,107 @@ async fn send(
         answers.push(rec.call(WHO, client, req).await);
     }
     answers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness::contract::{LeaseView, StoreError};
+
+    const ALL: [Contract; 3] = Contract::COORDINATION;
+
+    fn take(tree: &str) -> Request {
+        Request::LeaseTake {
+            tree: tree.into(),
+            holder: WHO.into(),
+            ttl_ms: 60_000,
+        }
+    }
+
+    fn read(tree: &str) -> Request {
+        Request::LeaseRead { tree: tree.into() }
+    }
+
+    fn sent(h: &mut History, req: Request, out: Result<Reply, StoreError>) {
+        let call = req.to_call();
+        h.invoke(WHO, &call, Some(0), 0);
+        h.complete(WHO, &call.op, &out, Some(0), 0);
+    }
+
+    fn full() -> Result<Reply, StoreError> {
+        Err(StoreError::new(ErrorKind::StoreFull, "OOM"))
+    }
+
+    fn granted() -> Result<Reply, StoreError> {
+        Ok(Reply::Granted {
+            epoch: 1,
+            expires_at_ms: 60_000,
+        })
+    }
+
+    fn live() -> Result<Reply, StoreError> {
+        Ok(Reply::Lease(Some(LeaseView {
+            holder: Some(WHO.into()),
+            epoch: 1,
+            expires_at_ms: Some(60_000),
+            live: true,
+        })))
+    }
+
+    #[test]
+    fn a_clean_refusal_then_the_write_after_the_room_came_back_holds() {
+        let mut h = History::default();
+        sent(&mut h, take("t"), full());
+        let room_from = h.events.len();
+        sent(&mut h, read("t"), Ok(Reply::Lease(None)));
+        sent(&mut h, take("t"), granted());
+        let v = judge(&h, &ALL, room_from);
+        assert!(v.holds(), "{v:?}");
+        assert_eq!(v.refused_full, 1);
+    }
+
+    #[test]
+    fn a_grant_that_never_landed_fails() {
+        let mut h = History::default();
+        sent(&mut h, take("t"), granted());
+        let room_from = h.events.len();
+        sent(&mut h, read("t"), Ok(Reply::Lease(None)));
+        let v = judge(&h, &ALL, room_from);
+        assert!(!v.holds() && !v.violations.is_empty(), "{v:?}");
+    }
+
+    #[test]
+    fn a_refusal_that_landed_anyway_fails() {
+        let mut h = History::default();
+        sent(&mut h, take("t"), full());
+        let room_from = h.events.len();
+        sent(&mut h, read("t"), live());
+        assert!(!judge(&h, &ALL, room_from).violations.is_empty());
+    }
+
+    #[test]
+    fn unavailable_or_store_full_with_room_is_no_clean_refusal() {
+        let mut h = History::default();
+        sent(&mut h, take("t"), full());
+        sent(
+            &mut h,
+            take("u"),
+            Err(StoreError::new(ErrorKind::Unavailable, "OOM")),
+        );
+        let room_from = h.events.len();
+        sent(&mut h, take("v"), full());
+        let v = judge(&h, &ALL, room_from);
+        assert_eq!(v.violations.len(), 2, "{v:?}");
+        assert_eq!(v.refused_full, 1);
+    }
+
+    #[test]
+    fn a_server_that_never_refused_is_not_decided() {
+        let mut h = History::default();
+        sent(&mut h, take("t"), granted());
+        let room_from = h.events.len();
+        sent(&mut h, read("t"), live());
+        let v = judge(&h, &ALL, room_from);
+        assert!(v.violations.is_empty() && !v.holds(), "{v:?}");
+    }
 }

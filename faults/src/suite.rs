@@ -506,7 +506,9 @@ impl FaultsSuite {
         })
     }
 
-    async fn full_server(&self, subject: &Subject<'_>) -> Result<History, SuiteError> {
+    /// The full-server scenario's history, and the event from which the
+    /// server has room again.
+    async fn full_server(&self, subject: &Subject<'_>) -> Result<(History, usize), SuiteError> {
         let server = ManagedServer::start(ServerOptions::default())
             .await
             .map_err(|e| setup("could not start its own server", e))?;
@@ -549,7 +551,7 @@ impl FaultsSuite {
             Err(_) => false,
         };
         let _ = server.stop().await;
-        ran.map_err(|e| setup("could not fill its own server", e))?;
+        let room_from = ran.map_err(|e| setup("could not fill its own server", e))?;
         if !up {
             return Err(setup(
                 "lost its own server during the full-server scenario",
@@ -557,7 +559,7 @@ impl FaultsSuite {
             ));
         }
         let history = std::mem::take(&mut *rec.history.lock().unwrap_or_else(|p| p.into_inner()));
-        Ok(history)
+        Ok((history, room_from))
     }
 }
 
@@ -776,8 +778,8 @@ fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
     }
 }
 
-fn judge_full_server(history: &History, claimed: &[Contract]) -> Judged {
-    let v = full_server::judge(history, claimed);
+fn judge_full_server(history: &History, room_from: usize, claimed: &[Contract]) -> Judged {
+    let v = full_server::judge(history, claimed, room_from);
     let verdict = if !v.violations.is_empty() {
         Verdict::Fail
     } else if v.refused_full == 0 {
@@ -869,7 +871,7 @@ impl Suite for FaultsSuite {
             let check_started = Instant::now();
             let judged = if spec.id == FULL_SERVER.id {
                 match &full {
-                    Some(h) => judge_full_server(h, &claimed),
+                    Some((h, room_from)) => judge_full_server(h, *room_from, &claimed),
                     None => continue,
                 }
             } else {

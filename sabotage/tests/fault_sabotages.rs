@@ -335,11 +335,11 @@ async fn full_server_verdict(store: &dyn StoreFactory) -> full_server::FullServe
         }
     };
     let claimed = Contract::COORDINATION.to_vec();
-    full_server::run(client.as_mut(), &rec, &claimed, set("1"), set("0"))
+    let room_from = full_server::run(client.as_mut(), &rec, &claimed, set("1"), set("0"))
         .await
         .unwrap();
     let history = rec.history.lock().unwrap().clone();
-    full_server::judge(&history, &claimed)
+    full_server::judge(&history, &claimed, room_from)
 }
 
 #[tokio::test]
