@@ -1,5 +1,5 @@
 //! `--suite sabotage`: storeproof certifying itself. Every named sabotage
-//! (`sabotage::NAMED`) is run as the store under test through the suites
+//! (`sabotage::named()`) is run as the store under test through the suites
 //! that apply to it, on the run's managed server, and every check's verdict
 //! is kept: the matrix, sabotage × check. Its check `sabotage.<name>` passes
 //! only when the check named to catch the sabotage failed on it.
@@ -67,10 +67,9 @@ impl Entry {
         }
     }
 
-    /// Every named sabotage of this version, in `sabotage::NAMED` order.
+    /// Every named sabotage of this version, in `sabotage::named()` order.
     pub fn named() -> Vec<Entry> {
-        sabotage::NAMED
-            .iter()
+        sabotage::named()
             .map(|n| Entry::new(n.name, n.breaks, n.caught_by, StoreSpec::Sabotage(n.name)))
             .collect()
     }

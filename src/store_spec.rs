@@ -39,8 +39,7 @@ impl StoreSpec {
             "The store: builtin:redis (default), builtin:sqlite (the SQLite fencing set's \
              lease store), cmd:'<command line>' (an adapter, docs/PROTOCOL.md), or a \
              deliberately broken one: {}",
-            sabotage::NAMED
-                .iter()
+            sabotage::named()
                 .map(|n| format!("sabotage:{}", n.name))
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -96,14 +95,15 @@ impl FromStr for StoreSpec {
             return Ok(StoreSpec::Command(command.to_string()));
         }
         if let Some(name) = text.strip_prefix("sabotage:") {
-            return sabotage::NAMED
-                .iter()
-                .find(|n| n.name == name)
+            return sabotage::find(name)
                 .map(|n| StoreSpec::Sabotage(n.name))
                 .ok_or_else(|| {
                     format!(
                         "unknown sabotaged store {name:?}; the sabotages are {}",
-                        sabotage::NAMED.map(|n| n.name).join(", ")
+                        sabotage::named()
+                            .map(|n| n.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     )
                 });
         }
@@ -136,7 +136,7 @@ mod tests {
             StoreSpec::BuiltinSqlite,
             StoreSpec::Command("python3 a.py --x".into()),
         ];
-        specs.extend(sabotage::NAMED.iter().map(|n| StoreSpec::Sabotage(n.name)));
+        specs.extend(sabotage::named().map(|n| StoreSpec::Sabotage(n.name)));
         for spec in specs {
             assert_eq!(spec.to_string().parse::<StoreSpec>(), Ok(spec));
         }
@@ -157,7 +157,7 @@ mod tests {
     #[test]
     fn the_help_names_every_store_it_accepts() {
         let help = StoreSpec::help();
-        for n in sabotage::NAMED {
+        for n in sabotage::named() {
             assert!(help.contains(&format!("sabotage:{}", n.name)), "{help}");
         }
         for builtin in ["builtin:redis", "builtin:sqlite"] {

@@ -81,8 +81,7 @@ async fn every_named_sabotage_is_a_must_check_and_undecided_without_a_managed_se
     let report = read_report(&out_dir);
     let checks = report["checks"].as_array().unwrap();
     let ids: Vec<&str> = checks.iter().map(|c| c["id"].as_str().unwrap()).collect();
-    let expected: Vec<String> = sabotage::NAMED
-        .iter()
+    let expected: Vec<String> = sabotage::named()
         .map(|n| format!("sabotage.{}", n.name))
         .collect();
     assert_eq!(ids, expected);

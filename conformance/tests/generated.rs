@@ -232,7 +232,7 @@ async fn measure_named_sabotages() {
         .and_then(|c| c.parse().ok())
         .unwrap_or(conformance::DEFAULT_CASES);
     let only = std::env::var("ONLY").unwrap_or_default();
-    for (k, named) in sabotage::NAMED.iter().enumerate() {
+    for (k, named) in sabotage::named().enumerate() {
         if !named.name.contains(only.as_str()) {
             continue;
         }

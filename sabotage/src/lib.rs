@@ -40,7 +40,7 @@
 //! check that catches it; `docs/SABOTAGES.md` is the table.
 //!
 //! The matrix of sabotages against the checks that caught them comes with
-//! the sabotage suite, which reads [`NAMED`].
+//! the sabotage suite, which reads [`named`].
 
 #![warn(missing_docs)]
 
@@ -49,6 +49,8 @@ mod client_clock;
 mod complete_any_attempt;
 mod conn;
 mod corrupt;
+mod crash_named;
+mod explorer_named;
 mod lua_patch;
 mod oom_swallowed;
 mod read_then_write;
@@ -85,10 +87,10 @@ pub const SQLITE_FILE: &str = "sabotage-sqlite.sqlite";
 
 /// What a sabotage is built from: the run's workdir (durable files go
 /// there) and the managed server's virtual clock, if the run has one.
-type Make = fn(&Path, Option<Arc<VirtualClock>>) -> Arc<dyn StoreFactory>;
+pub(crate) type Make = fn(&Path, Option<Arc<VirtualClock>>) -> Arc<dyn StoreFactory>;
 
 /// The built-in Redis store, its kept execution ids in `workdir`.
-fn builtin(workdir: &Path) -> RedisStoreFactory {
+pub(crate) fn builtin(workdir: &Path) -> RedisStoreFactory {
     RedisStoreFactory::new(workdir.join("kept-executions.sqlite"))
 }
 
@@ -105,11 +107,11 @@ pub struct Named {
     /// sabotage` matrix reads it: the sabotage passes only if this check
     /// fails on it; a test runs each against its check.
     pub caught_by: &'static str,
-    how: How,
+    pub(crate) how: How,
 }
 
 /// How a named sabotage is built.
-enum How {
+pub(crate) enum How {
     /// A store of its own (or a wrapper) built by a function.
     Store(Make),
     /// The built-in Redis store with one edit of one script.
@@ -127,7 +129,7 @@ impl Named {
 }
 
 /// A named sabotage that is one edit of one built-in script.
-const fn lua(
+pub(crate) const fn lua(
     name: &'static str,
     breaks: &'static str,
     real_bug: &'static str,
@@ -150,8 +152,21 @@ const fn lua(
 }
 
 /// The sabotaged stores selectable by name, each with the check that must
-/// catch it.
-pub const NAMED: [Named; 29] = [
+/// catch it, in report order: the core set, then the crash suite's, then the
+/// explorer's (each group in a module of its own).
+pub fn named() -> impl Iterator<Item = &'static Named> + Clone {
+    CORE.iter()
+        .chain(crash_named::NAMED.iter())
+        .chain(explorer_named::NAMED.iter())
+}
+
+/// The sabotage named `name`, if any.
+pub fn find(name: &str) -> Option<&'static Named> {
+    named().find(|n| n.name == name)
+}
+
+/// The core set: stores of their own and one-script edits of the built-in.
+const CORE: [Named; 29] = [
     Named {
         name: "read-then-write-take",
         breaks: "its take reads the lease and then writes it in a second command, so two instances can both be granted",
@@ -409,7 +424,7 @@ pub const NAMED: [Named; 29] = [
     ),
 ];
 
-/// The sabotaged store `name` (see [`NAMED`]), keeping durable files in
+/// The sabotaged store `name` (see [`named`]), keeping durable files in
 /// `workdir`; a SQLite-based one reads the system clock (see
 /// [`by_name_following`]).
 pub fn by_name(name: &str, workdir: &Path) -> Option<Arc<dyn StoreFactory>> {
@@ -424,7 +439,7 @@ pub fn by_name_following(
     workdir: &Path,
     server_clock: Option<Arc<VirtualClock>>,
 ) -> Option<Arc<dyn StoreFactory>> {
-    let named = NAMED.iter().find(|n| n.name == name)?;
+    let named = find(name)?;
     Some(match &named.how {
         How::Store(make) => make(workdir, server_clock),
         How::Lua(patch) => Arc::new(LuaSabotage::new(named.name, patch, builtin(workdir))),

@@ -20,7 +20,7 @@ use harness::store::redis::RedisStoreFactory;
 use harness::store::sqlite::{ManualClock, SqliteClock, SqliteStoreFactory};
 use harness::store::{Hello, StoreClient, StoreFactory};
 use harness::History;
-use sabotage::{BlindRetry, CompleteAnyAttempt, OomSwallowed, NAMED};
+use sabotage::{BlindRetry, CompleteAnyAttempt, OomSwallowed};
 
 const WAIT: Duration = Duration::from_secs(5);
 
@@ -443,7 +443,7 @@ async fn fence_outside_transaction_is_caught_by_the_durable_order() {
 #[tokio::test]
 async fn every_named_sabotage_is_made_and_the_sqlite_one_keeps_a_durable_state() {
     let dir = tempfile::tempdir().unwrap();
-    for named in NAMED {
+    for named in sabotage::named() {
         let store = sabotage::by_name(named.name, dir.path()).expect("made by name");
         assert!(!named.breaks.is_empty());
         let durable = store.durable_state("p:").await.unwrap();

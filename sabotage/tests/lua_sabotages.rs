@@ -11,7 +11,6 @@ use harness::server::{ManagedServer, ServerOptions};
 use harness::store::redis::{builtin_source, RedisStoreFactory};
 use harness::store::StoreFactory;
 use harness::{CheckResult, ServerRef, Subject, Verdict};
-use sabotage::NAMED;
 
 async fn run(
     server: &ManagedServer,
@@ -44,7 +43,7 @@ fn every_sabotage_names_a_check_and_a_real_bug_and_every_patch_applies() {
     let conformance: BTreeSet<&str> = all_checks().iter().map(|d| d.spec.id).collect();
     let mut names = BTreeSet::new();
     let mut lua = 0;
-    for n in &NAMED {
+    for n in sabotage::named() {
         assert!(names.insert(n.name), "{} is named twice", n.name);
         assert!(!n.real_bug.is_empty() && !n.breaks.is_empty(), "{}", n.name);
         let suite = n.caught_by.split('.').next().unwrap_or_default();
@@ -77,7 +76,7 @@ async fn every_script_sabotage_is_caught_by_its_check_which_the_builtin_passes()
 
     let mut escaped = Vec::new();
     let mut checks = BTreeSet::new();
-    for (n, named) in NAMED.iter().enumerate() {
+    for (n, named) in sabotage::named().enumerate() {
         if named.lua_patch().is_none() {
             continue;
         }
@@ -130,7 +129,7 @@ fn table() -> String {
         "| Sabotage | The real bug it stands for | The check that catches it |".to_string(),
         "|---|---|---|".to_string(),
     ];
-    for n in &NAMED {
+    for n in sabotage::named() {
         rows.push(format!(
             "| `sabotage:{}` | {} | `{}` |",
             n.name, n.real_bug, n.caught_by
@@ -146,7 +145,7 @@ fn the_sabotage_table_in_the_docs_is_the_named_list() {
     let table = table();
     assert!(
         doc.contains(&table),
-        "{} does not hold the table of sabotage::NAMED; it should read:\n\n{table}\n",
+        "{} does not hold the table of sabotage::named(); it should read:\n\n{table}\n",
         path.display()
     );
 }
@@ -164,7 +163,7 @@ async fn every_blind_server_check_is_caught_by_its_server_case() {
         .iter()
         .enumerate()
     {
-        let named = NAMED.iter().find(|s| s.name == *name).expect("named");
+        let named = sabotage::find(name).expect("named");
         let def = check(named.caught_by);
         let store = sabotage::by_name(name, dir.path()).expect("selectable by name");
         let result = run(&server, store, format!("sp:c{n}:"), &def).await;
