@@ -44,6 +44,8 @@ pub struct Entry {
     pub breaks: &'static str,
     /// The id of the check that must fail on it.
     pub caught_by: &'static str,
+    /// What the named check must say to have caught it.
+    pub caught_when: sabotage::Caught,
     /// The store run as the sabotage.
     pub store: StoreSpec,
     /// `sabotage.<name>`: this suite's check about it.
@@ -62,6 +64,7 @@ impl Entry {
             name,
             breaks,
             caught_by,
+            caught_when: sabotage::Caught::Fails,
             store,
             id: check_id(name),
         }
@@ -70,7 +73,10 @@ impl Entry {
     /// Every named sabotage of this version, in `sabotage::named()` order.
     pub fn named() -> Vec<Entry> {
         sabotage::named()
-            .map(|n| Entry::new(n.name, n.breaks, n.caught_by, StoreSpec::Sabotage(n.name)))
+            .map(|n| Entry {
+                caught_when: n.caught_when,
+                ..Entry::new(n.name, n.breaks, n.caught_by, StoreSpec::Sabotage(n.name))
+            })
             .collect()
     }
 
@@ -284,10 +290,27 @@ pub fn judge(entry: &Entry, results: &[CheckResult]) -> (Verdict, String) {
         );
     };
     let quoted = quote(&named.reason);
-    match named.verdict {
-        Verdict::Fail | Verdict::Warn => (
+    let caught = match entry.caught_when {
+        sabotage::Caught::Fails => matches!(named.verdict, Verdict::Fail | Verdict::Warn),
+        sabotage::Caught::Undecided => named.verdict == Verdict::Unknown,
+    };
+    if caught {
+        return (
             Verdict::Pass,
             format!("caught by {}: {quoted} ({also})", entry.caught_by),
+        );
+    }
+    match named.verdict {
+        // Only a check expected to be undecided gets here failing: a check
+        // that never blames the store cannot fail, so this is storeproof's
+        // own fault either way.
+        Verdict::Fail | Verdict::Warn => (
+            Verdict::Fail,
+            format!(
+                "its named check {} {} on it, where it was to be undecided ({also})",
+                entry.caught_by,
+                named.verdict.word()
+            ),
         ),
         Verdict::Pass => (
             Verdict::Fail,

@@ -107,7 +107,21 @@ pub struct Named {
     /// sabotage` matrix reads it: the sabotage passes only if this check
     /// fails on it; a test runs each against its check.
     pub caught_by: &'static str,
+    /// What its named check must say to have caught it.
+    pub caught_when: Caught,
     pub(crate) how: How,
+}
+
+/// What the named check of a sabotage must say for the sabotage to count as
+/// caught.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caught {
+    /// It fails (or warns, for a SHOULD check): the usual case.
+    Fails,
+    /// It is undecided: a check that by design never blames the store (say
+    /// `explorer.exploration-complete`, whose trouble is the harness's and so
+    /// `unknown`) bites when it refuses to pass.
+    Undecided,
 }
 
 /// How a named sabotage is built.
@@ -143,6 +157,7 @@ pub(crate) const fn lua(
         breaks,
         real_bug,
         caught_by,
+        caught_when: Caught::Fails,
         how: How::Lua(LuaPatch {
             script,
             find,
@@ -172,6 +187,7 @@ const CORE: [Named; 29] = [
         breaks: "its take reads the lease and then writes it in a second command, so two instances can both be granted",
         real_bug: "lock code that checks with GET and then writes with a plain SET (no NX, no script), the check-then-act race Redis's SET NX lock pattern exists to avoid",
         caught_by: "conformance.lease.take-races",
+        caught_when: Caught::Fails,
         how: How::Store(|w, _| Arc::new(ReadThenWriteLease::new(builtin(w)))),
     },
     Named {
@@ -179,6 +195,7 @@ const CORE: [Named; 29] = [
         breaks: "its renew reads the lease and then writes it in a second command, so a renew can overwrite a newer holder",
         real_bug: "an extend made of a GET that compares the token and a PEXPIRE in a second round trip, so the lease can expire and be taken over in between",
         caught_by: "conformance.lease.take-races",
+        caught_when: Caught::Fails,
         how: How::Store(|w, _| Arc::new(ReadThenWriteLease::renew(builtin(w)))),
     },
     Named {
@@ -186,6 +203,7 @@ const CORE: [Named; 29] = [
         breaks: "it decides lease expiry on the caller's clock instead of the server's",
         real_bug: "lease expiry computed on each client's own clock, which breaks as soon as two clients' clocks disagree (the objection raised against Redlock's timing assumptions)",
         caught_by: "explorer.one-live-holder",
+        caught_when: Caught::Fails,
         how: How::Store(|w, _| Arc::new(ClientClockLease::new(builtin(w)))),
     },
     Named {
@@ -193,6 +211,7 @@ const CORE: [Named; 29] = [
         breaks: "its server check never looks at role or cluster_enabled, so it starts on a replica (or a cluster node) as if it were the primary",
         real_bug: "a lock client pointed at a read replica behind a load balancer or a Sentinel misconfiguration: its writes fail or vanish on failover, and two holders can both be granted",
         caught_by: "conformance.server.replica-refused",
+        caught_when: Caught::Fails,
         how: How::Store(|w, _| {
             Arc::new(builtin(w).blind_to(harness::store::redis::Blindness::Deployment))
         }),
@@ -202,6 +221,7 @@ const CORE: [Named; 29] = [
         breaks: "its server check never looks at the durability settings, so it accepts a server that may lose acknowledged writes without being told it may",
         real_bug: "a lock or queue run on Redis with the default appendfsync everysec (or no AOF at all): a crash loses the last second of grants, and an epoch is granted twice",
         caught_by: "conformance.server.appendfsync-everysec-refused",
+        caught_when: Caught::Fails,
         how: How::Store(|w, _| {
             Arc::new(builtin(w).blind_to(harness::store::redis::Blindness::Durability))
         }),
@@ -211,6 +231,7 @@ const CORE: [Named; 29] = [
         breaks: "after an unavailable answer it sends the same call again and answers that, so a take whose reply was lost comes back busy under its own epoch",
         real_bug: "a client that retries a non-idempotent command after a timeout, so the retry meets the effect of the first attempt whose reply was lost",
         caught_by: "faults.lease-linearizable",
+        caught_when: Caught::Fails,
         how: How::Store(|w, _| Arc::new(BlindRetry::new(builtin(w)))),
     },
     Named {
@@ -218,6 +239,7 @@ const CORE: [Named; 29] = [
         breaks: "its queue.complete goes by child id only, so a worker whose claim expired still completes the child another worker re-claimed",
         real_bug: "a job queue that acknowledges a job by id alone, so a stalled worker whose job was handed out again still completes it",
         caught_by: "faults.children-once",
+        caught_when: Caught::Fails,
         how: How::Store(|w, _| Arc::new(CompleteAnyAttempt::new(builtin(w)))),
     },
     Named {
@@ -225,6 +247,7 @@ const CORE: [Named; 29] = [
         breaks: "when the server is full it answers a success instead of store_full, acknowledging writes that never landed",
         real_bug: "a wrapper that catches the server's error reply (here OOM under maxmemory) and reports success anyway",
         caught_by: "faults.full-server-refuses",
+        caught_when: Caught::Fails,
         how: How::Store(|w, _| Arc::new(OomSwallowed::new(builtin(w)))),
     },
     Named {
@@ -232,6 +255,7 @@ const CORE: [Named; 29] = [
         breaks: "the SQLite fencing set checks the lease in one transaction and writes the effect in another, so a zombie's effect lands after a takeover",
         real_bug: "a fencing token checked in one transaction and the guarded write made in another, reopening the check-then-act gap fencing exists to close",
         caught_by: "faults.fencing",
+        caught_when: Caught::Fails,
         how: How::Store(|w, clock| {
             Arc::new(
                 SqliteStoreFactory::new(w.join(SQLITE_FILE), SqliteClock::following(clock))
