@@ -17,7 +17,7 @@ use serde_json::json;
 
 use harness::contract::Contract;
 use harness::figures::{Figures, SabotageFigures, SabotageRow};
-use harness::server::{self, VirtualClock};
+use harness::server::{self, ManagedServer, ServerOptions};
 use harness::store::StoreFactory;
 use harness::{
     CheckResult, CheckSpec, Level, Needs, Progress, ServerRef, Silent, Subject, Suite, SuiteError,
@@ -152,10 +152,11 @@ impl SabotageSuite {
     async fn run_one(
         &self,
         outer: &Subject<'_>,
+        server: &ServerRef<'_>,
         entry: &Entry,
         index: usize,
-        clock: Option<Arc<VirtualClock>>,
     ) -> Result<Ran, SuiteError> {
+        let clock = server.managed().and_then(|m| m.clock().cloned());
         let mut ran = Ran::default();
         let workdir = match workdir() {
             Ok(dir) => dir,
@@ -170,7 +171,7 @@ impl SabotageSuite {
                 .store
                 .factory(workdir.path(), self.adapter_timeout, clock);
         let prefix = format!("{}sab{index}:", outer.run_prefix);
-        let url = outer.server.url();
+        let url = server.url();
         // A sabotage that refuses the probe still claims the coordination
         // contracts: its refusal is what the checks must then catch.
         let contracts = match crate::certify::probe(
@@ -193,7 +194,7 @@ impl SabotageSuite {
             opt_out: outer.opt_out.clone(),
             run_prefix: prefix,
             contracts,
-            server: match &outer.server {
+            server: match server {
                 ServerRef::Managed(m) => ServerRef::Managed(m),
                 ServerRef::External { url } => ServerRef::External { url: url.clone() },
             },
@@ -238,6 +239,20 @@ struct Ran {
     trouble: Vec<String>,
     /// Why the sabotage refused the probe, if it did.
     refused: Option<String>,
+}
+
+/// How many sabotages run at once: one per core, at most four (each run is
+/// mostly waiting on its server, and the explorer in it uses two threads).
+fn workers() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 4)
+}
+
+/// `m` locked; a panic elsewhere cannot leave these plain values half-made.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The suite that owns check `id`: its first dotted part.
@@ -367,14 +382,10 @@ impl Suite for SabotageSuite {
             .filter(|(_, e)| to_run.iter().any(|c| c.id == e.id))
             .collect();
         progress.part(NAME, entries.len() as u64);
-        let clock = subject.server.managed().and_then(|m| m.clock().cloned());
+        let ran_all = self.run_all(subject, &entries, progress).await?;
         let mut checks = Vec::new();
         let mut rows = Vec::new();
-        for (index, entry) in entries {
-            progress.step(entry.name);
-            let row_started = Instant::now();
-            let ran = self.run_one(subject, entry, index, clock.clone()).await?;
-            SuiteError::unless_an_adapter_broke()?;
+        for ((_, entry), (ran, seconds)) in entries.into_iter().zip(ran_all) {
             let (mut verdict, mut reason) = judge(entry, &ran.results);
             // A pass resting on a run with trouble of storeproof's own is
             // still a pass (the named check did fail); anything else it
@@ -383,12 +394,6 @@ impl Suite for SabotageSuite {
                 verdict = Verdict::Unknown;
                 reason = format!("{reason}; storeproof's trouble: {}", ran.trouble.join("; "));
             }
-            let seconds = (row_started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
-            progress.line(&format!(
-                "sabotage {}: {} ({seconds} s)",
-                entry.name,
-                verdict.word()
-            ));
             let verdicts: BTreeMap<String, Verdict> = ran
                 .results
                 .iter()
@@ -448,6 +453,84 @@ impl Suite for SabotageSuite {
 }
 
 impl SabotageSuite {
+    /// Runs every entry (with its index) through its suites, [`workers`] at
+    /// a time, each worker on a managed server of its own (the run's, then
+    /// servers this suite starts, so no two sabotages move one server's
+    /// clock): what each run gave and its seconds, in `entries` order.
+    async fn run_all(
+        &self,
+        subject: &Subject<'_>,
+        entries: &[(usize, &Entry)],
+        progress: &dyn Progress,
+    ) -> Result<Vec<(Ran, f64)>, SuiteError> {
+        let mut extra = Vec::new();
+        if subject.server.managed().is_some() && subject.may_start_servers {
+            for _ in 1..workers().min(entries.len()) {
+                let server = ManagedServer::start(ServerOptions::default())
+                    .await
+                    .map_err(|e| {
+                        SuiteError::Setup(format!("cannot start a server for a sabotage: {e}"))
+                    })?;
+                extra.push(server);
+            }
+        }
+        let servers: Vec<ServerRef<'_>> = std::iter::once(match &subject.server {
+            ServerRef::Managed(m) => ServerRef::Managed(m),
+            ServerRef::External { url } => ServerRef::External { url: url.clone() },
+        })
+        .chain(extra.iter().map(ServerRef::Managed))
+        .collect();
+        let next = Mutex::new(0usize);
+        let done: Mutex<Vec<Option<(Ran, f64)>>> =
+            Mutex::new(entries.iter().map(|_| None).collect());
+        let outcomes = futures_util::future::join_all(
+            servers
+                .iter()
+                .map(|server| self.work(subject, server, entries, &next, &done, progress)),
+        )
+        .await;
+        outcomes.into_iter().collect::<Result<Vec<()>, _>>()?;
+        let done = done.into_inner().unwrap_or_else(|p| p.into_inner());
+        Ok(done
+            .into_iter()
+            .map(|d| d.unwrap_or_else(|| (Ran::default(), 0.0)))
+            .collect())
+    }
+
+    /// One worker of [`run_all`](Self::run_all): takes the next entry not
+    /// taken yet, runs it on `server`, keeps what it gave in `done`.
+    async fn work(
+        &self,
+        subject: &Subject<'_>,
+        server: &ServerRef<'_>,
+        entries: &[(usize, &Entry)],
+        next: &Mutex<usize>,
+        done: &Mutex<Vec<Option<(Ran, f64)>>>,
+        progress: &dyn Progress,
+    ) -> Result<(), SuiteError> {
+        loop {
+            let k = {
+                let mut n = lock(next);
+                *n += 1;
+                *n - 1
+            };
+            let Some((index, entry)) = entries.get(k) else {
+                return Ok(());
+            };
+            progress.step(entry.name);
+            let started = Instant::now();
+            let ran = self.run_one(subject, server, entry, *index).await?;
+            SuiteError::unless_an_adapter_broke()?;
+            let seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+            progress.line(&format!(
+                "sabotage {}: {} ({seconds} s)",
+                entry.name,
+                judge(entry, &ran.results).0.word()
+            ));
+            lock(done)[k] = Some((ran, seconds));
+        }
+    }
+
     /// The checks that failed (or warned) on any row, in the order the
     /// suites declare them.
     fn catching(&self, rows: &[SabotageRow]) -> Vec<String> {
