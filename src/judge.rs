@@ -9,7 +9,7 @@ use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use serde_json::Value;
 
-use conformance::CheckHistory;
+use conformance::{CheckHistory, Step};
 use harness::Verdict;
 
 use crate::progress::printable;
@@ -19,7 +19,8 @@ use crate::progress::printable;
 #[command(after_help = "\
 PATH is either a report.json written by `storeproof certify` (every check \
 whose evidence carries a history is judged again: the conformance scenario \
-checks), or a JSON file holding one such evidence object, with the fields \
+checks, and the shrunk failing sequence of a generated check; a passing \
+generated check keeps only its figures and is named as not judged), or a JSON file holding one such evidence object, with the fields \
 check, level, start_ms, history and observations (copy a check's \"evidence\" \
 out of report.json).
 
@@ -37,6 +38,9 @@ struct Saved {
     id: String,
     recorded: Option<Verdict>,
     history: CheckHistory,
+    /// The steps the history follows when they are not the check's own
+    /// scenario: a generated check's shrunk sequence, from its counterexample.
+    steps: Option<Vec<Step>>,
 }
 
 /// Runs `check`; `Err` is unreadable input (exit 2), one line.
@@ -55,8 +59,11 @@ fn check(path: &Path) -> anyhow::Result<ExitCode> {
     let saved = saved_histories(&value, &shown.to_string())?;
     let mut wrong = Vec::new();
     for s in &saved {
-        let judged = conformance::judge(&s.history)
-            .with_context(|| format!("{}: cannot be judged by this version", s.id))?;
+        let judged = match &s.steps {
+            Some(steps) => conformance::judge_steps(steps, &s.history),
+            None => conformance::judge(&s.history)
+                .with_context(|| format!("{}: cannot be judged by this version", s.id))?,
+        };
         let recorded = s.recorded.map_or("-", |v| v.word());
         let now = judged.verdict.word();
         let agrees = s.recorded.is_none_or(|v| v == judged.verdict);
@@ -108,17 +115,49 @@ fn saved_histories(value: &Value, shown: &str) -> anyhow::Result<Vec<Saved>> {
     if let Some(checks) = value.get("checks").and_then(Value::as_array) {
         let mut saved = Vec::new();
         for c in checks {
-            let evidence = &c["evidence"];
-            if c["suite"] != "conformance" || !is_history(evidence) {
+            if c["suite"] != "conformance" {
                 continue;
             }
             let id = c["id"].as_str().unwrap_or("?").to_string();
             let recorded = serde_json::from_value(c["verdict"].clone()).ok();
-            saved.push(Saved {
-                recorded,
-                history: read(evidence, &id)?,
-                id,
-            });
+            let evidence = &c["evidence"];
+            if is_history(evidence) {
+                saved.push(Saved {
+                    recorded,
+                    history: read(evidence, &id)?,
+                    id,
+                    steps: None,
+                });
+                continue;
+            }
+            if evidence.get("generated").is_none() {
+                continue;
+            }
+            // A generated check keeps the history of its failing (or
+            // warned) sequence, whose steps are in its counterexample; a
+            // pass keeps only its figures, so there is nothing to judge.
+            let case = ["failing", "case"]
+                .iter()
+                .map(|k| &evidence[*k])
+                .find(|e| is_history(e));
+            let steps = c["counterexample"]
+                .get("steps")
+                .and_then(|s| serde_json::from_value::<Vec<Step>>(s.clone()).ok());
+            match (case, steps) {
+                (Some(case), Some(steps)) => saved.push(Saved {
+                    recorded,
+                    history: read(case, &id)?,
+                    id,
+                    steps: Some(steps),
+                }),
+                _ => println!(
+                    "{}",
+                    printable(&format!(
+                        "{id}: recorded {}, not judged again (a generated check keeps the history of a failing sequence only; this one kept its figures)",
+                        recorded.map_or("-", |v: Verdict| v.word())
+                    ))
+                ),
+            }
         }
         if saved.is_empty() {
             bail!(
@@ -133,6 +172,7 @@ fn saved_histories(value: &Value, shown: &str) -> anyhow::Result<Vec<Saved>> {
             recorded: None,
             history: read(value, &id)?,
             id,
+            steps: None,
         }]);
     }
     bail!(

@@ -106,3 +106,38 @@ fn input_that_is_no_report_is_one_line_and_exit_2() {
         assert!(stderr.contains("storeproof certify"), "{stderr}");
     }
 }
+
+/// A generated check keeps the history of its shrunk failing sequence and
+/// that sequence's steps: `check` judges it again to the same failure, and
+/// says of a passing one that it kept nothing to judge.
+#[test]
+fn a_failing_generated_sequence_is_judged_again_and_a_passing_one_says_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("report");
+    let out = storeproof(&[
+        "certify",
+        "--store",
+        "sabotage:renew-at-expiry-instant",
+        "--suite",
+        "conformance",
+        "--check",
+        "conformance.generated",
+        "--cases",
+        "32",
+        "--out",
+        path(&out_dir),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "the sabotage fails");
+    let out = storeproof(&["check", path(&out_dir.join("report.json"))]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("conformance.generated.lease: recorded fail, re-judged fail"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("conformance.generated.queue: recorded pass, not judged again"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("DISAGREES"), "{stdout}");
+}

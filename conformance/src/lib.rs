@@ -35,7 +35,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use generated::{Generated, DEFAULT_CASES};
-pub use judge::{judge, CheckHistory, Judged, NotJudgeable};
+pub use judge::{judge, judge_steps, CheckHistory, Judged, NotJudgeable};
 pub use runner::run_check;
 pub use scenario::Step;
 pub use server_checks::ServerCase;
