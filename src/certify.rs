@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 
-use harness::contract::ErrorKind;
+use harness::contract::{Contract, ErrorKind};
 use harness::figures::Stats;
 use harness::server::{self, ManagedServer, ServerOptions};
 use harness::store::{Hello, StoreFactory, OPT_OUT_WRITES_MAY_BE_LOST};
@@ -348,11 +348,24 @@ async fn certify(
         "storeproof {}: seed {seed}, prefix {run_prefix}",
         env!("CARGO_PKG_VERSION")
     ));
+    let only_sabotage = names == [SuiteName::Sabotage];
     say(format!(
         "store {} ({} {}), server Redis {} ({})",
-        factory.spec(),
-        info.name,
-        info.version,
+        if only_sabotage {
+            format!("sabotage:* ({} named)", sabotage::named().count())
+        } else {
+            factory.spec()
+        },
+        if only_sabotage {
+            "storeproof's sabotage set"
+        } else {
+            info.name.as_str()
+        },
+        if only_sabotage {
+            env!("CARGO_PKG_VERSION")
+        } else {
+            info.version.as_str()
+        },
         server_section.version,
         if server_section.managed {
             "managed"
@@ -437,15 +450,29 @@ async fn certify(
     let report = Report {
         storeproof: env!("CARGO_PKG_VERSION").to_string(),
         verdict: Report::verdict_of(&checks),
-        store: StoreSection {
-            spec: factory.spec(),
-            name: info.name.clone(),
-            version: info.version.clone(),
-            contracts: info
-                .contracts
-                .iter()
-                .map(|c| c.name().to_string())
-                .collect(),
+        // `--suite sabotage` alone certifies storeproof on its own broken
+        // stores, not the store given: the section says what ran.
+        store: if only_sabotage {
+            StoreSection {
+                spec: format!("sabotage:* ({} named)", sabotage::named().count()),
+                name: "storeproof's sabotage set".to_string(),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                contracts: Contract::COORDINATION
+                    .iter()
+                    .map(|c| c.name().to_string())
+                    .collect(),
+            }
+        } else {
+            StoreSection {
+                spec: factory.spec(),
+                name: info.name.clone(),
+                version: info.version.clone(),
+                contracts: info
+                    .contracts
+                    .iter()
+                    .map(|c| c.name().to_string())
+                    .collect(),
+            }
         },
         server: server_section,
         checks,

@@ -94,5 +94,12 @@ async fn every_named_sabotage_is_a_must_check_and_undecided_without_a_managed_se
         );
     }
     assert_eq!(report["verdict"], "incomplete");
+    // What ran is the sabotage set, not the default --store.
+    assert_eq!(report["store"]["name"], "storeproof's sabotage set");
+    assert!(
+        report["store"]["spec"].as_str().unwrap().starts_with("sabotage:*"),
+        "{}",
+        report["store"]
+    );
     server.stop().await.unwrap();
 }
