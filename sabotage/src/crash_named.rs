@@ -1,6 +1,102 @@
 //! The named sabotages the crash suite must catch (see [`crate::named`]).
+//!
+//! Three keep queue writes out of the append-only file and the replication
+//! stream: `redis.set_repl(redis.REPL_NONE)` before a script's writes, which
+//! Redis (7.0 included) then keeps in memory only. Two are one edit of one
+//! script (the claim's, the complete's); the third edits all three queue
+//! scripts (see [`Patched`] for why). Every answer is right while the server
+//! lives, so conformance cannot see them; only a restart shows them: the
+//! crash suite's queue checks.
+//!
+//! Two keep their state somewhere the killed server is not: in the store's
+//! own process ([`StateInProcess`]) or on a server of their own
+//! ([`IgnoresRedisUrl`]). Every other crash check passes them vacuously;
+//! the loss demonstrations (`crash.opt-out-loses`,
+//! `crash.power-loss-everysec-loses`) must fail on them.
 
-use crate::Named;
+mod ignores_redis_url;
+mod queue_not_propagated;
+mod state_in_process;
+
+use std::sync::Arc;
+
+pub use ignores_redis_url::IgnoresRedisUrl;
+pub use queue_not_propagated::Patched;
+pub use state_in_process::StateInProcess;
+
+use crate::{builtin, lua, Caught, How, LuaPatch, Named};
+
+/// The save script with its writes kept out of the AOF and the replicas:
+/// propagation switched off "for the sequence counter" and never back on.
+const SAVE: LuaPatch = LuaPatch {
+    script: "queue_save.lua",
+    find: "local seq = redis.call('INCR', KEYS[3])",
+    replace: "redis.set_repl(redis.REPL_NONE)\nlocal seq = redis.call('INCR', KEYS[3])",
+};
+
+/// The claim script with its claim mark kept out of the AOF and the replicas.
+const CLAIM: LuaPatch = LuaPatch {
+    script: "queue_claim.lua",
+    find: "      redis.call('HSET', key, 'state', 'claimed',",
+    replace:
+        "      redis.set_repl(redis.REPL_NONE)\n      redis.call('HSET', key, 'state', 'claimed',",
+};
+
+/// The complete script with its done mark kept out of the AOF and the replicas.
+const COMPLETE: LuaPatch = LuaPatch {
+    script: "queue_complete.lua",
+    find: "  redis.call('HSET', key, 'state', 'done')",
+    replace: "  redis.set_repl(redis.REPL_NONE)\n  redis.call('HSET', key, 'state', 'done')",
+};
 
 /// This group's sabotages, in report order.
-pub(crate) const NAMED: &[Named] = &[];
+pub(crate) const NAMED: &[Named] = &[
+    Named {
+        name: "queue-not-propagated",
+        breaks: "its queue scripts switch off propagation before their writes, so saved children are in the server's memory but never in its append-only file: acknowledged, then gone after a restart",
+        real_bug: "queue scripts that call redis.set_repl(redis.REPL_NONE) as scripts written for a cache do (to keep scratch state out of the AOF and replicas) and never switch propagation back on before the writes that matter, so jobs live in memory only and vanish on a restart or failover",
+        caught_by: "crash.acknowledged-children-survive",
+        caught_when: Caught::Fails,
+        how: How::Store(|w, _| {
+            Arc::new(Patched::new(
+                "queue-not-propagated",
+                &[SAVE, CLAIM, COMPLETE],
+                builtin(w),
+            ))
+        }),
+    },
+    lua(
+        "claim-not-propagated",
+        "its claim script switches off propagation before marking the child claimed, so after a restart an acknowledged claim is gone and the child is handed out again",
+        "claim (in-progress) marks treated as transient bookkeeping and kept out of the AOF and replicas (redis.set_repl(redis.REPL_NONE) in the claim script), so a restart or failover redelivers every job a worker was still running",
+        "crash.acknowledged-claims-survive",
+        CLAIM.script,
+        CLAIM.find,
+        CLAIM.replace,
+    ),
+    lua(
+        "complete-not-propagated",
+        "its complete script switches off propagation before marking the child done, so after a restart an acknowledged completion is gone and the child is claimed, not done",
+        "an acknowledgement script whose effects are kept out of the AOF and replicas (redis.set_repl(redis.REPL_NONE) before its write), so a job acknowledged as done comes back after a restart or failover and runs twice",
+        "crash.children-completed-once",
+        COMPLETE.script,
+        COMPLETE.find,
+        COMPLETE.replace,
+    ),
+    Named {
+        name: "state-in-process",
+        breaks: "it answers from a table in its own process, mirroring every write to Redis but never reading it back, so a server that lost everything changes none of its answers: its state does not live on the server it was given",
+        real_bug: "a lock or job table kept in the service's own memory (an in-process map or memory cache) and only mirrored to Redis, the single-process design that breaks once a second process or a server restart is involved",
+        caught_by: "crash.opt-out-loses",
+        caught_when: Caught::Fails,
+        how: How::Store(|w, _| Arc::new(StateInProcess::new(builtin(w)))),
+    },
+    Named {
+        name: "ignores-redis-url",
+        breaks: "it connects to a server of its own instead of the one its hello names, so nothing it keeps is on the server that crashes",
+        real_bug: "a Redis client built with the library's default connection (localhost:6379) instead of the configured URL, so it silently uses whatever Redis runs beside it",
+        caught_by: "crash.power-loss-everysec-loses",
+        caught_when: Caught::Fails,
+        how: How::Store(|w, _| Arc::new(IgnoresRedisUrl::new(builtin(w)))),
+    },
+];

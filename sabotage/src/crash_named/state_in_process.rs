@@ -1,0 +1,113 @@
+//! `sabotage:state-in-process`: a store whose answers come from a table in
+//! its own process (the contract's sequential model), every write mirrored
+//! to Redis but never read back. All its instances share the table (they
+//! are tasks of one process), so a server that forgets everything changes
+//! none of its answers: the crash suite must see that its opted-out kills
+//! lose nothing the opt-out admits.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use harness::contract::{Call, Contract, ContractModel, Reply, Request, StoreError};
+use harness::store::redis::RedisStoreFactory;
+use harness::store::{DurableState, Hello, StoreClient, StoreFactory, StoreInfo};
+use redis::aio::MultiplexedConnection;
+
+use crate::conn::{self, unavailable};
+
+/// The tables of one process: one [`ContractModel`] per key prefix (a
+/// prefix is one deployment's keyspace).
+type Tables = Arc<Mutex<HashMap<String, ContractModel>>>;
+
+/// The built-in Redis store, mirrored into, with every answer taken from a
+/// table in this process. Its instances share the table for as long as the
+/// factory lives.
+pub struct StateInProcess {
+    inner: RedisStoreFactory,
+    tables: Tables,
+}
+
+impl StateInProcess {
+    /// `inner` as the mirror, the answers from a table of this process.
+    pub fn new(inner: RedisStoreFactory) -> Self {
+        StateInProcess {
+            inner,
+            tables: Arc::default(),
+        }
+    }
+}
+
+struct StateInProcessClient {
+    mirror: Box<dyn StoreClient>,
+    /// Server time (lease and queue decide on it) read from the server the
+    /// store was given, so the table follows its clock, virtual or not.
+    time: MultiplexedConnection,
+    prefix: String,
+    tables: Tables,
+}
+
+impl StateInProcessClient {
+    /// The server's time in ms (`TIME`).
+    async fn server_ms(&mut self) -> Result<i64, StoreError> {
+        let (secs, micros): (i64, i64) = redis::cmd("TIME")
+            .query_async(&mut self.time)
+            .await
+            .map_err(unavailable)?;
+        Ok(secs * 1000 + micros / 1000)
+    }
+}
+
+#[async_trait]
+impl StoreClient for StateInProcessClient {
+    async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
+        // Written through first: the mirror's refusal (bad request, server
+        // gone, server full) is the answer, as a write-through cache gives it.
+        let mirrored = self.mirror.call(call, clock_ms).await?;
+        let Ok(req) = Request::parse(call) else {
+            return Ok(mirrored);
+        };
+        let server_ms = self.server_ms().await?;
+        let now = ContractModel::now_for(&req, server_ms, clock_ms);
+        // Only a panic elsewhere poisons it, and the table stays whole.
+        let mut tables = self.tables.lock().unwrap_or_else(|p| p.into_inner());
+        let model = tables.entry(self.prefix.clone()).or_default();
+        // The answer is the table's; the mirror's is dropped.
+        let answered = match req.contract() {
+            Contract::Lease | Contract::Fenced => model.lease.apply(&req, now),
+            Contract::Queue => model.queue.apply(&req, now),
+            Contract::Rate => model.rate.apply(&req, now),
+        };
+        Ok(answered.unwrap_or(mirrored))
+    }
+}
+
+#[async_trait]
+impl StoreFactory for StateInProcess {
+    fn spec(&self) -> String {
+        "sabotage:state-in-process".into()
+    }
+
+    async fn durable_state(&self, prefix: &str) -> Result<Option<DurableState>, StoreError> {
+        self.inner.durable_state(prefix).await
+    }
+
+    async fn connect(
+        &self,
+        hello: &Hello,
+        clock_ms: i64,
+    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
+        // The built-in checks the server it is given, as a mirror would.
+        let (info, mirror) = self.inner.connect(hello, clock_ms).await?;
+        let time = conn::open(&hello.redis_url, &[]).await?;
+        Ok((
+            info,
+            Box::new(StateInProcessClient {
+                mirror,
+                time,
+                prefix: hello.prefix.clone(),
+                tables: self.tables.clone(),
+            }),
+        ))
+    }
+}
