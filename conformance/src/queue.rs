@@ -285,5 +285,12 @@ pub(super) fn checks() -> Vec<CheckDef> {
                 ]
             },
         ),
+        super::special_check(
+            "conformance.queue.claim-cost-bounded",
+            harness::Level::Should,
+            Queue,
+            "a claim after 200 children were completed runs about as many Redis commands as a claim on a fresh queue (INFO commandstats): completed children are not walked again",
+            super::special::Special::ClaimCostBounded,
+        ),
     ]
 }

@@ -25,6 +25,8 @@ pub enum Special {
     TakeRaces,
     /// Hits no window of up to a year can count any more cost nothing.
     OldHitsForgotten,
+    /// A claim's commands do not grow with the children ever completed.
+    ClaimCostBounded,
 }
 
 /// The evidence of the bytes-per-tree check: what was measured.
@@ -67,11 +69,14 @@ impl Special {
             Special::BytesPerTree => bytes_per_tree(target, prefix).await,
             Special::TakeRaces => super::races::take_races(target, prefix).await,
             Special::OldHitsForgotten => old_hits_forgotten(target, prefix).await,
+            Special::ClaimCostBounded => {
+                super::claim_cost::claim_cost_bounded(target, prefix).await
+            }
         }
     }
 }
 
-fn now(target: &Subject<'_>) -> i64 {
+pub(crate) fn now(target: &Subject<'_>) -> i64 {
     target
         .server
         .managed()

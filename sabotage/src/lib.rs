@@ -181,7 +181,7 @@ pub fn find(name: &str) -> Option<&'static Named> {
 }
 
 /// The core set: stores of their own and one-script edits of the built-in.
-const CORE: [Named; 29] = [
+const CORE: [Named; 30] = [
     Named {
         name: "read-then-write-take",
         breaks: "its take reads the lease and then writes it in a second command, so two instances can both be granted",
@@ -381,6 +381,15 @@ const CORE: [Named; 29] = [
         "queue_complete.lua",
         "rec[3] == ARGV[2]\n    and now < tonumber(rec[4]) then",
         "rec[3] == ARGV[2] then",
+    ),
+    lua(
+        "done-children-stay-in-index",
+        "its complete marks the child done but leaves it in the claim order, so every later claim walks every child ever completed",
+        "a job queue that marks a job finished in its record but never removes it from the sorted set it claims from, so claims slow down as the queue ages",
+        "conformance.queue.claim-cost-bounded",
+        "queue_complete.lua",
+        "  redis.call('ZREM', KEYS[2], rec[5])\n",
+        "",
     ),
     // Rate limits.
     lua(

@@ -77,7 +77,9 @@ async fn every_script_sabotage_is_caught_by_its_check_which_the_builtin_passes()
     let mut escaped = Vec::new();
     let mut checks = BTreeSet::new();
     for (n, named) in sabotage::named().enumerate() {
-        if named.lua_patch().is_none() {
+        // Script edits another suite catches are run by that suite's tests
+        // (crash_sabotages.rs, explorer_sabotages.rs).
+        if named.lua_patch().is_none() || !named.caught_by.starts_with("conformance.") {
             continue;
         }
         let def = check(named.caught_by);

@@ -230,6 +230,9 @@ struct Adapter {
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     stderr: Arc<Mutex<VecDeque<u8>>>,
+    /// The task copying stderr into `stderr`: awaited once the adapter
+    /// exited, so its last words are read before they are quoted.
+    stderr_reader: Option<tokio::task::JoinHandle<()>>,
     timeout: Duration,
     next_id: u64,
     /// Set once the adapter failed; every later call answers it.
@@ -291,7 +294,7 @@ impl Adapter {
         };
         let kept = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_KEPT)));
         let sink = kept.clone();
-        tokio::spawn(async move {
+        let stderr_reader = tokio::spawn(async move {
             let mut buf = [0u8; 1024];
             while let Ok(n) = stderr.read(&mut buf).await {
                 if n == 0 {
@@ -312,6 +315,7 @@ impl Adapter {
             stdin,
             stdout: BufReader::new(stdout),
             stderr: kept,
+            stderr_reader: Some(stderr_reader),
             timeout: factory.timeout,
             next_id: 0,
             dead: None,
@@ -422,6 +426,11 @@ impl Adapter {
                 Ok(Ok(s)) => s.to_string(),
                 _ => "closed its stdout".to_string(),
             };
+            // The reader ends at stderr's EOF, which an exited adapter's
+            // process group gives at once (unless a child of it lives on).
+            if let Some(reader) = self.stderr_reader.take() {
+                let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
+            }
             return Err((
                 adapter_failed(format!(
                     "the adapter of instance {instance} exited ({status}) during {what}; {}",
