@@ -97,7 +97,10 @@ async fn every_named_sabotage_is_a_must_check_and_undecided_without_a_managed_se
     // What ran is the sabotage set, not the default --store.
     assert_eq!(report["store"]["name"], "storeproof's sabotage set");
     assert!(
-        report["store"]["spec"].as_str().unwrap().starts_with("sabotage:*"),
+        report["store"]["spec"]
+            .as_str()
+            .unwrap()
+            .starts_with("sabotage:*"),
         "{}",
         report["store"]
     );
