@@ -639,6 +639,11 @@ pub type LoseNextReply = Box<dyn Fn() + Send + Sync>;
 ///    store's own order the stale effect must not land after the newer
 ///    grant.
 ///
+/// 5. **A lost refusal** (coordination layout). `b` uses up the hit and
+///    slot limits at one instant, then hits and acquires once more with
+///    each reply lost after the limiter refused: a store that grants when
+///    its answer is lost (fails open) grants beyond the limit.
+///
 /// Time moves only when an episode says so (the ticker is not running
 /// yet): every clock of `clocks` jumps past the lease and claim lifetimes.
 pub async fn episodes(
@@ -774,9 +779,66 @@ pub async fn episodes(
             b.held.clear();
         }
     }
-    // Every lease and claim of the episodes runs out before the workload.
+    if opts.layout == LayoutKind::Coordination {
+        // 5. A lost refusal of the rate limiter. Only here is the lever the
+        // gate's (every store of this layout talks Redis through it), so it
+        // loses the reply of the instance's next command, whichever client
+        // sends it.
+        let (_, b) = pair(&mut workers);
+        lost_rate_refusals(b, opts, &lose_next_lease_reply[1]).await;
+    }
+    // Every lease, claim, slot and hit of the episodes runs out before the
+    // workload.
     pass_time();
     instances.extend(workers.into_iter().map(|w| (w.name, w.clients)));
+}
+
+/// Episode 5: `w` uses up the hit limit and the slot limit at one instant,
+/// then asks once more for each with the reply lost (`lose_next_reply`,
+/// armed just before): the limiter refused both (`limited`, `full`), so
+/// an answer other than `unavailable` is a grant beyond the limit, which
+/// the rate bounds must catch. The slots are released again.
+async fn lost_rate_refusals(
+    w: &mut Worker<'_>,
+    opts: &WorkloadOptions,
+    lose_next_reply: &LoseNextReply,
+) {
+    let hit = || Request::RateHit {
+        provider: PROVIDER.into(),
+        limit: opts.hit_limit,
+        window_ms: opts.hit_window_ms,
+    };
+    for _ in 0..opts.hit_limit {
+        let _ = w.rate(hit()).await;
+    }
+    lose_next_reply();
+    let _ = w.rate(hit()).await;
+    let acquire = || Request::RateAcquireSlot {
+        provider: PROVIDER.into(),
+        holder: w.name.clone(),
+        limit: opts.slot_limit,
+        ttl_ms: opts.slot_ttl_ms,
+    };
+    let mut asks: Vec<Request> = (0..opts.slot_limit).map(|_| acquire()).collect();
+    let last = acquire();
+    let mut slots = Vec::new();
+    for ask in asks.drain(..) {
+        if let Ok(Reply::Acquired { slot }) = w.rate(ask).await {
+            slots.push(slot);
+        }
+    }
+    lose_next_reply();
+    if let Ok(Reply::Acquired { slot }) = w.rate(last).await {
+        slots.push(slot);
+    }
+    for slot in slots {
+        let _ = w
+            .rate(Request::RateReleaseSlot {
+                provider: PROVIDER.into(),
+                slot,
+            })
+            .await;
+    }
 }
 
 /// How long the zombie's apply runs before the takeover starts, in real ms:
