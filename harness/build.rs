@@ -36,6 +36,9 @@ fn main() {
         .args(["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-o"])
         .arg(&output)
         .arg(SHIM_SOURCE)
+        // dlsym (the shim's fopen finds libc's): in libc itself since glibc
+        // 2.34, in libdl before; the flag is harmless on either.
+        .arg("-ldl")
         .status();
     match status {
         Ok(s) if s.success() => {}

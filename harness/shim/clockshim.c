@@ -18,6 +18,19 @@
  * If the variable is missing or the file cannot be mapped, every call falls
  * back to the real clock: a server started without the harness behaves
  * normally.
+ *
+ * Valkey (8 and 9, built with USE_PROCESSOR_CLOCK) reads the CPU's time stamp
+ * counter (rdtsc, no call we can answer) for its monotonic clock when
+ * /proc/cpuinfo lists `constant_tsc`, and then its ustime()/mstime() call
+ * gettimeofday() at most once per millisecond of TSC time, adding the TSC
+ * delta in between: a move of the virtual clock is missed by every command
+ * within that millisecond, and a frozen clock still creeps. So while the
+ * virtual clock is on, /proc/cpuinfo opened through fopen() has that one flag
+ * removed, and such a server falls back to clock_gettime(CLOCK_MONOTONIC)
+ * (its own message: "'constant_tsc' flag not present"), after which its
+ * ustime() calls gettimeofday() every time. Redis 6.2 and 7.0 read neither.
+ * STOREPROOF_CLOCK_KEEP_TSC=1 keeps the flag (for the test that proves the
+ * clock probe refuses such a server).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -171,6 +184,156 @@ time_t time(time_t *out)
 }
 
 /*
+ * /proc/cpuinfo without `constant_tsc` (see the comment at the top).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/types.h>
+
+#define KEEP_TSC_ENV "STOREPROOF_CLOCK_KEEP_TSC"
+#define CPUINFO_PATH "/proc/cpuinfo"
+#define TSC_FLAG " constant_tsc"
+
+typedef FILE *(*fopen_fn)(const char *, const char *);
+
+/* The next fopen/fopen64 in the lookup order (libc's), found once. */
+static fopen_fn next_fopen(int is64)
+{
+    static fopen_fn cached[2];
+    fopen_fn f = __atomic_load_n(&cached[is64], __ATOMIC_ACQUIRE);
+    if (f == NULL) {
+        f = (fopen_fn)dlsym(RTLD_NEXT, is64 ? "fopen64" : "fopen");
+        __atomic_store_n(&cached[is64], f, __ATOMIC_RELEASE);
+    }
+    return f;
+}
+
+/* Whether this fopen must get the filtered /proc/cpuinfo. */
+static int hide_tsc_for(const char *path, const char *mode)
+{
+    if (path == NULL || mode == NULL || strcmp(path, CPUINFO_PATH) != 0 || mode[0] != 'r' ||
+        strchr(mode, '+') != NULL)
+        return 0;
+    const char *keep = getenv(KEEP_TSC_ENV);
+    if (keep != NULL && keep[0] == '1')
+        return 0;
+    return clock_word() != NULL;
+}
+
+/*
+ * /proc/cpuinfo with every " constant_tsc" token removed, as a read-only
+ * stream over an anonymous memory file; NULL (errno set) on failure, and the
+ * caller then opens the real file.
+ */
+static FILE *cpuinfo_without_tsc(void)
+{
+    int in = open(CPUINFO_PATH, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return NULL;
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (buf == NULL) {
+            close(in);
+            errno = ENOMEM;
+            return NULL;
+        }
+        if (len == cap) {
+            char *bigger = realloc(buf, cap * 2);
+            if (bigger == NULL) {
+                free(buf);
+                buf = NULL;
+                continue;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+        ssize_t n = read(in, buf + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            free(buf);
+            close(in);
+            errno = e;
+            return NULL;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    close(in);
+    /* Drop the token where a whole word matches (followed by a space, a line
+     * end or the end), in place: the text only gets shorter. */
+    size_t flag_len = strlen(TSC_FLAG), out = 0;
+    for (size_t i = 0; i < len;) {
+        if (i + flag_len <= len && memcmp(buf + i, TSC_FLAG, flag_len) == 0 &&
+            (i + flag_len == len || buf[i + flag_len] == ' ' || buf[i + flag_len] == '\n')) {
+            i += flag_len;
+            continue;
+        }
+        buf[out++] = buf[i++];
+    }
+    int fd = (int)syscall(SYS_memfd_create, "storeproof-cpuinfo", 1U /* MFD_CLOEXEC */);
+    if (fd < 0) {
+        int e = errno;
+        free(buf);
+        errno = e;
+        return NULL;
+    }
+    size_t done = 0;
+    while (done < out) {
+        ssize_t w = write(fd, buf + done, out - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : EIO;
+            free(buf);
+            close(fd);
+            errno = e;
+            return NULL;
+        }
+        done += (size_t)w;
+    }
+    free(buf);
+    if (lseek(fd, 0, SEEK_SET) != 0) {
+        close(fd);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "r");
+    if (f == NULL)
+        close(fd);
+    return f;
+}
+
+static FILE *open_file(int is64, const char *path, const char *mode)
+{
+    if (hide_tsc_for(path, mode)) {
+        FILE *f = cpuinfo_without_tsc();
+        if (f != NULL)
+            return f;
+    }
+    fopen_fn real = next_fopen(is64);
+    if (real == NULL) {
+        errno = ENOSYS;
+        return NULL;
+    }
+    return real(path, mode);
+}
+
+FILE *fopen(const char *restrict path, const char *restrict mode)
+{
+    return open_file(0, path, mode);
+}
+
+FILE *fopen64(const char *restrict path, const char *restrict mode)
+{
+    return open_file(1, path, mode);
+}
+
+/*
  * fsync tracking, for simulated power loss. When STOREPROOF_FSYNC_LOG names a
  * file, every successful fsync()/fdatasync() appends "<size> <path>\n" to it:
  * the size the file had when the sync began, so every byte up to there is on
@@ -178,9 +341,6 @@ time_t time(time_t *out)
  * synced size — what a power cut would have left — after a SIGKILL (which
  * alone loses nothing the kernel already has).
  */
-#include <stdio.h>
-#include <string.h>
-
 #define FSYNC_LOG_ENV "STOREPROOF_FSYNC_LOG"
 
 static void record_sync(int fd, off_t size)

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use redis::aio::MultiplexedConnection;
 
 use super::clock::{allows_exec, install_clock_shim, VirtualClock, CLOCK_FILE_ENV};
-use super::options::{DataDir, Preset, ServerOptions};
+use super::options::{is_executable, DataDir, Preset, ServerOptions};
 use super::process::{mark_owned, spawn_tied_to_us, Owned};
 use super::{connect, info_field, ServerError};
 
@@ -56,6 +56,11 @@ const PROBE_TTL_MS: i64 = 60_000;
 /// How far (ms) the server may be from the virtual clock: the shim answers
 /// it exactly, so only rounding is allowed.
 const PROBE_TOLERANCE_MS: i64 = 1;
+/// How many times the clock probe runs. A server that caches wall-clock
+/// time (Valkey on the CPU's time stamp counter: at most one clock read per
+/// millisecond) answers a round from the stale time nearly always, but only
+/// nearly; three rounds make a miss vanishingly rare.
+pub(crate) const PROBE_ROUNDS: usize = 3;
 /// Reads `TIME` and the probe key's `PTTL` in one script (one instant of the
 /// server's clock, as a store's script would see it). Read-only, so that
 /// servers replicating scripts verbatim accept it after `TIME`.
@@ -118,7 +123,7 @@ impl ManagedServer {
     /// on the same port. On any error, nothing is left behind.
     pub async fn start(options: ServerOptions) -> Result<ManagedServer, ServerError> {
         options.validate()?;
-        let binary = find_binary()?;
+        let binary = options.binary()?;
         let dir = create_server_dir(options.data_dir)?;
         // From here on, `owned` removes the directory (and kills the
         // process, once there is one) on every error path.
@@ -177,11 +182,19 @@ impl ManagedServer {
                 attempts: PORT_ATTEMPTS,
             });
         }
+        let info = server.read_info().await;
+        server.version = info
+            .as_deref()
+            .and_then(|i| info_field(i, "redis_version"))
+            .unwrap_or("unknown")
+            .to_string();
+        // A verdict is filed under the server's name: make sure it is that
+        // server before anything is judged on it.
+        server.check_version(info.as_deref())?;
         // Before anything is judged on this server's clock, prove that the
         // clock is ours; on error `server` drops, killing it and removing
         // its directory.
-        server.probe_clock().await?;
-        server.version = server.read_version().await;
+        server.probe_clock(info.as_deref()).await?;
         tracing::debug!(
             port = server.port,
             dir = %server.dir.display(),
@@ -279,90 +292,91 @@ impl ManagedServer {
         }
     }
 
-    /// With the virtual clock on: sets a key with a TTL, moves the clock by
-    /// [`PROBE_MOVE_MS`], reads `TIME` and the key's `PTTL` inside a script
-    /// and checks that both moved with it; then puts the clock back and
-    /// deletes the key. A replica cannot write, so only `TIME` is probed
-    /// there. `ClockNotControlled` when the server does not follow.
-    async fn probe_clock(&self) -> Result<(), ServerError> {
+    /// With the virtual clock on, proves the server follows it, in
+    /// [`PROBE_ROUNDS`] rounds from the clock's current time `t0`: sets a
+    /// key to expire in [`PROBE_TTL_MS`]; moves the clock by
+    /// [`PROBE_MOVE_MS`] and reads `TIME` and the key's `PTTL` inside a
+    /// script; moves it past the key's expiry and asks `EXISTS` and `GET`
+    /// (plain commands, which read the clock themselves: a server that
+    /// caches wall-clock time answers them from the stale time); moves it
+    /// back to `t0` and reads `TIME` (the explorer moves time backwards).
+    /// The clock ends at `t0` and the key is deleted. A replica cannot
+    /// write, so only `TIME` is probed there. `ClockNotControlled` when the
+    /// server does not follow.
+    async fn probe_clock(&self, info: Option<&str>) -> Result<(), ServerError> {
         let Some(clock) = &self.clock else {
             return Ok(());
         };
-        let mut conn = self.admin().await?;
-        let t0 = clock.now_ms();
-        let seen = if self.options.replica_of.is_some() {
-            clock.set_ms(t0 + PROBE_MOVE_MS);
-            let time: redis::RedisResult<(i64, i64)> =
-                redis::cmd("TIME").query_async(&mut conn).await;
-            clock.set_ms(t0);
-            time.map(|(s, us)| (s * 1000 + us / 1000, None))
-        } else {
-            let set: redis::RedisResult<()> = redis::cmd("SET")
-                .arg(CLOCK_PROBE_KEY)
-                .arg("1")
-                .arg("PX")
-                .arg(PROBE_TTL_MS)
-                .query_async(&mut conn)
-                .await;
-            clock.set_ms(t0 + PROBE_MOVE_MS);
-            let read: redis::RedisResult<(i64, i64, i64)> = match set {
-                Ok(()) => {
-                    redis::cmd("EVAL")
-                        .arg(PROBE_SCRIPT)
-                        .arg(1)
-                        .arg(CLOCK_PROBE_KEY)
-                        .query_async(&mut conn)
-                        .await
-                }
-                Err(e) => Err(e),
-            };
-            clock.set_ms(t0);
-            let _: redis::RedisResult<i64> = redis::cmd("DEL")
-                .arg(CLOCK_PROBE_KEY)
-                .query_async(&mut conn)
-                .await;
-            read.map(|(s, us, pttl)| (s * 1000 + us / 1000, Some(pttl)))
-        };
-        let (time_ms, pttl) = seen.map_err(|e| ServerError::ClockNotControlled {
-            binary: self.binary.clone(),
-            detail: format!("the clock probe could not run: {e}"),
-        })?;
-        let want_time = t0 + PROBE_MOVE_MS;
-        let want_pttl = PROBE_TTL_MS - PROBE_MOVE_MS;
-        let time_ok = (time_ms - want_time).abs() <= PROBE_TOLERANCE_MS;
-        let pttl_ok = pttl.is_none_or(|p| (p - want_pttl).abs() <= PROBE_TOLERANCE_MS);
-        if time_ok && pttl_ok {
-            return Ok(());
-        }
-        let off = time_ms - want_time;
-        let mut detail = format!(
-            "after a move of the virtual clock by {PROBE_MOVE_MS} ms, TIME read {} ms {} it",
-            off.abs(),
-            if off < 0 { "behind" } else { "ahead of" }
-        );
-        if let Some(p) = pttl {
-            detail.push_str(&format!(
-                " and a key set to expire in {PROBE_TTL_MS} ms had {p} ms left instead of \
-                 {want_pttl}"
-            ));
-        }
-        Err(ServerError::ClockNotControlled {
+        let not_controlled = |detail: String| ServerError::ClockNotControlled {
             binary: self.binary.clone(),
             detail,
+        };
+        let mut conn = self.admin().await?;
+        let t0 = clock.now_ms();
+        let replica = self.options.replica_of.is_some();
+        let mut rounds = Vec::with_capacity(PROBE_ROUNDS);
+        for _ in 0..PROBE_ROUNDS {
+            let round = probe_round(&mut conn, clock, t0, replica).await;
+            // Whatever happened, leave the clock and the keyspace as found.
+            clock.set_ms(t0);
+            if !replica {
+                let _: redis::RedisResult<i64> = redis::cmd("DEL")
+                    .arg(CLOCK_PROBE_KEY)
+                    .query_async(&mut conn)
+                    .await;
+            }
+            let round =
+                round.map_err(|e| not_controlled(format!("the clock probe could not run: {e}")))?;
+            rounds.push(round);
+        }
+        match judge_clock_probe(&rounds) {
+            None => Ok(()),
+            Some(mut detail) => {
+                // Names the usual cause: a server that reads the CPU's time
+                // stamp counter and caches wall-clock time between reads.
+                if let Some(mono) = info.and_then(|i| info_field(i, "monotonic_clock")) {
+                    detail.push_str(&format!("; its monotonic clock is {mono}"));
+                }
+                Err(not_controlled(detail))
+            }
+        }
+    }
+
+    /// `INFO server`, or `None` if the server would not say.
+    async fn read_info(&self) -> Option<String> {
+        let mut conn = self.admin().await.ok()?;
+        redis::cmd("INFO")
+            .arg("server")
+            .query_async(&mut conn)
+            .await
+            .ok()
+    }
+
+    /// `WrongVersion` unless the server is the one its
+    /// [`ServerKind`](super::ServerKind) names.
+    fn check_version(&self, info: Option<&str>) -> Result<(), ServerError> {
+        let Some(kind) = &self.options.server else {
+            return Ok(());
+        };
+        let Some((field, wanted)) = kind.expected_version() else {
+            return Ok(());
+        };
+        let found = info.and_then(|i| info_field(i, field));
+        if found.is_some_and(|v| v.starts_with(wanted)) {
+            return Ok(());
+        }
+        Err(ServerError::WrongVersion {
+            server: kind.to_string(),
+            binary: self.binary.clone(),
+            field,
+            wanted,
+            found: found.unwrap_or("none").to_string(),
         })
     }
 
-    async fn read_version(&self) -> String {
-        let Ok(mut conn) = self.admin().await else {
-            return "unknown".to_string();
-        };
-        let info: redis::RedisResult<String> = redis::cmd("INFO")
-            .arg("server")
-            .query_async(&mut conn)
-            .await;
-        info.ok()
-            .and_then(|i| info_field(&i, "redis_version").map(str::to_string))
-            .unwrap_or_else(|| "unknown".to_string())
+    /// The server binary this server runs.
+    pub fn binary(&self) -> &Path {
+        &self.binary
     }
 
     /// The TCP port on 127.0.0.1; it stays the same across
@@ -653,6 +667,140 @@ impl ManagedServer {
     }
 }
 
+/// What one round of the clock probe saw, every time in milliseconds since
+/// the epoch; see [`ManagedServer::probe_clock`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProbeRound {
+    /// The virtual time the round started from (and ends at).
+    pub(crate) t0: i64,
+    /// `TIME` after the clock moved to `t0 + PROBE_MOVE_MS`.
+    pub(crate) time_moved: i64,
+    /// The probe key's `PTTL` then (`None` on a replica).
+    pub(crate) pttl: Option<i64>,
+    /// After the clock moved past the key's expiry: whether `EXISTS`
+    /// counted it and whether `GET` returned it (`None` on a replica).
+    pub(crate) alive_after_expiry: Option<(bool, bool)>,
+    /// `TIME` after the clock went back to `t0`.
+    pub(crate) time_back: i64,
+}
+
+/// One probe round on `conn` (see [`ManagedServer::probe_clock`]); the
+/// caller puts the clock back and deletes the key.
+async fn probe_round(
+    conn: &mut MultiplexedConnection,
+    clock: &VirtualClock,
+    t0: i64,
+    replica: bool,
+) -> redis::RedisResult<ProbeRound> {
+    let (time_moved, pttl, alive_after_expiry) = if replica {
+        clock.set_ms(t0 + PROBE_MOVE_MS);
+        (read_time_ms(conn).await?, None, None)
+    } else {
+        redis::cmd("SET")
+            .arg(CLOCK_PROBE_KEY)
+            .arg("1")
+            .arg("PX")
+            .arg(PROBE_TTL_MS)
+            .query_async::<()>(conn)
+            .await?;
+        clock.set_ms(t0 + PROBE_MOVE_MS);
+        let (s, us, pttl): (i64, i64, i64) = redis::cmd("EVAL")
+            .arg(PROBE_SCRIPT)
+            .arg(1)
+            .arg(CLOCK_PROBE_KEY)
+            .query_async(conn)
+            .await?;
+        clock.set_ms(t0 + PROBE_TTL_MS + PROBE_MOVE_MS);
+        let exists: i64 = redis::cmd("EXISTS")
+            .arg(CLOCK_PROBE_KEY)
+            .query_async(conn)
+            .await?;
+        let got: Option<String> = redis::cmd("GET")
+            .arg(CLOCK_PROBE_KEY)
+            .query_async(conn)
+            .await?;
+        (
+            s * 1000 + us / 1000,
+            Some(pttl),
+            Some((exists != 0, got.is_some())),
+        )
+    };
+    clock.set_ms(t0);
+    let time_back = read_time_ms(conn).await?;
+    Ok(ProbeRound {
+        t0,
+        time_moved,
+        pttl,
+        alive_after_expiry,
+        time_back,
+    })
+}
+
+/// The server's `TIME` in milliseconds since the epoch.
+async fn read_time_ms(conn: &mut MultiplexedConnection) -> redis::RedisResult<i64> {
+    let (s, us): (i64, i64) = redis::cmd("TIME").query_async(conn).await?;
+    Ok(s * 1000 + us / 1000)
+}
+
+/// The clock probe's judgement: `None` when every round shows the server
+/// following the virtual clock, else what the first bad round saw, one
+/// line.
+pub(crate) fn judge_clock_probe(rounds: &[ProbeRound]) -> Option<String> {
+    let total = rounds.len();
+    rounds.iter().enumerate().find_map(|(i, r)| {
+        let which = if i == 0 {
+            String::new()
+        } else {
+            format!(" (probe round {} of {total})", i + 1)
+        };
+        let want_time = r.t0 + PROBE_MOVE_MS;
+        let want_pttl = PROBE_TTL_MS - PROBE_MOVE_MS;
+        let off = r.time_moved - want_time;
+        let time_ok = off.abs() <= PROBE_TOLERANCE_MS;
+        let pttl_ok = r
+            .pttl
+            .is_none_or(|p| (p - want_pttl).abs() <= PROBE_TOLERANCE_MS);
+        if !time_ok || !pttl_ok {
+            let mut detail = format!(
+                "after a move of the virtual clock by {PROBE_MOVE_MS} ms, TIME read {} ms {} it",
+                off.abs(),
+                if off < 0 { "behind" } else { "ahead of" }
+            );
+            if let Some(p) = r.pttl {
+                detail.push_str(&format!(
+                    " and a key set to expire in {PROBE_TTL_MS} ms had {p} ms left instead of \
+                     {want_pttl}"
+                ));
+            }
+            detail.push_str(&which);
+            return Some(detail);
+        }
+        if let Some((exists, got)) = r.alive_after_expiry {
+            if exists || got {
+                let seen = match (exists, got) {
+                    (true, true) => "EXISTS counted it and GET returned it",
+                    (true, false) => "EXISTS counted it",
+                    _ => "GET returned it",
+                };
+                return Some(format!(
+                    "a key set to expire in {PROBE_TTL_MS} ms was still there after the \
+                     virtual clock moved {PROBE_MOVE_MS} ms past its expiry ({seen}){which}"
+                ));
+            }
+        }
+        let back = r.time_back - r.t0;
+        if back.abs() > PROBE_TOLERANCE_MS {
+            return Some(format!(
+                "after the virtual clock went back to where it started, TIME read {} ms {} \
+                 it{which}",
+                back.abs(),
+                if back < 0 { "behind" } else { "ahead of" }
+            ));
+        }
+        None
+    })
+}
+
 /// The `redis-server` to run: `$STOREPROOF_REDIS_SERVER` when set (it must
 /// be an executable file), else the first `redis-server` on PATH.
 pub fn find_binary() -> Result<PathBuf, ServerError> {
@@ -672,13 +820,6 @@ pub fn find_binary() -> Result<PathBuf, ServerError> {
         .map(|dir| dir.join("redis-server"))
         .find(|candidate| is_executable(candidate))
         .ok_or(ServerError::BinaryNotFound { from_env: None })
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    fs::metadata(path)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
 }
 
 /// Creates the server's directory: for tmpfs under `/dev/shm` when that
@@ -870,6 +1011,76 @@ mod tests {
             tail_lines(&log),
             "line 4 | line 5 | line 6 | line 7 | line 8"
         );
+    }
+
+    fn good_round(t0: i64) -> ProbeRound {
+        ProbeRound {
+            t0,
+            time_moved: t0 + PROBE_MOVE_MS,
+            pttl: Some(PROBE_TTL_MS - PROBE_MOVE_MS),
+            alive_after_expiry: Some((false, false)),
+            time_back: t0,
+        }
+    }
+
+    #[test]
+    fn the_clock_probe_passes_a_server_that_follows_the_clock() {
+        let t0 = 2_000_000_000_000;
+        assert_eq!(judge_clock_probe(&[good_round(t0); PROBE_ROUNDS]), None);
+        let replica = ProbeRound {
+            pttl: None,
+            alive_after_expiry: None,
+            ..good_round(t0)
+        };
+        assert_eq!(judge_clock_probe(&[replica]), None);
+    }
+
+    #[test]
+    fn the_clock_probe_refuses_a_server_with_a_stale_cached_clock() {
+        let t0 = 2_000_000_000_000;
+        // What Valkey 9 on the CPU's time stamp counter answered in one round
+        // out of twenty: TIME and PTTL right (its cache had just expired),
+        // then the key still there past its expiry.
+        let stale_expiry = ProbeRound {
+            alive_after_expiry: Some((true, true)),
+            ..good_round(t0)
+        };
+        let detail = judge_clock_probe(&[good_round(t0), stale_expiry, good_round(t0)])
+            .expect("a key alive past its expiry is refused");
+        assert!(
+            detail.contains("still there after the virtual clock moved 7777 ms past its expiry")
+                && detail.contains("EXISTS counted it and GET returned it")
+                && detail.contains("(probe round 2 of 3)"),
+            "{detail}"
+        );
+        // And in the other nineteen: TIME from before the move.
+        let stale_time = ProbeRound {
+            time_moved: t0 + 1,
+            pttl: Some(PROBE_TTL_MS - 1),
+            ..good_round(t0)
+        };
+        let detail = judge_clock_probe(&[stale_time]).expect("stale TIME is refused");
+        assert_eq!(
+            detail,
+            "after a move of the virtual clock by 7777 ms, TIME read 7776 ms behind it and a \
+             key set to expire in 60000 ms had 59999 ms left instead of 52223"
+        );
+        // A clock that does not go back.
+        let stuck = ProbeRound {
+            time_back: t0 + PROBE_MOVE_MS,
+            ..good_round(t0)
+        };
+        let detail = judge_clock_probe(&[stuck]).expect("a clock stuck ahead is refused");
+        assert!(
+            detail.contains("went back") && detail.contains("7777 ms ahead of"),
+            "{detail}"
+        );
+        // Only GET (EXISTS renamed away or lying) is enough.
+        let get_only = ProbeRound {
+            alive_after_expiry: Some((false, true)),
+            ..good_round(t0)
+        };
+        assert!(judge_clock_probe(&[get_only]).is_some());
     }
 
     #[test]

@@ -28,7 +28,9 @@ pub use external::{
     probe_url, redact_secrets, remove_keys_under, server_settings, ServerFacts, SETTING_NAMES,
 };
 pub use managed::{find_binary, ManagedServer, CLOCK_PROBE_KEY, REDIS_SERVER_ENV};
-pub use options::{DataDir, Preset, ServerOptions};
+pub use options::{
+    servers_dir, DataDir, Preset, ServerKind, ServerOptions, UnknownServerKind, SERVERS_DIR_ENV,
+};
 pub use process::{cleanup_all, mark_owned, reap_dead_runs, DIR_PREFIX, OWNER_FILE};
 pub(crate) use process::{die_with_parent, on_spawner_thread};
 
@@ -42,6 +44,36 @@ pub enum ServerError {
     BinaryNotFound {
         /// The value of `STOREPROOF_REDIS_SERVER`, when it was set.
         from_env: Option<PathBuf>,
+    },
+    /// A named server ([`ServerKind`]) is not installed on this machine.
+    #[error(
+        "{server} is not installed (no executable {}); run scripts/setup to install it",
+        looked_at.display()
+    )]
+    ServerNotInstalled {
+        /// The server's name (`valkey-9`, `path:/x`, …).
+        server: String,
+        /// Where the harness looked for its binary.
+        looked_at: PathBuf,
+    },
+    /// A named server's binary reported another version than its name says
+    /// (e.g. `redis-7.0` found a Redis 7.2), so a verdict would be filed
+    /// under the wrong server.
+    #[error(
+        "{} is not {server}: INFO server says {field}:{found} (wanted {wanted}…); install          {server} with scripts/setup or name the binary as path:{}",
+        binary.display(), binary.display()
+    )]
+    WrongVersion {
+        /// The server's name.
+        server: String,
+        /// The binary that was started.
+        binary: PathBuf,
+        /// The `INFO server` field read.
+        field: &'static str,
+        /// The version prefix wanted.
+        wanted: &'static str,
+        /// What the server reported (`none` when it did not say).
+        found: String,
     },
     /// The options cannot describe a working managed server.
     #[error("{reason}")]
@@ -124,7 +156,8 @@ pub enum ServerError {
     #[error(
         "{} does not follow storeproof's virtual clock ({detail}); refusing to judge a store on \
          it. Point STOREPROOF_REDIS_SERVER at a dynamically linked redis-server (apt-get install \
-         redis-server) or unset it", binary.display()
+         redis-server) or unset it, or name a server whose clock storeproof controls (redis-7.0, \
+         redis-6.2, valkey-9)", binary.display()
     )]
     ClockNotControlled {
         /// The server binary that was started.

