@@ -189,7 +189,9 @@ fn a_store_that_sends_other_commands_on_a_rerun_is_reported_not_guessed() {
 fn every_property_can_fail() {
     // zombie-refused: a release that always answers released, even a zombie's.
     // answered: a read that never answers. no-tree-stuck: a lease on the
-    // caller's clock. The race checks: a search too shallow to reach them.
+    // caller's clock. The race checks: a search too shallow to reach them,
+    // which leaves them undecided (the harness's depth, never the store's
+    // failure).
     use sabotage::{Lie, Lying};
     let dir = tempfile::tempdir().unwrap();
     let cases: Vec<(Arc<dyn StoreFactory>, usize, &str)> = vec![
@@ -225,7 +227,12 @@ fn every_property_can_fail() {
         config.walks = 0;
         let outcome = run(store, &config);
         let check = outcome.checks.iter().find(|c| c.id == id).unwrap();
-        assert_eq!(check.verdict, Verdict::Fail, "{id}: {}", check.reason);
+        let want = if id.ends_with("-race-reached") {
+            Verdict::Unknown
+        } else {
+            Verdict::Fail
+        };
+        assert_eq!(check.verdict, want, "{id}: {}", check.reason);
         // Every failure says what happened in words; a stuck tree says when
         // the last lease ran out (not "the last ran out at never").
         assert!(!check.reason.is_empty(), "{id}");
