@@ -103,6 +103,16 @@ async fn follows_the_virtual_clock(kind: ServerKind) {
             .any(|l| l.starts_with(&format!("{field}:{wanted}"))),
         "{kind} does not report {field}:{wanted}…: {info}"
     );
+    let product = match kind {
+        ServerKind::Valkey9 => "Valkey 9.",
+        ServerKind::Redis62 => "Redis 6.2.",
+        _ => "Redis 7.0.",
+    };
+    assert!(
+        server.product().starts_with(product),
+        "{}",
+        server.product()
+    );
     let clock = server.clock().expect("virtual clock").clone();
     assert_eq!(
         clock.now_ms(),

@@ -90,6 +90,7 @@ pub struct ManagedServer {
     shim_path: Option<PathBuf>,
     clock: Option<Arc<VirtualClock>>,
     version: String,
+    product: String,
 }
 
 impl std::fmt::Debug for ManagedServer {
@@ -157,6 +158,7 @@ impl ManagedServer {
             shim_path,
             clock,
             version: String::new(),
+            product: String::new(),
         };
 
         let mut ready = false;
@@ -188,6 +190,7 @@ impl ManagedServer {
             .and_then(|i| info_field(i, "redis_version"))
             .unwrap_or("unknown")
             .to_string();
+        server.product = product_name(info.as_deref());
         // A verdict is filed under the server's name: make sure it is that
         // server before anything is judged on it.
         server.check_version(info.as_deref())?;
@@ -418,6 +421,13 @@ impl ManagedServer {
     /// server would not say.
     pub fn version(&self) -> &str {
         &self.version
+    }
+
+    /// What the server is, for reports: `Valkey 9.1.2` when it reports a
+    /// `valkey_version` (Valkey also reports `redis_version:7.2.4`), else
+    /// `Redis <redis_version>`; `unknown` if it would not say.
+    pub fn product(&self) -> &str {
+        &self.product
     }
 
     /// The server's process id, `None` after [`kill`](ManagedServer::kill)
@@ -801,6 +811,17 @@ pub(crate) fn judge_clock_probe(rounds: &[ProbeRound]) -> Option<String> {
     })
 }
 
+/// `Valkey <valkey_version>`, else `Redis <redis_version>`, from `INFO
+/// server`; `unknown` without either.
+fn product_name(info: Option<&str>) -> String {
+    let field = |name: &str| info.and_then(|i| info_field(i, name));
+    match (field("valkey_version"), field("redis_version")) {
+        (Some(v), _) => format!("Valkey {v}"),
+        (None, Some(v)) => format!("Redis {v}"),
+        (None, None) => "unknown".to_string(),
+    }
+}
+
 /// The `redis-server` to run: `$STOREPROOF_REDIS_SERVER` when set (it must
 /// be an executable file), else the first `redis-server` on PATH.
 pub fn find_binary() -> Result<PathBuf, ServerError> {
@@ -1081,6 +1102,18 @@ mod tests {
             ..good_round(t0)
         };
         assert!(judge_clock_probe(&[get_only]).is_some());
+    }
+
+    #[test]
+    fn product_names_valkey_by_its_own_version() {
+        let valkey =
+            "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:9.1.2\r\n";
+        assert_eq!(product_name(Some(valkey)), "Valkey 9.1.2");
+        assert_eq!(
+            product_name(Some("redis_version:6.2.14\r\n")),
+            "Redis 6.2.14"
+        );
+        assert_eq!(product_name(None), "unknown");
     }
 
     #[test]
