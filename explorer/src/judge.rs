@@ -56,7 +56,7 @@ pub(crate) fn contended(state: &State, i: usize) -> bool {
     state
         .ghost
         .iter()
-        .any(|g| !g.released && g.valid_until > state.now)
+        .any(|g| !g.released && g.may_hold_until > state.now)
         || state.unacked_until.is_some_and(|t| t > state.now)
         || state.insts.iter().enumerate().any(|(j, o)| {
             j != i
@@ -92,7 +92,7 @@ pub(crate) fn crashed(next: &mut State, i: usize) {
             for g in next.ghost.iter_mut() {
                 if g.instance == i && Some(g.epoch) == held && !g.released {
                     g.released = true;
-                    until = until.max(Some(g.valid_until));
+                    until = until.max(Some(g.may_hold_until));
                 }
             }
         }
@@ -169,6 +169,7 @@ pub(crate) fn answered(
                 instance: i,
                 epoch,
                 valid_until: asked_at + LEASE_MS,
+                may_hold_until: now + LEASE_MS,
                 released: false,
             });
             next.insts[i].held = Some(epoch);
@@ -199,7 +200,7 @@ pub(crate) fn answered(
                 .ghost
                 .iter()
                 .filter(|g| !g.released)
-                .map(|g| g.valid_until)
+                .map(|g| g.may_hold_until)
                 .chain(next.unacked_until)
                 .max();
             // If someone else may have held the tree at any instant since
@@ -235,6 +236,7 @@ pub(crate) fn answered(
             for g in next.ghost.iter_mut() {
                 if g.instance == i && Some(g.epoch) == held {
                     g.valid_until = asked_at + LEASE_MS;
+                    g.may_hold_until = now + LEASE_MS;
                 }
             }
             if live_grants(next).count() > 1 {
@@ -299,6 +301,7 @@ mod tests {
             instance,
             epoch,
             valid_until,
+            may_hold_until: valid_until,
             released: false,
         }
     }
@@ -366,6 +369,30 @@ mod tests {
         assert_eq!(next.ghost.len(), 1);
         assert_eq!(next.ghost[0].valid_until, START + LEASE_MS);
         assert!(next.harness_error.is_none());
+    }
+
+    #[test]
+    fn a_take_answered_later_than_asked_may_hold_until_a_lease_after_its_answer() {
+        // b's take of two commands was asked at START and decided (answered)
+        // 5 ms later: the store may count the lease from its answer.
+        let mut s = two(0);
+        let inv = invoked(&s, 1);
+        s.now = START + 5;
+        let next = answer_with(&s, 1, Op::Take, granted(1), inv);
+        assert!(next.violations.is_empty(), "{:?}", next.violations);
+        assert_eq!(next.ghost[0].valid_until, START + LEASE_MS);
+        assert_eq!(next.ghost[0].may_hold_until, START + 5 + LEASE_MS);
+        // a is refused after b's promise but within what the store may
+        // rightly hold: mutual exclusion, not a stuck tree.
+        let mut within = next.clone();
+        within.now = START + LEASE_MS + 1;
+        let refused = answer(&within, 0, Op::Take, busy());
+        assert!(refused.violations.is_empty(), "{:?}", refused.violations);
+        // Refused after that too: the tree is stuck.
+        let mut after = next;
+        after.now = START + 5 + LEASE_MS + 1;
+        let refused = answer(&after, 0, Op::Take, busy());
+        assert_eq!(only(&refused), vec![Property::NoTreeStuck]);
     }
 
     #[test]

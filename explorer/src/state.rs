@@ -108,6 +108,12 @@ pub(crate) struct Grant {
     /// Server time until which the holder was promised the lease: the server
     /// time the acknowledged take or renew was invoked at plus its ttl.
     pub valid_until: i64,
+    /// Server time until which the store may rightly still hold it: the
+    /// time the take or renew was answered at plus its ttl. A store counts
+    /// the lease from some instant between asking and answering (an
+    /// operation of several commands decides in one of them), so a refusal
+    /// before this is mutual exclusion, not a stuck tree.
+    pub may_hold_until: i64,
     /// Acknowledged as released by its holder.
     pub released: bool,
 }
@@ -293,6 +299,10 @@ impl State {
             (g.valid_until > self.now).hash(h);
             if g.valid_until > self.now {
                 rel(g.valid_until, now, far).hash(h);
+            }
+            (g.may_hold_until > self.now).hash(h);
+            if g.may_hold_until > self.now {
+                rel(g.may_hold_until, now, far).hash(h);
             }
         }
         // Like a promise: once it ran out it no longer matters.

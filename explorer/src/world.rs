@@ -457,13 +457,15 @@ pub fn tick_target(state: &State, t: Tick) -> i64 {
     }
 }
 
-/// The nearest future instant a promised lease ends.
+/// The nearest future instant a promised lease ends, or the store may
+/// rightly stop holding one.
 pub fn nearest_expiry(state: &State) -> Option<i64> {
     state
         .ghost
         .iter()
-        .filter(|g| !g.released && g.valid_until > state.now)
-        .map(|g| g.valid_until)
+        .filter(|g| !g.released)
+        .flat_map(|g| [g.valid_until, g.may_hold_until])
+        .filter(|t| *t > state.now)
         .min()
 }
 
