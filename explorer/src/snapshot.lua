@@ -1,7 +1,16 @@
 -- Every key under the prefix (ARGV[1] is its SCAN pattern), in one round
--- trip: name, DUMP bytes, PEXPIRETIME, type and logical content.
+-- trip: name, DUMP bytes, absolute expiry (ms; -1 none), type and logical content.
 local out = {}
+-- PEXPIRETIME is Redis 7.0+; TIME + PTTL gives the same on 6.2 (the
+-- virtual clock is frozen while the script runs).
+local now = redis.call('TIME')
+local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 local cursor = '0'
+local function expire_at(k)
+  local pttl = redis.call('PTTL', k)
+  if pttl < 0 then return pttl end
+  return now_ms + pttl
+end
 repeat
   local r = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 1000)
   cursor = r[1]
@@ -14,7 +23,7 @@ repeat
     elseif t == 'set' then v = redis.call('SMEMBERS', k); table.sort(v)
     elseif t == 'list' then v = redis.call('LRANGE', k, 0, -1)
     else v = {} end
-    table.insert(out, {k, redis.call('DUMP', k), redis.call('PEXPIRETIME', k), t, v})
+    table.insert(out, {k, redis.call('DUMP', k), expire_at(k), t, v})
   end
 until cursor == '0'
 return out
