@@ -7,10 +7,12 @@ mod bench;
 mod certify;
 mod judge;
 mod layout_cmd;
+mod merge;
 mod mutate;
 mod progress;
 mod replay;
 mod sabotage_suite;
+mod shard;
 mod store_spec;
 
 use std::path::PathBuf;
@@ -53,6 +55,11 @@ enum Command {
     /// The mutation score of the built-in Lua: one-change mutants of every
     /// script, each run through its contract's conformance checks.
     Mutate(mutate::MutateArgs),
+    /// Join the reports of `certify --shard K/N` (one directory per shard,
+    /// every K of one N) into the report of the whole run, written to
+    /// --out; exit as its verdict (0, 1 or 3), 2 for shards that do not
+    /// belong together or a shard missing.
+    Merge(merge::MergeArgs),
 }
 
 fn main() -> ExitCode {
@@ -101,6 +108,7 @@ fn main() -> ExitCode {
                 Command::Layout(command) => layout_cmd::run(command),
                 Command::Bench(b) => bench::run(b).await,
                 Command::Mutate(args) => mutate::run(args).await,
+                Command::Merge(args) => merge::run(args),
             }
         };
         tokio::select! {

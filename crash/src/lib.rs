@@ -27,4 +27,4 @@ mod workload;
 
 pub use backend::CrashError;
 pub use docker::{cleanup_all_blocking, docker_available};
-pub use suite::{BackendChoice, CrashConfig, CrashSuite, KillHistory};
+pub use suite::{BackendChoice, CrashConfig, CrashSuite, KillHistory, Rounds, SeriesPlan};

@@ -245,12 +245,56 @@ const NAME: &str = "crash";
 /// sizes and backend, then [`Suite::run`] on the subject.
 pub struct CrashSuite {
     config: CrashConfig,
+    /// The kill rounds to run (`--shard`): every round when `None`.
+    rounds: Option<Rounds>,
+}
+
+/// A set of kill rounds, each named by its series' label (see
+/// [`CrashSuite::series`]) and its index in the series, from 0.
+pub type Rounds = std::collections::BTreeSet<(&'static str, usize)>;
+
+/// One series of kills as [`CrashSuite::series`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeriesPlan {
+    /// Its label (`durable`, `optout`, `power-always`, `power-everysec`).
+    pub label: &'static str,
+    /// The kills it is asked for at this size.
+    pub kills: usize,
+    /// The ids of the checks judged on its kills.
+    pub checks: Vec<&'static str>,
 }
 
 impl CrashSuite {
     /// A crash suite of this size; its seed and contracts are the subject's.
     pub fn new(config: CrashConfig) -> CrashSuite {
-        CrashSuite { config }
+        CrashSuite {
+            config,
+            rounds: None,
+        }
+    }
+
+    /// The same suite running only `rounds` (a shard's part). Each round
+    /// keeps its number and its seeded moment and writers, so the rounds of
+    /// all parts together are exactly the rounds of the whole run; a
+    /// series judges only the rounds it ran.
+    pub fn only_rounds(self, rounds: Rounds) -> CrashSuite {
+        CrashSuite {
+            rounds: Some(rounds),
+            ..self
+        }
+    }
+
+    /// The series of kills this suite runs, in run order, with the checks
+    /// judged on each.
+    pub fn series(&self) -> Vec<SeriesPlan> {
+        Setting::ALL
+            .into_iter()
+            .map(|s| SeriesPlan {
+                label: s.label(),
+                kills: s.kills(&self.config),
+                checks: s.judged_by().iter().map(|c| c.id).collect(),
+            })
+            .collect()
     }
 }
 
@@ -276,15 +320,21 @@ impl Suite for CrashSuite {
             ..self.config.clone()
         };
         let prefix = format!("{}k:", subject.run_prefix);
-        let (checks, figures) =
-            run_checks(subject.factory.clone(), prefix, &config, to_run, progress)
-                .await
-                .map_err(|e| match e {
-                    SuiteError::Setup(e) => {
-                        SuiteError::Setup(format!("the crash suite could not run: {e}"))
-                    }
-                    other => other,
-                })?;
+        let (checks, figures) = run_checks(
+            subject.factory.clone(),
+            prefix,
+            &config,
+            self.rounds.as_ref(),
+            to_run,
+            progress,
+        )
+        .await
+        .map_err(|e| match e {
+            SuiteError::Setup(e) => {
+                SuiteError::Setup(format!("the crash suite could not run: {e}"))
+            }
+            other => other,
+        })?;
         Ok(SuiteRun {
             checks,
             figures: Figures::Crash(figures),
@@ -332,6 +382,7 @@ impl Suite for CrashSuite {
             subject.factory.clone(),
             prefix,
             &config,
+            None,
             &[*check],
             progress,
         )
@@ -403,6 +454,18 @@ impl Setting {
             Setting::OptOut => config.opt_out_kills,
             Setting::PowerAlways | Setting::PowerEverysec => config.power_losses,
         }
+    }
+
+    /// Whether kill `k` of this series runs: every kill, or those of `rounds`.
+    fn runs(self, rounds: Option<&Rounds>, k: usize) -> bool {
+        rounds.is_none_or(|r| r.contains(&(self.label(), k)))
+    }
+
+    /// The kills of this series that run.
+    fn kills_run(self, config: &CrashConfig, rounds: Option<&Rounds>) -> usize {
+        (0..self.kills(config))
+            .filter(|k| self.runs(rounds, *k))
+            .count()
     }
 
     /// A simulated power cut instead of a plain SIGKILL (process backend).
@@ -565,6 +628,7 @@ async fn series(
     factory: &Arc<dyn StoreFactory>,
     prefix: &str,
     config: &CrashConfig,
+    rounds: Option<&Rounds>,
     setting: Setting,
     progress: &dyn Progress,
 ) -> Result<Series, String> {
@@ -575,6 +639,7 @@ async fn series(
         config.backend
     };
     let kills = setting.kills(config);
+    let asked = setting.kills_run(config, rounds);
     let (settings, opt_out) = setting.settings(config);
     let label = format!("{:08x}-{}", config.seed as u32, setting.label());
     let (mut server, fallback) = backend(choice, &settings, &label)
@@ -583,7 +648,7 @@ async fn series(
     let mut out = Series {
         rounds: Vec::new(),
         trouble: None,
-        asked: kills,
+        asked,
         backend: server.name(),
         fallback,
     };
@@ -597,12 +662,18 @@ async fn series(
             prefix: round_prefix.clone(),
             opt_out: opt_out.clone(),
         };
+        // Every kill's draws are made, run or not, so a kill keeps its
+        // moment and writers whichever part of the run it falls in.
+        let (round_seed, delay_ms) = (rng.random::<u64>(), rng.random_range(0..150));
+        if !setting.runs(rounds, k) {
+            continue;
+        }
         let round = kill_round(
             factory,
             &hello,
             config,
-            rng.random::<u64>(),
-            rng.random_range(0..150),
+            round_seed,
+            delay_ms,
             setting.power(),
             &mut *server,
             k,
@@ -1147,6 +1218,7 @@ async fn run_checks(
     factory: Arc<dyn StoreFactory>,
     prefix: String,
     config: &CrashConfig,
+    rounds: Option<&Rounds>,
     to_run: &[CheckSpec],
     progress: &dyn Progress,
 ) -> Result<(Vec<CheckResult>, CrashFigures), SuiteError> {
@@ -1159,7 +1231,7 @@ async fn run_checks(
     let steps: usize = Setting::ALL
         .into_iter()
         .filter(|s| wanted(*s))
-        .map(|s| s.kills(config))
+        .map(|s| s.kills_run(config, rounds))
         .sum();
     progress.part(NAME, steps as u64);
     let docker_wanted = config.backend != BackendChoice::Process
@@ -1183,11 +1255,12 @@ async fn run_checks(
     }
     let mut runs = Vec::new();
     for setting in Setting::ALL {
-        let asked = setting.kills(config);
-        let s = if !wanted(setting) {
+        let asked = setting.kills_run(config, rounds);
+        // A part of the run with no kill of this series starts no server.
+        let s = if !wanted(setting) || (rounds.is_some() && asked == 0) {
             Series::not_run(0, None)
         } else {
-            match series(&factory, &prefix, config, setting, progress).await {
+            match series(&factory, &prefix, config, rounds, setting, progress).await {
                 Ok(s) => s,
                 // The first server that cannot start (Docker asked for and
                 // absent, no redis-server): nothing ran, a setup error.

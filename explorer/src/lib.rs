@@ -43,7 +43,8 @@ mod world;
 
 pub use property::Property;
 pub use run::{
-    explore, replay_schedule, Counterexample, ExplorerConfig, ExplorerOutcome, Schedule,
+    explore, explore_part, replay_schedule, Counterexample, ExplorerConfig, ExplorerOutcome,
+    ExplorerPart, Schedule,
 };
 pub use state::{Action, Op, State, Tick};
 pub use suite::ExplorerSuite;

@@ -60,6 +60,58 @@ impl Default for ExplorerConfig {
     }
 }
 
+/// The part of an exploration one shard of a run explores (`--shard`):
+/// the default is the whole. Walk `n` keeps its seed and draws its clocks
+/// from every skew of the config, so the parts of all shards together are
+/// exactly the whole exploration.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExplorerPart {
+    /// The skews searched, as indices into [`ExplorerConfig::skews`]
+    /// (`None`: every skew).
+    pub search: Option<Vec<usize>>,
+    /// The walks run, by number (`None`: `0..walks`).
+    pub walks: Option<std::ops::Range<usize>>,
+}
+
+impl ExplorerPart {
+    /// Whether the skew at `index` is searched.
+    fn searches(&self, index: usize) -> bool {
+        self.search.as_ref().is_none_or(|s| s.contains(&index))
+    }
+
+    /// The walks run under `config`.
+    fn walk_numbers(&self, config: &ExplorerConfig) -> std::ops::Range<usize> {
+        match &self.walks {
+            Some(r) => r.start.min(config.walks)..r.end.min(config.walks),
+            None => 0..config.walks,
+        }
+    }
+
+    /// The part in words, for the checks' reasons: `None` for the whole.
+    fn describe(&self, config: &ExplorerConfig) -> Option<String> {
+        if *self == ExplorerPart::default() {
+            return None;
+        }
+        let skews: Vec<String> = config
+            .skews
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.searches(*i))
+            .map(|(_, s)| format!("{s:+}"))
+            .collect();
+        let walks = self.walk_numbers(config);
+        Some(format!(
+            "this shard's part: the search under second clock {} ms of {} skews, walks {}..{} of {} (seed {})",
+            if skews.is_empty() { "none".to_string() } else { skews.join(", ") },
+            config.skews.len(),
+            walks.start,
+            walks.end,
+            config.walks,
+            config.seed
+        ))
+    }
+}
+
 /// A replayable schedule: the instances' skews and the actions in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Schedule {
@@ -267,6 +319,27 @@ pub fn explore(
     config: &ExplorerConfig,
     progress: &mut dyn FnMut(&str),
 ) -> ExplorerOutcome {
+    explore_part(
+        factory,
+        opt_out,
+        prefix,
+        config,
+        &ExplorerPart::default(),
+        progress,
+    )
+}
+
+/// Explores `part` of the exploration `config` describes: its skews'
+/// searches and its walks, each exactly as the whole exploration runs
+/// them. The figures hold only the part's rows and walks.
+pub fn explore_part(
+    factory: Arc<dyn StoreFactory>,
+    opt_out: Option<String>,
+    prefix: String,
+    config: &ExplorerConfig,
+    part: &ExplorerPart,
+    progress: &mut dyn FnMut(&str),
+) -> ExplorerOutcome {
     let run = RUNS.fetch_add(1, Ordering::Relaxed);
     let shared = Shared::new(factory, prefix, opt_out);
     let mut findings: Vec<Finding> = Vec::new();
@@ -294,7 +367,10 @@ pub fn explore(
             None
         }
     };
-    for &skew in &config.skews {
+    for (index, &skew) in config.skews.iter().enumerate() {
+        if !part.searches(index) {
+            continue;
+        }
         let Some(pool) = pool.as_mut() else {
             // Nothing was explored: nothing was reached.
             unreached.extend(Property::RACES.map(|race| (race, skew)));
@@ -369,7 +445,8 @@ pub fn explore(
     let mut walk_steps = 0usize;
     // A digest of every walk's schedule: the same seed must give the same one.
     let mut digest = std::collections::hash_map::DefaultHasher::new();
-    for n in 0..config.walks {
+    let walks = part.walk_numbers(config);
+    for n in walks.clone() {
         let mut rng = rng_for(config.seed, n);
         let pick = |rng: &mut rand::rngs::StdRng| {
             use rand::RngExt;
@@ -405,7 +482,9 @@ pub fn explore(
     let walk_secs = t0.elapsed().as_secs_f64();
     progress(&format!(
         "explorer: {} seeded walks of three instances ({walk_steps} steps), seed {}, {:.1}s",
-        config.walks, config.seed, walk_secs
+        walks.len(),
+        config.seed,
+        walk_secs
     ));
     drop_world(run);
 
@@ -413,7 +492,7 @@ pub fn explore(
     let figures = ExplorerFigures {
         per_skew,
         depth: config.depth,
-        walks: config.walks,
+        walks: walks.len(),
         walk_steps,
         walk_seconds: millis(walk_secs),
         walk_digest: format!("{:016x}", std::hash::Hasher::finish(&digest)),
@@ -427,7 +506,14 @@ pub fn explore(
     // wherever the scope is written.
     let step = (!shared.factory.keeps_state_in_redis()).then_some(crate::local::ONE_OPERATION);
     ExplorerOutcome {
-        checks: checks(&findings, &unreached, &figures, config, step),
+        checks: checks(
+            &findings,
+            &unreached,
+            &figures,
+            config,
+            step,
+            part.describe(config).as_deref(),
+        ),
         figures,
     }
 }
@@ -494,6 +580,7 @@ fn checks(
     figures: &ExplorerFigures,
     config: &ExplorerConfig,
     step: Option<&str>,
+    part: Option<&str>,
 ) -> Vec<CheckResult> {
     let evidence = match step {
         Some(step) => json!({ "figures": figures, "step": step }),
@@ -508,6 +595,9 @@ fn checks(
     );
     if let Some(step) = step {
         scope.push_str(&format!(" ({step})"));
+    }
+    if let Some(part) = part {
+        scope.push_str(&format!("; {part}"));
     }
     // The harness's own trouble: the schedules past it were not explored,
     // so what did not break is not known to hold.
@@ -787,6 +877,7 @@ mod tests {
             &figures,
             &ExplorerConfig::default(),
             None,
+            None,
         );
         assert_eq!(results.len(), Property::ALL.len());
         Property::ALL
@@ -812,7 +903,14 @@ mod tests {
             found(Property::EpochMonotonic, false),
         ];
         let figures = ExplorerFigures::default();
-        let results = checks(&findings, &[], &figures, &ExplorerConfig::default(), None);
+        let results = checks(
+            &findings,
+            &[],
+            &figures,
+            &ExplorerConfig::default(),
+            None,
+            None,
+        );
         let of = |p: Property| results.iter().find(|r| r.id == p.id()).unwrap();
         assert_eq!(of(Property::OneLiveHolder).verdict, Verdict::Fail);
         assert_eq!(of(Property::EpochMonotonic).verdict, Verdict::Unknown);
@@ -857,6 +955,7 @@ mod tests {
             &unreached,
             &ExplorerFigures::default(),
             &ExplorerConfig::default(),
+            None,
             None,
         );
         let race = results

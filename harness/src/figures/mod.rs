@@ -9,6 +9,7 @@ mod crash;
 mod explorer;
 mod faults;
 mod layout;
+mod merge;
 mod sabotage;
 
 use std::time::Duration;
