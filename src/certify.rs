@@ -13,7 +13,7 @@ use clap::{Args, ValueEnum};
 
 use harness::contract::{Contract, ErrorKind};
 use harness::figures::Stats;
-use harness::server::{self, ManagedServer, ServerOptions};
+use harness::server::{self, ManagedServer, ServerKind, ServerOptions};
 use harness::store::{Hello, StoreFactory, OPT_OUT_WRITES_MAY_BE_LOST};
 use harness::{CheckResult, Report, RunSection, ServerSection, StoreSection, Verdict};
 use harness::{CheckSpec, ServerRef, Subject, Suite};
@@ -83,6 +83,13 @@ pub struct CertifyArgs {
     /// has but sabotage, which certifies storeproof itself, not the store.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "SUITE")]
     suite: Vec<SuiteName>,
+    /// The managed server to certify on, repeatable: redis-7.0 (Debian's
+    /// redis-server), redis-6.2 or valkey-9 (installed by scripts/setup), or
+    /// path:/to/server. Several give one report with a section per server
+    /// and a verdict over them all. Default: redis-server on PATH (or
+    /// $STOREPROOF_REDIS_SERVER).
+    #[arg(long = "server", value_name = "NAME", value_parser = ServerKind::from_str)]
+    server: Vec<ServerKind>,
     /// Use this existing Redis server instead of starting one. Only keys under
     /// the run's prefix are touched; checks that need a controlled clock or
     /// whole-keyspace reads are reported skipped.
@@ -273,6 +280,44 @@ async fn certify(
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
+    if args.redis_url.is_some() && !args.server.is_empty() {
+        bail!("--server starts managed servers and --redis-url uses one of yours: give one or the other");
+    }
+    // Every named server must be installed before anything runs.
+    for kind in &args.server {
+        kind.binary()
+            .map_err(|e| anyhow::anyhow!("--server {kind}: {e}"))?;
+    }
+    let kinds: Vec<Option<ServerKind>> = if args.server.is_empty() {
+        vec![None]
+    } else {
+        args.server.iter().cloned().map(Some).collect()
+    };
+    let mut runs = Vec::new();
+    for kind in &kinds {
+        // Every managed server of this run (the suites' own too) is of
+        // this kind until the next.
+        server::use_server(kind.clone());
+        let run = certify_on(&args, &names, &suites, seed, kind.as_ref(), pending_keys).await;
+        server::use_server(None);
+        runs.push(run?);
+    }
+    let report = Report::of_servers(runs).context("no server was certified")?;
+    reports::write_all(&report, &args.out)?;
+    print_summary(&report, &args.out);
+    Ok(ExitCode::from(report.verdict.exit_code()))
+}
+
+/// The run of every suite on one server: the managed server of `kind` (the
+/// default one when `None`) or `--redis-url`'s.
+async fn certify_on(
+    args: &CertifyArgs,
+    names: &[SuiteName],
+    suites: &[Box<dyn Suite>],
+    seed: u64,
+    kind: Option<&ServerKind>,
+    pending_keys: &mut Option<(String, String)>,
+) -> anyhow::Result<Report> {
     let run_id = format!("{:08x}", (seed as u32) ^ std::process::id());
     let run_prefix = format!("sp:{run_id}:");
     if let (Some(url), false) = (&args.redis_url, args.keep_keys) {
@@ -287,7 +332,10 @@ async fn certify(
         None => Some(
             ManagedServer::start(ServerOptions::default())
                 .await
-                .context("cannot start the managed Redis server")?,
+                .with_context(|| match kind {
+                    Some(k) => format!("cannot start the managed server {k}"),
+                    None => "cannot start the managed Redis server".to_string(),
+                })?,
         ),
     };
     let (server_ref, server_section) = match (&managed, &args.redis_url) {
@@ -300,6 +348,10 @@ async fn certify(
                     version: m.version().to_string(),
                     managed: true,
                     settings,
+                    name: kind.map(ToString::to_string),
+                    // Valkey reports a redis_version too: say what it is.
+                    product: (m.product() != format!("Redis {}", m.version()))
+                        .then(|| m.product().to_string()),
                 },
             )
         }
@@ -318,6 +370,8 @@ async fn certify(
                     version: facts.version,
                     managed: false,
                     settings,
+                    name: None,
+                    product: None,
                 },
             )
         }
@@ -350,7 +404,7 @@ async fn certify(
     ));
     let only_sabotage = names == [SuiteName::Sabotage];
     say(format!(
-        "store {} ({} {}), server Redis {} ({})",
+        "store {} ({} {}), server {} ({})",
         if only_sabotage {
             format!("sabotage:* ({} named)", sabotage::named().count())
         } else {
@@ -366,7 +420,7 @@ async fn certify(
         } else {
             info.version.as_str()
         },
-        server_section.version,
+        server_section.describe(),
         if server_section.managed {
             "managed"
         } else {
@@ -386,7 +440,7 @@ async fn certify(
     };
     let mut checks: Vec<CheckResult> = Vec::new();
     let mut stats = Stats::default();
-    for suite in &suites {
+    for suite in suites {
         stop_on_adapter_failure()?;
         let declared: Vec<CheckSpec> = suite
             .checks()
@@ -477,6 +531,7 @@ async fn certify(
         server: server_section,
         checks,
         stats,
+        per_server: Vec::new(),
         run: RunSection {
             seed,
             prefix: run_prefix.clone(),
@@ -490,7 +545,7 @@ async fn certify(
             suites_left_out: SuiteName::ALL
                 .iter()
                 .filter(|n| !names.contains(n))
-                .filter_map(|n| suite(*n, &args, seed).ok())
+                .filter_map(|n| suite(*n, args, seed).ok())
                 .map(|s| s.name().to_string())
                 .collect(),
         },
@@ -499,9 +554,7 @@ async fn certify(
         let _ = m.stop().await;
     }
     progress.done();
-    reports::write_all(&report, &args.out)?;
-    print_summary(&report, &args.out);
-    Ok(ExitCode::from(report.verdict.exit_code()))
+    Ok(report)
 }
 
 /// Whether `--check` keeps check `id`: every check when none was given.
@@ -691,17 +744,35 @@ pub async fn probe(
 
 fn print_summary(report: &Report, out: &std::path::Path) {
     let counts = report.counts();
-    println!(
-        "storeproof {} — {} on Redis {} ({})",
-        report.storeproof,
-        report.store.spec,
-        report.server.version,
-        if report.server.managed {
-            "managed"
-        } else {
-            "external"
+    let several = !report.per_server.is_empty();
+    if several {
+        println!(
+            "storeproof {} — {} on {} servers",
+            report.storeproof,
+            report.store.spec,
+            report.per_server.len()
+        );
+        for run in &report.per_server {
+            println!(
+                "  {}: {} — {}",
+                run.server.name.as_deref().unwrap_or("default"),
+                run.server.describe(),
+                run.verdict.word()
+            );
         }
-    );
+    } else {
+        println!(
+            "storeproof {} — {} on {} ({})",
+            report.storeproof,
+            report.store.spec,
+            report.server.describe(),
+            if report.server.managed {
+                "managed"
+            } else {
+                "external"
+            }
+        );
+    }
     println!(
         "checks: {}",
         counts
@@ -710,23 +781,27 @@ fn print_summary(report: &Report, out: &std::path::Path) {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    for c in &report.checks {
-        if matches!(c.verdict, Verdict::Fail | Verdict::Warn | Verdict::Unknown) {
-            let word = match c.verdict {
-                Verdict::Fail => "FAIL",
-                Verdict::Unknown => "unknown",
-                _ => "warn",
-            };
-            println!(
-                "  {word} {}: {}",
-                c.id,
-                crate::progress::printable(&c.reason)
-            );
-            if c.counterexample.is_some() {
+    for run in report.runs() {
+        let on = run.server.name.as_deref().filter(|_| several);
+        for c in &run.checks {
+            if matches!(c.verdict, Verdict::Fail | Verdict::Warn | Verdict::Unknown) {
+                let word = match c.verdict {
+                    Verdict::Fail => "FAIL",
+                    Verdict::Unknown => "unknown",
+                    _ => "warn",
+                };
                 println!(
-                    "       replay: storeproof replay {}",
-                    out.join(reports::replay_file_name(&c.id)).display()
+                    "  {word} {}{}: {}",
+                    c.id,
+                    on.map(|n| format!(" on {n}")).unwrap_or_default(),
+                    crate::progress::printable(&c.reason)
                 );
+                if c.counterexample.is_some() {
+                    println!(
+                        "       replay: storeproof replay {}",
+                        out.join(reports::replay_file_name_on(on, &c.id)).display()
+                    );
+                }
             }
         }
     }

@@ -65,6 +65,14 @@ async fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             file.check
         );
     };
+    // A failure on a named server is replayed on that server.
+    if let Some(name) = &file.server {
+        let kind: harness::server::ServerKind = name
+            .parse()
+            .map_err(|e| anyhow::anyhow!("the replay file names the server {name:?}: {e}"))?;
+        kind.binary().map_err(|e| anyhow::anyhow!("{e}"))?;
+        harness::server::use_server(Some(kind));
+    }
     let server = ManagedServer::start(ServerOptions::default())
         .await
         .context("cannot start the managed Redis server")?;

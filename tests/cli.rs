@@ -1127,3 +1127,81 @@ fn the_linearizability_benchmark_prints_its_figures() {
         "{stdout}"
     );
 }
+
+/// `--server` twice: one report with a section per server, each server's
+/// own verdict and the verdict over both; a server that is not one is
+/// refused before anything runs, as is `--server` beside `--redis-url`.
+#[test]
+fn several_servers_make_one_report_with_a_section_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("r");
+    let out = storeproof(
+        &[
+            "certify",
+            "--server",
+            "redis-6.2",
+            "--server",
+            "valkey-9",
+            "--suite",
+            "conformance",
+            "--check",
+            "conformance.lease.",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("redis-6.2: Redis 6.2.14 — PASS"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("valkey-9: Valkey 9.1.2 — PASS"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("report.json")).unwrap())
+            .unwrap();
+    let runs = report["per_server"]
+        .as_array()
+        .expect("a section per server");
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[1]["server"]["product"], "Valkey 9.1.2");
+    assert!(runs
+        .iter()
+        .all(|r| r["verdict"] == "pass" && !r["checks"].as_array().unwrap().is_empty()));
+    let junit = std::fs::read_to_string(out_dir.join("junit.xml")).unwrap();
+    assert!(junit.contains("valkey-9/conformance"), "{junit}");
+
+    for (args, says) in [
+        (
+            vec!["--server", "redis-5"],
+            "redis-7.0, redis-6.2, valkey-9",
+        ),
+        (
+            vec![
+                "--server",
+                "valkey-9",
+                "--redis-url",
+                "redis://127.0.0.1:1/",
+            ],
+            "give one or the other",
+        ),
+    ] {
+        let bad = dir.path().join("bad");
+        let mut line = vec![
+            "certify",
+            "--suite",
+            "conformance",
+            "--out",
+            bad.to_str().unwrap(),
+        ];
+        line.extend(args);
+        let out = storeproof(&line, &[]);
+        assert_setup_error(&out, &bad, &[says]);
+    }
+}

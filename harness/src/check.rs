@@ -152,6 +152,23 @@ pub struct ServerSection {
     /// The settings SPEC 2.6 is about (durability, role, cluster), as the server
     /// reported them.
     pub settings: BTreeMap<String, String>,
+    /// The managed server asked for with `--server` (`redis-6.2`,
+    /// `valkey-9`, …); absent for the default one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// What the server is, e.g. `Valkey 9.1.2` (which reports
+    /// `redis_version` 7.2.4 too); absent when it is the Redis of `version`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product: Option<String>,
+}
+
+impl ServerSection {
+    /// How the server is named in text: its product, else `Redis <version>`.
+    pub fn describe(&self) -> String {
+        self.product
+            .clone()
+            .unwrap_or_else(|| format!("Redis {}", self.version))
+    }
 }
 
 /// Everything one `storeproof certify` found, in the shape of SPEC §5.
@@ -172,6 +189,12 @@ pub struct Report {
     pub stats: crate::figures::Stats,
     /// How this run can be repeated: command line and run prefix.
     pub run: RunSection,
+    /// With several servers (`--server` given more than once): the run on
+    /// each, a whole report of its own, in the order given. Then `verdict`
+    /// is over them all and `checks` and `stats` are empty; `store`,
+    /// `server` and `run` are the first server's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_server: Vec<Report>,
 }
 
 /// How a run can be repeated, and what it left on a `--redis-url` server.
@@ -221,6 +244,10 @@ pub struct ReplayFile {
     pub reason: String,
     /// The steps that show it, as the check recorded them.
     pub counterexample: Option<Value>,
+    /// The managed server it failed on when one was named (`--server`):
+    /// the replay starts that one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
 }
 
 impl ReplayFile {
@@ -240,6 +267,7 @@ impl ReplayFile {
             verdict: check.verdict,
             reason: check.reason.clone(),
             counterexample: check.counterexample.clone(),
+            server: report.server.name.clone(),
         }
     }
 }
@@ -293,18 +321,56 @@ impl Report {
         }
     }
 
+    /// The report of runs on several servers (`per_server`, in order): it
+    /// fails if one failed, is INCOMPLETE if one was, passes if all passed.
+    /// One run is returned as it is. `None` for no run.
+    pub fn of_servers(mut runs: Vec<Report>) -> Option<Report> {
+        if runs.len() <= 1 {
+            return runs.pop();
+        }
+        let verdict = if runs.iter().any(|r| r.verdict == RunVerdict::Fail) {
+            RunVerdict::Fail
+        } else if runs.iter().any(|r| r.verdict == RunVerdict::Incomplete) {
+            RunVerdict::Incomplete
+        } else {
+            RunVerdict::Pass
+        };
+        let first = &runs[0];
+        Some(Report {
+            storeproof: first.storeproof.clone(),
+            verdict,
+            store: first.store.clone(),
+            server: first.server.clone(),
+            checks: Vec::new(),
+            stats: crate::figures::Stats::default(),
+            run: first.run.clone(),
+            per_server: runs,
+        })
+    }
+
+    /// Every single-server report in this one: itself, or each of
+    /// `per_server`.
+    pub fn runs(&self) -> Vec<&Report> {
+        if self.per_server.is_empty() {
+            vec![self]
+        } else {
+            self.per_server.iter().collect()
+        }
+    }
+
     /// The MUST checks that leave the run INCOMPLETE, in report order.
     pub fn undecided(&self) -> Vec<&CheckResult> {
-        self.checks
-            .iter()
+        self.runs()
+            .into_iter()
+            .flat_map(|r| r.checks.iter())
             .filter(|c| c.leaves_incomplete())
             .collect()
     }
 
-    /// Counts of each verdict, for summaries.
+    /// Counts of each verdict, for summaries (over every server).
     pub fn counts(&self) -> BTreeMap<&'static str, usize> {
         let mut counts = BTreeMap::new();
-        for c in &self.checks {
+        for c in self.runs().into_iter().flat_map(|r| r.checks.iter()) {
             *counts.entry(c.verdict.word()).or_insert(0) += 1;
         }
         counts

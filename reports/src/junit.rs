@@ -8,28 +8,32 @@ use harness::{CheckResult, Report, Verdict};
 
 use crate::escape;
 
-/// Renders the report as JUnit XML.
+/// Renders the report as JUnit XML: with several servers, a test suite per
+/// server and suite (`valkey-9/conformance`), the classnames named so too.
 pub fn render_junit(report: &Report) -> String {
-    let mut suites: BTreeMap<&str, Vec<&CheckResult>> = BTreeMap::new();
-    for c in &report.checks {
-        suites.entry(c.suite.as_str()).or_default().push(c);
+    let several = !report.per_server.is_empty();
+    let mut suites: BTreeMap<String, Vec<&CheckResult>> = BTreeMap::new();
+    for run in report.runs() {
+        let on = run.server.name.as_deref().filter(|_| several);
+        for c in &run.checks {
+            let name = match on {
+                Some(server) => format!("{server}/{}", c.suite),
+                None => c.suite.clone(),
+            };
+            suites.entry(name).or_default().push(c);
+        }
     }
+    let all: Vec<&CheckResult> = suites.values().flatten().copied().collect();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let failures = report
-        .checks
-        .iter()
-        .filter(|c| c.verdict == Verdict::Fail)
-        .count();
-    let errors = report
-        .checks
-        .iter()
-        .filter(|c| c.verdict == Verdict::Unknown)
-        .count();
+    let failures = all.iter().filter(|c| c.verdict == Verdict::Fail).count();
+    let errors = all.iter().filter(|c| c.verdict == Verdict::Unknown).count();
     out.push_str(&format!(
         "<testsuites name=\"storeproof\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\">\n",
-        report.checks.len()
+        all.len()
     ));
     for (suite, checks) in suites {
+        let suite = suite.as_str();
+        let classname = suite.replace('/', ".");
         let fails = checks.iter().filter(|c| c.verdict == Verdict::Fail).count();
         let skipped = checks
             .iter()
@@ -48,7 +52,7 @@ pub fn render_junit(report: &Report) -> String {
         for c in checks {
             out.push_str(&format!(
                 "    <testcase classname=\"storeproof.{}\" name=\"{}\" time=\"{:.3}\"",
-                escape(suite),
+                escape(&classname),
                 escape(&c.id),
                 c.seconds
             ));

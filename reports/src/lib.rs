@@ -162,23 +162,38 @@ pub fn check_out_dir(dir: &Path) -> Result<(), ReportError> {
 /// The replay file of every failed or warned check that has a
 /// counterexample: `(file name, JSON)`. `storeproof replay FILE` re-runs it.
 pub fn replay_files(report: &Report) -> Vec<(String, String)> {
+    let several = !report.per_server.is_empty();
     report
-        .checks
-        .iter()
-        .filter(|c| c.counterexample.is_some())
-        .map(|c| {
-            let body = harness::ReplayFile::of(report, c);
-            (
-                replay_file_name(&c.id),
-                serde_json::to_string_pretty(&body).unwrap_or_default(),
-            )
+        .runs()
+        .into_iter()
+        .flat_map(|run| {
+            let on = run.server.name.as_deref().filter(|_| several);
+            run.checks
+                .iter()
+                .filter(|c| c.counterexample.is_some())
+                .map(move |c| {
+                    let body = harness::ReplayFile::of(run, c);
+                    (
+                        replay_file_name_on(on, &c.id),
+                        serde_json::to_string_pretty(&body).unwrap_or_default(),
+                    )
+                })
         })
         .collect()
 }
 
 /// Where a check's replay file goes inside the report directory.
 pub fn replay_file_name(check_id: &str) -> String {
-    format!("replays/{check_id}.json")
+    replay_file_name_on(None, check_id)
+}
+
+/// Where a check's replay file goes in a report of several servers: named
+/// for the server it failed on too (`<check>@<server>.json`).
+pub fn replay_file_name_on(server: Option<&str>, check_id: &str) -> String {
+    match server {
+        Some(server) => format!("replays/{check_id}@{server}.json"),
+        None => format!("replays/{check_id}.json"),
+    }
 }
 
 /// `report.json` as text.

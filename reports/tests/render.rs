@@ -58,6 +58,8 @@ fn report() -> Report {
             version: "7.0.15".into(),
             managed: true,
             settings: BTreeMap::from([("appendfsync".into(), "always".into())]),
+            name: None,
+            product: None,
         },
         checks: vec![
             check(
@@ -166,7 +168,8 @@ fn report() -> Report {
             opt_out: None,
             command: vec!["storeproof".into(), "certify".into(), "--seed".into(), "1".into()],
             ..Default::default()
-        }
+        },
+        per_server: Vec::new(),
     }
 }
 
@@ -356,4 +359,47 @@ fn control_characters_never_reach_the_xml_or_html() {
             "shown, not dropped"
         );
     }
+}
+
+/// A run on several servers: one section per server in the page (anchors
+/// named for the server), a JUnit suite per server and suite, replay files
+/// named for the server they failed on, and the verdict over them all.
+#[test]
+fn several_servers_get_a_section_each_and_the_verdict_over_all() {
+    let mut on_valkey = report();
+    on_valkey.server.name = Some("valkey-9".into());
+    on_valkey.server.product = Some("Valkey 9.1.2".into());
+    let mut on_redis = report();
+    on_redis.server.name = Some("redis-6.2".into());
+    on_redis.verdict = RunVerdict::Pass;
+    on_redis.checks.retain(|c| c.verdict == Verdict::Pass);
+    let both = Report::of_servers(vec![on_redis, on_valkey]).unwrap();
+    assert_eq!(both.verdict, RunVerdict::Fail);
+    assert!(both.checks.is_empty());
+    let html = reports::render_html(&both);
+    assert!(html.contains("id=\"server-redis-6.2\""), "no section");
+    assert!(html.contains("id=\"server-valkey-9\""), "no section");
+    assert!(html.contains("Valkey 9.1.2"));
+    assert!(html.contains("id=\"valkey-9-conformance.lease.expiry-at-instant\""));
+    let junit = reports::render_junit(&both);
+    assert!(
+        junit.contains("<testsuite name=\"valkey-9/conformance\""),
+        "{junit}"
+    );
+    assert!(
+        junit.contains("<testsuite name=\"redis-6.2/conformance\""),
+        "{junit}"
+    );
+    let replays: Vec<String> = reports::replay_files(&both)
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    assert!(
+        replays.iter().all(|n| n.ends_with("@valkey-9.json")) && !replays.is_empty(),
+        "{replays:?}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&reports::render_json(&both).unwrap()).unwrap();
+    assert_eq!(json["per_server"].as_array().map(Vec::len), Some(2));
+    assert_eq!(json["per_server"][1]["server"]["name"], "valkey-9");
 }

@@ -25,6 +25,8 @@ fn report_with(check: &str, evidence: Value, history: Value) -> Report {
             version: "7.0.15".into(),
             managed: true,
             settings: BTreeMap::new(),
+            name: None,
+            product: None,
         },
         checks: vec![CheckResult {
             outside_claim: false,
@@ -42,6 +44,7 @@ fn report_with(check: &str, evidence: Value, history: Value) -> Report {
             seconds: 0.1,
         }],
         stats: Stats::default(),
+        per_server: Vec::new(),
         run: RunSection::default(),
     }
 }

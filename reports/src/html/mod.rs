@@ -36,12 +36,89 @@ fn badge(v: Verdict) -> String {
 
 /// Renders the report as one self-contained HTML page.
 pub fn render_html(report: &Report) -> String {
-    let mut h = String::new();
-    let (class, word) = match report.verdict {
+    if report.per_server.is_empty() {
+        return render_one(report);
+    }
+    let (class, word) = verdict_word(report.verdict);
+    let counts = report.counts();
+    let mut h = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>storeproof: {word} — {} on {} servers</title><style>{STYLE}</style></head><body>",
+        escape(&report.store.spec),
+        report.per_server.len()
+    );
+    h.push_str(&format!(
+        "<h1>storeproof {}</h1><div class=\"verdict {class}\">{word}</div><p>{} on {} servers: {}</p>",
+        escape(&report.storeproof),
+        escape(&report.store.spec),
+        report.per_server.len(),
+        counts
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect::<Vec<_>>()
+            .join(" · ")
+    ));
+    h.push_str("<h2>Servers</h2><table><tr><th>server</th><th>what it is</th><th>verdict</th><th>checks</th></tr>");
+    for run in &report.per_server {
+        let name = run.server.name.clone().unwrap_or_else(|| "default".into());
+        let (class, word) = verdict_word(run.verdict);
+        h.push_str(&format!(
+            "<tr><td><a href=\"#server-{n}\"><code>{n}</code></a></td><td>{}</td><td><span class=\"badge {class}\">{word}</span></td><td>{}</td></tr>",
+            escape(&run.server.describe()),
+            run.counts()
+                .iter()
+                .map(|(k, n)| format!("{n} {k}"))
+                .collect::<Vec<_>>()
+                .join(" · "),
+            n = escape(&name)
+        ));
+    }
+    h.push_str("</table>");
+    // Each server's own report, its anchors named for the server so that
+    // the same check on two servers links to its own section.
+    for run in &report.per_server {
+        let name = escape(&run.server.name.clone().unwrap_or_else(|| "default".into()));
+        let one = render_one(run);
+        let body = one
+            .split_once("<body>")
+            .and_then(|(_, rest)| rest.rsplit_once("</body>"))
+            .map_or("", |(body, _)| body);
+        let mut body = body
+            .replace("id=\"", &format!("id=\"{name}-"))
+            .replace("href=\"#", &format!("href=\"#{name}-"))
+            .replace("<h1>", "<h2>")
+            .replace("</h1>", "</h2>");
+        // Replay files of several servers are named for their server too.
+        for c in run.checks.iter().filter(|c| c.counterexample.is_some()) {
+            body = body.replace(
+                &escape(&crate::replay_file_name(&c.id)),
+                &escape(&crate::replay_file_name_on(
+                    run.server.name.as_deref(),
+                    &c.id,
+                )),
+            );
+        }
+        h.push_str(&format!(
+            "<section id=\"server-{name}\"><h2>On {name}: {}</h2>{body}</section>",
+            escape(&run.server.describe())
+        ));
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+/// The CSS class and word of a run verdict.
+fn verdict_word(verdict: RunVerdict) -> (&'static str, &'static str) {
+    match verdict {
         RunVerdict::Pass => ("pass", "PASS"),
         RunVerdict::Fail => ("fail", "FAIL"),
         RunVerdict::Incomplete => ("incomplete", "INCOMPLETE"),
-    };
+    }
+}
+
+/// The page of a report of one server.
+fn render_one(report: &Report) -> String {
+    let mut h = String::new();
+    let (class, word) = verdict_word(report.verdict);
     let counts = report.counts();
     h.push_str(&format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>storeproof: {word} — {}</title><style>{STYLE}</style></head><body>",
@@ -65,8 +142,8 @@ pub fn render_html(report: &Report) -> String {
         escape(&report.store.contracts.join(", "))
     ));
     h.push_str(&format!(
-        "<tr><th>server</th><td>Redis {} ({})</td></tr>",
-        escape(&report.server.version),
+        "<tr><th>server</th><td>{} ({})</td></tr>",
+        escape(&report.server.describe()),
         if report.server.managed {
             "managed by storeproof: virtual clock"
         } else {
