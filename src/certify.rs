@@ -162,6 +162,12 @@ pub struct CertifyArgs {
     /// Print nothing but the summary.
     #[arg(long, short)]
     quiet: bool,
+    /// Run the K-th of N parts of this run (needs --seed): conformance
+    /// checks, explorer searches (one per clock skew) and crash kill rounds
+    /// dealt round-robin, explorer walks split in N ranges, the other suites
+    /// whole on one shard; `storeproof merge` joins the N reports.
+    #[arg(long, value_name = "K/N", value_parser = crate::shard::Shard::from_str)]
+    shard: Option<crate::shard::Shard>,
 }
 
 /// The shallowest search (and shortest walk) that can reach a takeover
@@ -267,6 +273,9 @@ async fn certify(
             "--layout is checked by the layout suite, which --suite leaves out; add --suite layout"
         );
     }
+    if args.shard.is_some() && args.seed.is_none() {
+        bail!("--shard needs --seed: every shard of a run must draw the same random choices");
+    }
     let seed = args.seed.unwrap_or_else(rand::random);
     let suites = names
         .iter()
@@ -293,12 +302,28 @@ async fn certify(
     } else {
         args.server.iter().cloned().map(Some).collect()
     };
+    // A shard (`--shard K/N`) runs its part of each suite on each server:
+    // the units are dealt on from one server to the next.
+    let mut plan = args.shard.map(crate::shard::Plan::new);
     let mut runs = Vec::new();
     for kind in &kinds {
+        let part = match plan.as_mut() {
+            Some(plan) => Some(
+                names
+                    .iter()
+                    .map(|n| suite_part(*n, &args, seed, plan))
+                    .collect::<anyhow::Result<Vec<_>>>()?
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>(),
+            ),
+            None => None,
+        };
+        let suites = part.as_deref().unwrap_or(&suites);
         // Every managed server of this run (the suites' own too) is of
         // this kind until the next.
         server::use_server(kind.clone());
-        let run = certify_on(&args, &names, &suites, seed, kind.as_ref(), pending_keys).await;
+        let run = certify_on(&args, &names, suites, seed, kind.as_ref(), pending_keys).await;
         server::use_server(None);
         runs.push(run?);
     }
@@ -580,6 +605,53 @@ pub(crate) fn every_suite() -> Vec<Box<dyn Suite>> {
     }
 }
 
+/// The part of suite `name` that `plan`'s shard runs (`--shard`), `None`
+/// when it has no unit of it.
+fn suite_part(
+    name: SuiteName,
+    args: &CertifyArgs,
+    seed: u64,
+    plan: &mut crate::shard::Plan,
+) -> anyhow::Result<Option<Box<dyn Suite>>> {
+    Ok(match name {
+        SuiteName::Conformance => plan.per_check(suite(name, args, seed)?),
+        SuiteName::Explorer => plan.explorer(explorer_config(args, seed)),
+        SuiteName::Crash => plan.crash(crash::CrashSuite::new(crash_config(args, seed))),
+        _ => plan.whole(suite(name, args, seed)?),
+    })
+}
+
+/// The explorer's config at the command line's sizes.
+fn explorer_config(args: &CertifyArgs, seed: u64) -> explorer::ExplorerConfig {
+    explorer::ExplorerConfig {
+        depth: args.depth,
+        walks: args.walks,
+        walk_steps: args.walk_steps,
+        seed,
+        threads: args.threads,
+        skews: explorer::skews(),
+        absolute_times: false,
+    }
+}
+
+/// The crash suite's config at the command line's sizes.
+fn crash_config(args: &CertifyArgs, seed: u64) -> crash::CrashConfig {
+    crash::CrashConfig {
+        kills: args.kills,
+        opt_out_kills: args.opt_out_kills,
+        power_losses: args.power_losses,
+        instances: 4,
+        seed,
+        sabotage_settings: None,
+        contracts: Vec::new(),
+        backend: match args.crash_backend {
+            CrashBackendArg::Auto => crash::BackendChoice::Auto,
+            CrashBackendArg::Docker => crash::BackendChoice::Docker,
+            CrashBackendArg::Process => crash::BackendChoice::Process,
+        },
+    }
+}
+
 /// Suite `name`, sized by the command line; random choices from `seed`.
 /// `Err`: a `--layout` file that cannot be read as a layout (one line).
 fn suite(name: SuiteName, args: &CertifyArgs, seed: u64) -> anyhow::Result<Box<dyn Suite>> {
@@ -587,34 +659,13 @@ fn suite(name: SuiteName, args: &CertifyArgs, seed: u64) -> anyhow::Result<Box<d
         SuiteName::Conformance => Box::new(conformance::ConformanceSuite::with_cases(
             u32::try_from(args.cases).unwrap_or(u32::MAX),
         )),
-        SuiteName::Explorer => Box::new(explorer::ExplorerSuite::new(explorer::ExplorerConfig {
-            depth: args.depth,
-            walks: args.walks,
-            walk_steps: args.walk_steps,
-            seed,
-            threads: args.threads,
-            skews: explorer::skews(),
-            absolute_times: false,
-        })),
+        SuiteName::Explorer => Box::new(explorer::ExplorerSuite::new(explorer_config(args, seed))),
         SuiteName::Faults => Box::new(faults::FaultsSuite::new(faults::FaultsConfig {
             rounds: args.fault_rounds,
             instances: 3,
             faults: args.faults,
         })),
-        SuiteName::Crash => Box::new(crash::CrashSuite::new(crash::CrashConfig {
-            kills: args.kills,
-            opt_out_kills: args.opt_out_kills,
-            power_losses: args.power_losses,
-            instances: 4,
-            seed,
-            sabotage_settings: None,
-            contracts: Vec::new(),
-            backend: match args.crash_backend {
-                CrashBackendArg::Auto => crash::BackendChoice::Auto,
-                CrashBackendArg::Docker => crash::BackendChoice::Docker,
-                CrashBackendArg::Process => crash::BackendChoice::Process,
-            },
-        })),
+        SuiteName::Crash => Box::new(crash::CrashSuite::new(crash_config(args, seed))),
         SuiteName::Layout => match &args.layout {
             Some(file) => Box::new(
                 layout::LayoutSuite::with_file(file)

@@ -37,7 +37,7 @@ enum Command {
     /// With no arguments: the built-in Redis stores on a Redis server
     /// storeproof starts itself (durable settings, data on tmpfs, a clock it
     /// controls), every suite this version has.
-    Certify(certify::CertifyArgs),
+    Certify(Box<certify::CertifyArgs>),
     /// Re-run a saved counterexample (a report's replays/<check>.json) on a
     /// fresh managed server; exit 1 if it still fails, 0 if it passes now.
     Replay(replay::ReplayArgs),
@@ -102,7 +102,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         let run = async {
             match cli.command {
-                Command::Certify(args) => certify::run(args).await,
+                Command::Certify(args) => certify::run(*args).await,
                 Command::Replay(args) => replay::run(args).await,
                 Command::Check(args) => judge::run(args),
                 Command::Layout(command) => layout_cmd::run(command),

@@ -12,9 +12,6 @@
 //! the whole run. A suite of which a shard has no unit is not run there and
 //! its checks are not in that shard's report.
 
-// Until `certify --shard` uses the plan (src/certify.rs is being edited).
-#![allow(dead_code)]
-
 use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
