@@ -81,17 +81,20 @@ fn shard_of(report: &Report) -> Option<Shard> {
 }
 
 /// A command line without what may differ between the shards of one run:
-/// the program's path, `--shard`, `--out` and `--quiet`.
+/// the program's path, `--shard`, `--out`, `--quiet`, and `--server` (a CI
+/// matrix runs each server in jobs of its own; merge groups by server).
 fn comparable(command: &[String]) -> Vec<String> {
     let mut kept = Vec::new();
     let mut args = command.iter().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
-            "--shard" | "--out" => {
+            "--shard" | "--out" | "--server" => {
                 args.next();
             }
             "--quiet" | "-q" => {}
-            a if a.starts_with("--shard=") || a.starts_with("--out=") => {}
+            a if a.starts_with("--shard=")
+                || a.starts_with("--out=")
+                || a.starts_with("--server=") => {}
             a => kept.push(a.to_string()),
         }
     }
@@ -150,47 +153,53 @@ fn merge(mut shards: Vec<(Shard, PathBuf, Report)>) -> anyhow::Result<Report> {
         }
     }
     shards.sort_by_key(|(s, _, _)| s.k);
-    for k in 1..=first_shard.n {
-        let given: Vec<&PathBuf> = shards
-            .iter()
-            .filter(|(s, _, _)| s.k == k)
-            .map(|(_, f, _)| f)
-            .collect();
-        match given.as_slice() {
-            [] => bail!(
-                "shard {k}/{} is missing: merge needs the report of every shard",
-                first_shard.n
-            ),
-            [_] => {}
-            [a, b, ..] => bail!(
-                "shard {k}/{} is given twice ({} and {})",
-                first_shard.n,
-                at(a),
-                at(b)
-            ),
+    // Every shard's run on each server, grouped by server in the order the
+    // servers first appear: a job may have run one server (a CI matrix of
+    // servers × shards) or several.
+    let mut groups: Vec<(Option<String>, Vec<ShardRun<'_>>)> = Vec::new();
+    for (shard, file, report) in &shards {
+        for run in report.runs() {
+            let name = run.server.name.clone();
+            match groups.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, runs)) => runs.push((*shard, file, run)),
+                None => groups.push((name, vec![(*shard, file, run)])),
+            }
         }
     }
-    let reports: Vec<(Shard, Report)> = shards.into_iter().map(|(s, _, r)| (s, r)).collect();
-    let servers = reports[0].1.per_server.len();
-    if servers == 0 {
-        let runs: Vec<(Shard, &Report)> = reports.iter().map(|(s, r)| (*s, r)).collect();
-        return Ok(merge_runs(&runs));
-    }
-    // Several servers: each server's runs joined on their own.
     let mut merged = Vec::new();
-    for i in 0..servers {
-        let runs: Vec<(Shard, &Report)> = reports
-            .iter()
-            .filter_map(|(s, r)| Some((*s, r.per_server.get(i)?)))
-            .collect();
-        let names: Vec<_> = runs.iter().map(|(_, r)| &r.server.name).collect();
-        if runs.len() != reports.len() || names.iter().any(|n| *n != names[0]) {
-            bail!("the shards' reports do not name the same servers in the same order");
+    for (name, runs) in &groups {
+        let server = name
+            .as_deref()
+            .map(|n| format!(" of {n}"))
+            .unwrap_or_default();
+        for k in 1..=first_shard.n {
+            let given: Vec<&PathBuf> = runs
+                .iter()
+                .filter(|(s, _, _)| s.k == k)
+                .map(|(_, f, _)| *f)
+                .collect();
+            match given.as_slice() {
+                [] => bail!(
+                    "shard {k}/{}{server} is missing: merge needs the report of every shard",
+                    first_shard.n
+                ),
+                [_] => {}
+                [a, b, ..] => bail!(
+                    "shard {k}/{}{server} is given twice ({} and {})",
+                    first_shard.n,
+                    at(a),
+                    at(b)
+                ),
+            }
         }
+        let runs: Vec<(Shard, &Report)> = runs.iter().map(|(s, _, r)| (*s, *r)).collect();
         merged.push(merge_runs(&runs));
     }
     Report::of_servers(merged).context("no server's run to merge")
 }
+
+/// One shard's run on one server, with the file it came from.
+type ShardRun<'a> = (Shard, &'a PathBuf, &'a Report);
 
 /// One server's runs of every shard (in shard order) as one run.
 fn merge_runs(runs: &[(Shard, &Report)]) -> Report {

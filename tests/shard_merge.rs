@@ -218,3 +218,72 @@ fn three_shards_merged_equal_the_unsharded_run() {
         "a refused merge wrote a report"
     );
 }
+
+/// The CI recipe's shape: a matrix of servers × shards, each job one server
+/// and one shard; merged, they equal the unsharded run on both servers, a
+/// section per server.
+#[test]
+fn a_matrix_of_servers_and_shards_merges_into_the_run_on_both_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |out: &Path, servers: &[&str], shard: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_storeproof"));
+        cmd.args([
+            "certify",
+            "--suite",
+            "conformance,explorer",
+            "--check",
+            "conformance.lease.",
+            "--check",
+            "explorer.",
+            "--depth",
+            "4",
+            "--walks",
+            "4",
+            "--seed",
+            "3",
+            "--quiet",
+        ]);
+        for s in servers {
+            cmd.args(["--server", s]);
+        }
+        if let Some(shard) = shard {
+            cmd.args(["--shard", shard]);
+        }
+        cmd.arg("--out").arg(out);
+        let out = finished("certify", cmd.output().unwrap());
+        assert_eq!(out.status.code(), Some(0));
+    };
+    let whole = dir.path().join("whole");
+    run(&whole, &["redis-6.2", "valkey-9"], None);
+    let mut parts: Vec<PathBuf> = Vec::new();
+    for server in ["redis-6.2", "valkey-9"] {
+        for k in ["1/2", "2/2"] {
+            let out = dir.path().join(format!("{server}-{}", &k[..1]));
+            run(&out, &[server], Some(k));
+            parts.push(out);
+        }
+    }
+    let merged = dir.path().join("merged");
+    let mut args: Vec<&str> = vec!["merge"];
+    args.extend(parts.iter().map(|p| p.to_str().unwrap()));
+    args.extend(["--out", merged.to_str().unwrap()]);
+    assert_eq!(storeproof(&args).status.code(), Some(0));
+    let (whole, merged) = (read_report(&whole), read_report(&merged));
+    let runs = |r: &Value| r["per_server"].as_array().unwrap().clone();
+    assert_eq!(runs(&merged).len(), 2);
+    for (w, m) in runs(&whole).iter().zip(runs(&merged).iter()) {
+        assert_eq!(w["server"]["name"], m["server"]["name"]);
+        assert_eq!(verdicts(w), verdicts(m));
+        assert_eq!(states(w), states(m));
+    }
+    // One server's shard missing: refused, naming it.
+    let out = storeproof(&[
+        "merge",
+        parts[0].to_str().unwrap(),
+        parts[2].to_str().unwrap(),
+        parts[3].to_str().unwrap(),
+        "--out",
+        dir.path().join("x").to_str().unwrap(),
+    ]);
+    one_line_refusal(&out, "shard 2/2 of redis-6.2 is missing");
+}
