@@ -150,6 +150,7 @@ pub async fn run(bench: Bench) -> anyhow::Result<ExitCode> {
             threads: args.threads,
             skews,
             absolute_times: absolute,
+            ..Default::default()
         };
         tokio::task::spawn_blocking(move || {
             let started = Instant::now();

@@ -168,6 +168,23 @@ pub struct CertifyArgs {
     /// whole on one shard; `storeproof merge` joins the N reports.
     #[arg(long, value_name = "K/N", value_parser = crate::shard::Shard::from_str)]
     shard: Option<crate::shard::Shard>,
+    /// Explorer: stop at the first violation and report it at once; the
+    /// clock skews and walks not explored are named, and no check they
+    /// would have decided passes (they are skipped). On by default when
+    /// the CI environment variable is set (not empty, 0 or false);
+    /// --fail-fast=false turns it off there.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    fail_fast: Option<bool>,
+}
+
+impl CertifyArgs {
+    /// Whether the explorer stops at its first violation: `--fail-fast`,
+    /// else whether `CI` is set.
+    fn fail_fast(&self) -> bool {
+        self.fail_fast.unwrap_or_else(|| {
+            std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false" | "FALSE"))
+        })
+    }
 }
 
 /// The shallowest search (and shortest walk) that can reach a takeover
@@ -631,6 +648,8 @@ fn explorer_config(args: &CertifyArgs, seed: u64) -> explorer::ExplorerConfig {
         threads: args.threads,
         skews: explorer::skews(),
         absolute_times: false,
+        fail_fast: args.fail_fast(),
+        ..Default::default()
     }
 }
 

@@ -260,6 +260,7 @@ impl Suite for ExplorerPartSuite {
         let explorer::ExplorerOutcome {
             checks,
             mut figures,
+            ..
         } = outcome;
         figures.wall_seconds = Some((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0);
         let checks: Vec<_> = to_run

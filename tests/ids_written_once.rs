@@ -125,6 +125,7 @@ fn every_sabotage_names_a_declared_check() {
             threads: 1,
             skews: vec![0],
             absolute_times: false,
+            ..Default::default()
         })),
         Box::new(faults::FaultsSuite::default()),
         Box::new(crash::CrashSuite::new(crash::CrashConfig::new(

@@ -26,6 +26,7 @@ fn main() {
             threads: t,
             skews: vec![skew],
             absolute_times: false,
+            ..Default::default()
         };
         let started = std::time::Instant::now();
         let out = explore(factory, None, "sp:count:".into(), &config, &mut |_| {});

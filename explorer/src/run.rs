@@ -20,7 +20,7 @@ use crate::property::Property;
 use crate::search::{search, Pool};
 use crate::state::{Action, Op, State, Tick};
 use crate::walk::{play, rng_for, shrink, walk};
-use crate::world::{request, Shared};
+use crate::world::{request, Shared, Speed};
 
 /// The largest number of instances any exploration uses: every world has a
 /// gate for each.
@@ -44,6 +44,18 @@ pub struct ExplorerConfig {
     /// Fingerprint absolute times instead of times relative to now (only to
     /// measure how many states the relative reading saves).
     pub absolute_times: bool,
+    /// Stop at the first violation (`certify --fail-fast`): the search of
+    /// that skew ends with the level that broke it, and the other skews and
+    /// the walks not yet run are not explored (the checks say which, and
+    /// none that is not failed passes).
+    pub fail_fast: bool,
+    /// Restore the server only when a command must reach it and it does
+    /// not hold the state already (the same states; fewer round trips).
+    pub skip_restore: bool,
+    /// The transition cache shared by every skew, keyed by server state,
+    /// time and command bytes (the same states; off only to measure it, or
+    /// to prove it changes nothing).
+    pub cache: bool,
 }
 
 impl Default for ExplorerConfig {
@@ -56,6 +68,19 @@ impl Default for ExplorerConfig {
             threads: 1,
             skews: crate::skews(),
             absolute_times: false,
+            fail_fast: false,
+            skip_restore: true,
+            cache: true,
+        }
+    }
+}
+
+impl ExplorerConfig {
+    /// How its worlds compute transitions.
+    fn speed(&self) -> Speed {
+        Speed {
+            skip_restore: self.skip_restore,
+            cache: self.cache,
         }
     }
 }
@@ -129,6 +154,24 @@ pub struct ExplorerOutcome {
     /// The explorer's figures for the report's `stats`: schedules, states,
     /// depth, seconds, walks and seed.
     pub figures: ExplorerFigures,
+    /// How the work was saved (for `storeproof bench`).
+    pub savings: Savings,
+    /// What `fail_fast` left unexplored, in words (`None`: everything
+    /// asked for was explored).
+    pub not_explored: Option<String>,
+}
+
+/// The work the speed settings saved in one exploration.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Savings {
+    /// Commands answered from the transition cache, with no round trip.
+    pub cache_answers: u64,
+    /// Commands found in the cache once sent (no read back after them).
+    pub cache_hits: u64,
+    /// Restores skipped: the server already held the state.
+    pub restores_skipped: u64,
+    /// Transitions the cache holds at the end.
+    pub cache_entries: usize,
 }
 
 /// A check's counterexample: the schedule that broke `property`, replayable
@@ -341,8 +384,11 @@ pub fn explore_part(
     progress: &mut dyn FnMut(&str),
 ) -> ExplorerOutcome {
     let run = RUNS.fetch_add(1, Ordering::Relaxed);
-    let shared = Shared::new(factory, prefix, opt_out);
+    let shared = Shared::with_speed(factory, prefix, opt_out, config.speed());
     let mut findings: Vec<Finding> = Vec::new();
+    // What fail-fast left out, part by part.
+    let mut not_explored: Vec<String> = Vec::new();
+    let broke = |findings: &[Finding]| findings.iter().any(|f| f.property != Property::HarnessOk);
     let mut per_skew = Vec::new();
     // (which race, skew) pairs the search never reached.
     let mut unreached: Vec<(Property, i64)> = Vec::new();
@@ -367,8 +413,14 @@ pub fn explore_part(
             None
         }
     };
+    let mut skews_left_out: Vec<String> = Vec::new();
     for (index, &skew) in config.skews.iter().enumerate() {
         if !part.searches(index) {
+            continue;
+        }
+        if config.fail_fast && broke(&findings) {
+            skews_left_out.push(format!("{skew:+} ms"));
+            unreached.extend(Property::RACES.map(|race| (race, skew)));
             continue;
         }
         let Some(pool) = pool.as_mut() else {
@@ -387,7 +439,13 @@ pub fn explore_part(
             max_steps: config.depth,
             absolute_times: config.absolute_times,
         };
-        let searched = search(&model, pool);
+        let searched = search(&model, pool, config.fail_fast);
+        if let Some(level) = searched.stopped_at {
+            not_explored.push(format!(
+                "the search under second clock {skew:+} ms below depth {level} (of {})",
+                config.depth
+            ));
+        }
         let found_in = format!("exhaustive search, second clock {skew:+} ms");
         for property in Property::ALWAYS.into_iter().chain([Property::HarnessOk]) {
             let Some(d) = searched.discoveries.get(&property) else {
@@ -437,6 +495,12 @@ pub fn explore_part(
         ));
         per_skew.push(row);
     }
+    if !skews_left_out.is_empty() {
+        not_explored.push(format!(
+            "the search under second clock {}",
+            skews_left_out.join(", ")
+        ));
+    }
     // Stop the pool's servers before the walks start theirs.
     drop(pool);
 
@@ -446,7 +510,13 @@ pub fn explore_part(
     // A digest of every walk's schedule: the same seed must give the same one.
     let mut digest = std::collections::hash_map::DefaultHasher::new();
     let walks = part.walk_numbers(config);
+    let mut walks_run = 0;
     for n in walks.clone() {
+        if config.fail_fast && broke(&findings) {
+            not_explored.push(format!("walks {n}..{} of seed {}", walks.end, config.seed));
+            break;
+        }
+        walks_run += 1;
         let mut rng = rng_for(config.seed, n);
         let pick = |rng: &mut rand::rngs::StdRng| {
             use rand::RngExt;
@@ -482,9 +552,7 @@ pub fn explore_part(
     let walk_secs = t0.elapsed().as_secs_f64();
     progress(&format!(
         "explorer: {} seeded walks of three instances ({walk_steps} steps), seed {}, {:.1}s",
-        walks.len(),
-        config.seed,
-        walk_secs
+        walks_run, config.seed, walk_secs
     ));
     drop_world(run);
 
@@ -492,7 +560,7 @@ pub fn explore_part(
     let figures = ExplorerFigures {
         per_skew,
         depth: config.depth,
-        walks: walks.len(),
+        walks: walks_run,
         walk_steps,
         walk_seconds: millis(walk_secs),
         walk_digest: format!("{:016x}", std::hash::Hasher::finish(&digest)),
@@ -505,6 +573,18 @@ pub fn explore_part(
     // A store with no Redis wire is explored an operation a step: say so
     // wherever the scope is written.
     let step = (!shared.factory.keeps_state_in_redis()).then_some(crate::local::ONE_OPERATION);
+    let not_explored = (!not_explored.is_empty()).then(|| not_explored.join("; "));
+    if let Some(cut) = &not_explored {
+        progress(&format!(
+            "explorer: --fail-fast stopped at the first violation; not explored: {cut}"
+        ));
+    }
+    let savings = Savings {
+        cache_answers: shared.cache_answers.load(Ordering::Relaxed),
+        cache_hits: shared.cache_hits.load(Ordering::Relaxed),
+        restores_skipped: shared.restores_skipped.load(Ordering::Relaxed),
+        cache_entries: shared.cache.len(),
+    };
     ExplorerOutcome {
         checks: checks(
             &findings,
@@ -513,8 +593,11 @@ pub fn explore_part(
             config,
             step,
             part.describe(config).as_deref(),
+            not_explored.as_deref(),
         ),
         figures,
+        savings,
+        not_explored,
     }
 }
 
@@ -581,6 +664,7 @@ fn checks(
     config: &ExplorerConfig,
     step: Option<&str>,
     part: Option<&str>,
+    cut: Option<&str>,
 ) -> Vec<CheckResult> {
     let evidence = match step {
         Some(step) => json!({ "figures": figures, "step": step }),
@@ -608,9 +692,23 @@ fn checks(
         .filter(|f| f.property != Property::HarnessOk)
         .map(|f| f.property.name())
         .collect();
-    let result = |property: Property, verdict: Verdict, reason: String| CheckResult {
-        evidence: evidence.clone(),
-        ..property.check().result("explorer", verdict, reason)
+    // With fail-fast cutting the exploration short, what would pass is
+    // only not known to fail: not judged, with what was left out.
+    let result = |property: Property, verdict: Verdict, reason: String| {
+        let (verdict, reason) = match cut {
+            Some(cut) if verdict == Verdict::Pass => (
+                Verdict::Skipped,
+                format!(
+                    "not judged: --fail-fast stopped the exploration at the first violation ({}); not explored: {cut}",
+                    stopped.join(", ")
+                ),
+            ),
+            _ => (verdict, reason),
+        };
+        CheckResult {
+            evidence: evidence.clone(),
+            ..property.check().result("explorer", verdict, reason)
+        }
     };
     Property::ALL
         .into_iter()
@@ -878,6 +976,7 @@ mod tests {
             &ExplorerConfig::default(),
             None,
             None,
+            None,
         );
         assert_eq!(results.len(), Property::ALL.len());
         Property::ALL
@@ -908,6 +1007,7 @@ mod tests {
             &[],
             &figures,
             &ExplorerConfig::default(),
+            None,
             None,
             None,
         );
@@ -955,6 +1055,7 @@ mod tests {
             &unreached,
             &ExplorerFigures::default(),
             &ExplorerConfig::default(),
+            None,
             None,
             None,
         );

@@ -48,6 +48,9 @@ pub struct Searched {
     pub max_depth: usize,
     /// The first discovery of each property met, in level order.
     pub discoveries: BTreeMap<Property, Discovery>,
+    /// The search stopped after this level, at a violation (fail fast):
+    /// the deeper levels were not explored.
+    pub stopped_at: Option<usize>,
 }
 
 /// A pool of worlds, one per worker thread, kept for a whole exploration
@@ -66,8 +69,10 @@ impl Pool {
     }
 }
 
-/// Every state `model` reaches within its `max_steps`, level by level.
-pub fn search(model: &LeaseModel, pool: &mut Pool) -> Searched {
+/// Every state `model` reaches within its `max_steps`, level by level; with
+/// `fail_fast`, only the levels up to the first that breaks a property
+/// (that level whole, so the discovery is the one the full search makes).
+pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool) -> Searched {
     let init = model.initial();
     let mut out = Searched {
         states: 1,
@@ -107,6 +112,13 @@ pub fn search(model: &LeaseModel, pool: &mut Pool) -> Searched {
             next_level.push((next, path));
         }
         level = next_level;
+        let broken = Property::ALWAYS
+            .into_iter()
+            .any(|p| out.discoveries.contains_key(&p));
+        if fail_fast && broken && !level.is_empty() && depth < model.max_steps {
+            out.stopped_at = Some(depth);
+            break;
+        }
     }
     out
 }
@@ -127,13 +139,24 @@ fn note(out: &mut Searched, state: &State, path: &[Action]) {
 }
 
 /// The next state of every job, in job order: each worker takes the next
-/// job not yet taken, on its own world.
+/// state's jobs not yet taken, on its own world. One world runs every
+/// transition of a state, so one that leaves the keys alone (a tick, a
+/// crash, a read) lets the next start with no restore.
 fn run_level(
     model: &LeaseModel,
     pool: &mut Pool,
     level: &[(State, Vec<Action>)],
     jobs: &[(usize, Action)],
 ) -> Vec<State> {
+    // The jobs of each state, as index ranges (jobs come grouped by state).
+    let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
+    for (j, (k, _)) in jobs.iter().enumerate() {
+        match groups.last_mut() {
+            Some(g) if jobs[g.start].0 == *k => g.end = j + 1,
+            _ => groups.push(j..j + 1),
+        }
+    }
+    let groups = &groups;
     let taken = AtomicUsize::new(0);
     let mut done: Vec<(usize, State)> = std::thread::scope(|scope| {
         let handles: Vec<_> = pool
@@ -144,11 +167,14 @@ fn run_level(
                 scope.spawn(move || {
                     let mut mine = Vec::new();
                     loop {
-                        let j = taken.fetch_add(1, Ordering::Relaxed);
-                        let Some((k, action)) = jobs.get(j) else {
+                        let g = taken.fetch_add(1, Ordering::Relaxed);
+                        let Some(group) = groups.get(g) else {
                             break;
                         };
-                        mine.push((j, model.step_on(world, &level[*k].0, *action)));
+                        for j in group.clone() {
+                            let (k, action) = jobs[j];
+                            mine.push((j, model.step_on(world, &level[k].0, action)));
+                        }
                     }
                     mine
                 })

@@ -1,5 +1,6 @@
 -- Every key under the prefix (ARGV[1] is its SCAN pattern), in one round
--- trip: name, DUMP bytes, absolute expiry (ms; -1 none), type and logical content.
+-- trip: the whole database's size, then for each key its name, DUMP bytes,
+-- absolute expiry (ms; -1 none), type and logical content.
 local out = {}
 -- PEXPIRETIME is Redis 7.0+; TIME + PTTL gives the same on 6.2 (the
 -- virtual clock is frozen while the script runs).
@@ -26,4 +27,4 @@ repeat
     table.insert(out, {k, redis.call('DUMP', k), expire_at(k), t, v})
   end
 until cursor == '0'
-return out
+return {redis.call('DBSIZE'), out}

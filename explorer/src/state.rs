@@ -361,3 +361,147 @@ impl PartialEq for State {
 }
 
 impl Eq for State {}
+
+/// Exactly what the server holds under the prefix: every key's name, `DUMP`
+/// bytes and absolute expiry, in name order. Two states with the same
+/// keyspace are the same server state (the restore writes exactly these).
+pub(crate) type Keyspace = Vec<(Vec<u8>, Vec<u8>, Option<i64>)>;
+
+/// The keyspace of `keys` (a state's or a snapshot's).
+pub(crate) fn keyspace_of(keys: &[KeyDump]) -> Keyspace {
+    keys.iter()
+        .map(|k| (k.name.clone(), k.dump.clone(), k.expire_at))
+        .collect()
+}
+
+/// What moved the server in a cached transition.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Input {
+    /// One command, byte for byte as instance `instance` sent it (the
+    /// instance is part of the key: its connection's set-up, such as the
+    /// protocol version, shapes the reply's bytes).
+    Command {
+        /// Which instance's connection sent it.
+        instance: usize,
+        /// The command's arguments.
+        command: harness::gate::Command,
+    },
+    /// Server time moved to this instant.
+    Tick {
+        /// The new virtual time (ms).
+        to: i64,
+    },
+}
+
+/// A cache entry's key: the server's whole state (keyspace and time) and
+/// what moved it. The server's answer depends on these only, never on the
+/// instance clock the store was invoked with, so an entry is shared by
+/// every skew and every world of an exploration.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct CacheKey {
+    keys: Keyspace,
+    now: i64,
+    input: Input,
+}
+
+/// What the server did: its reply (for a command) and the keys after.
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    /// The reply's bytes (`None` for a tick).
+    pub reply: Option<harness::gate::Frame>,
+    /// Every key under the prefix afterwards.
+    pub keys: Vec<KeyDump>,
+}
+
+/// The transition cache shared by every skew and world of an exploration
+/// (issue 12): server state, time and input bytes to the server's reply and
+/// keys after. Only outcomes read back from a server holding nothing but
+/// the prefix's keys are put in it.
+#[derive(Default)]
+pub(crate) struct TransitionCache {
+    map: std::sync::Mutex<std::collections::HashMap<CacheKey, std::sync::Arc<Outcome>>>,
+    /// The guess of the command an operation sends next, by what the store
+    /// was given (see [`TransitionCache::guess`]).
+    guesses: std::sync::Mutex<std::collections::HashMap<GuessKey, Guess>>,
+}
+
+/// What a store is given before it sends an operation's next command,
+/// except its clock: the instance, the request and the replies so far.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct GuessKey {
+    /// The instance.
+    pub instance: usize,
+    /// The request, as JSON text.
+    pub request: String,
+    /// The commands delivered so far with their replies.
+    pub delivered: Vec<(harness::gate::Command, harness::gate::Frame)>,
+}
+
+/// The command last seen for a [`GuessKey`], and whether it ever changed.
+#[derive(Debug, Clone)]
+struct Guess {
+    command: harness::gate::Command,
+    /// Another clock (or anything else) made the store send another
+    /// command: guessing for this key is given up.
+    varies: bool,
+}
+
+impl TransitionCache {
+    /// The outcome of `input` on the server holding `keys` at `now`, if
+    /// one was recorded.
+    pub(crate) fn get(
+        &self,
+        keys: &[KeyDump],
+        now: i64,
+        input: &Input,
+    ) -> Option<std::sync::Arc<Outcome>> {
+        let key = CacheKey {
+            keys: keyspace_of(keys),
+            now,
+            input: input.clone(),
+        };
+        self.map.lock().ok()?.get(&key).cloned()
+    }
+
+    /// Records the outcome of `input` on the server holding `keys` at `now`.
+    pub(crate) fn put(&self, keys: &[KeyDump], now: i64, input: Input, outcome: Outcome) {
+        let key = CacheKey {
+            keys: keyspace_of(keys),
+            now,
+            input,
+        };
+        if let Ok(mut map) = self.map.lock() {
+            map.entry(key)
+                .or_insert_with(|| std::sync::Arc::new(outcome));
+        }
+    }
+
+    /// The command the store sent last time it was given `key` (with any
+    /// clock), unless it has sent different ones. Only a guess: the gate
+    /// answers it only if the store sends exactly these bytes.
+    pub(crate) fn guess(&self, key: &GuessKey) -> Option<harness::gate::Command> {
+        let guesses = self.guesses.lock().ok()?;
+        guesses
+            .get(key)
+            .filter(|g| !g.varies)
+            .map(|g| g.command.clone())
+    }
+
+    /// Records that the store, given `key`, sent `command`.
+    pub(crate) fn saw(&self, key: GuessKey, command: &harness::gate::Command) {
+        if let Ok(mut guesses) = self.guesses.lock() {
+            let g = guesses.entry(key).or_insert_with(|| Guess {
+                command: command.clone(),
+                varies: false,
+            });
+            if g.command != *command {
+                g.varies = true;
+            }
+        }
+    }
+
+    /// How many entries it holds.
+    pub(crate) fn len(&self) -> usize {
+        self.map.lock().map_or(0, |m| m.len())
+    }
+}

@@ -97,6 +97,7 @@ impl Suite for ExplorerSuite {
         let ExplorerOutcome {
             checks,
             mut figures,
+            ..
         } = outcome;
         figures.wall_seconds = Some(millis(started.elapsed().as_secs_f64()));
         let checks: Vec<_> = to_run

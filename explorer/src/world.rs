@@ -13,7 +13,7 @@ use harness::contract::{ErrorKind, Reply, Request, StoreError};
 use harness::gate::drive::{
     instance_name, next_step, start_operation, Operation, Step, STEP_TIMEOUT,
 };
-use harness::gate::{Fault, Gate, Mode};
+use harness::gate::{Fault, FaultRule, Gate, Held, Mode};
 use harness::keyspace;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::{Hello, StoreClient, StoreFactory};
@@ -22,7 +22,10 @@ use serde_json::json;
 
 use crate::judge;
 use crate::local::Local;
-use crate::state::{Action, Inst, KeyDump, Note, Op, Pending, State, Tick};
+use crate::state::{
+    keyspace_of, Action, GuessKey, Input, Inst, KeyDump, Keyspace, Note, Op, Outcome, Pending,
+    State, Tick, TransitionCache,
+};
 use crate::{LEASE_MS, TREE};
 
 /// The snapshot script (see `snapshot.lua`).
@@ -51,6 +54,34 @@ fn logical(kind: &str, items: Vec<Vec<u8>>) -> serde_json::Value {
     }
 }
 
+/// How a world computes its transitions (issue 12's speed). Every setting
+/// gives the same next states; only the work differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Speed {
+    /// Restore the server only when a command must reach it and it does
+    /// not already hold the state (a tick, a crash or an answer without a
+    /// command never touch it). Off: restore before and snapshot after
+    /// every transition, as before issue 12.
+    pub skip_restore: bool,
+    /// Share a transition cache by server state, time and command bytes
+    /// among every skew and world, and answer a command the store is
+    /// guessed to send from it without the server.
+    pub cache: bool,
+}
+
+impl Speed {
+    /// Everything on.
+    pub const FAST: Speed = Speed {
+        skip_restore: true,
+        cache: true,
+    };
+
+    /// Whether the server is touched only when a command must reach it.
+    fn lazy(self) -> bool {
+        self.skip_restore || self.cache
+    }
+}
+
 /// What every world shares: the store, its opt-out, the key prefix.
 pub struct Shared {
     /// Connects the instances to the store under test.
@@ -63,6 +94,17 @@ pub struct Shared {
     pub round_trips: AtomicU64,
     /// Transitions computed by all worlds.
     pub transitions: AtomicU64,
+    /// How transitions are computed.
+    pub speed: Speed,
+    /// The transition cache every skew and world of the exploration shares.
+    pub(crate) cache: TransitionCache,
+    /// Commands answered from the cache, with no round trip.
+    pub cache_answers: AtomicU64,
+    /// Commands found in the cache once the store sent them (they still
+    /// went to the server, the snapshot after was saved).
+    pub cache_hits: AtomicU64,
+    /// Restores skipped: the server already held the state.
+    pub restores_skipped: AtomicU64,
 }
 
 impl Shared {
@@ -72,12 +114,27 @@ impl Shared {
         prefix: String,
         opt_out: Option<String>,
     ) -> Arc<Shared> {
+        Shared::with_speed(factory, prefix, opt_out, Speed::FAST)
+    }
+
+    /// [`Shared::new`] computing transitions at `speed`.
+    pub fn with_speed(
+        factory: Arc<dyn StoreFactory>,
+        prefix: String,
+        opt_out: Option<String>,
+        speed: Speed,
+    ) -> Arc<Shared> {
         Arc::new(Shared {
             factory,
             prefix,
             opt_out,
             round_trips: AtomicU64::new(0),
             transitions: AtomicU64::new(0),
+            speed,
+            cache: TransitionCache::default(),
+            cache_answers: AtomicU64::new(0),
+            cache_hits: AtomicU64::new(0),
+            restores_skipped: AtomicU64::new(0),
         })
     }
 }
@@ -105,6 +162,9 @@ struct Inner {
     gates: Vec<Gate>,
     admin: MultiplexedConnection,
     server: ManagedServer,
+    /// The keyspace the server holds now, known exactly (it was restored,
+    /// or read back holding nothing else); `None`: unknown.
+    holds: Option<Keyspace>,
 }
 
 /// The request instance `i` sends for `op` in `state`.
@@ -169,6 +229,7 @@ impl World {
                 gates,
                 admin,
                 server,
+                holds: None,
             })),
             shared,
             runtime,
@@ -186,7 +247,14 @@ impl World {
             return next;
         }
         let stepped = match &mut self.inner {
-            Backend::Redis(inner) => self.runtime.block_on(inner.step_async(&mut next, action)),
+            Backend::Redis(inner) => {
+                let stepped = self.runtime.block_on(inner.step_async(&mut next, action));
+                if stepped.is_err() {
+                    // Whatever reached the server is unknown now.
+                    inner.holds = None;
+                }
+                stepped
+            }
             Backend::Local(local) => self.runtime.block_on(local.step_async(&mut next, action)),
         };
         if let Err(e) = stepped {
@@ -198,8 +266,15 @@ impl World {
 
 impl Inner {
     async fn step_async(&mut self, next: &mut State, action: Action) -> Result<(), String> {
-        self.restore(next).await?;
+        let lazy = self.shared.speed.lazy();
+        if !lazy {
+            self.restore(next).await?;
+        }
         match action {
+            Action::Tick(t) if lazy => {
+                let to = tick_target(next, t);
+                self.tick(next, to).await?;
+            }
             Action::Tick(t) => {
                 next.now = tick_target(next, t);
                 if let Some(c) = self.server.clock() {
@@ -222,7 +297,7 @@ impl Inner {
                     contended,
                     delivered: Vec::new(),
                 };
-                self.deliver(next, i, started).await?
+                self.deliver(next, i, started, true).await?
             }
             Action::Continue(i) => {
                 let Some(p) = next.insts[i].pending.take() else {
@@ -231,11 +306,75 @@ impl Inner {
                         instance_name(i)
                     ));
                 };
-                self.deliver(next, i, p).await?;
+                self.deliver(next, i, p, true).await?;
             }
         }
         judge::stepped(next);
-        self.snapshot(next).await
+        if lazy {
+            // Every path above left the keys after in `next`.
+            return Ok(());
+        }
+        self.snapshot(next).await.map(|_| ())
+    }
+
+    /// Moves server time to `to` (lazy speed). Keys that all outlive `to`
+    /// are unchanged, whatever the server (an expiry strictly after an
+    /// instant is alive at it): no round trip. Otherwise the server says
+    /// which expired, once per keyspace, time and target (the cache).
+    async fn tick(&mut self, next: &mut State, to: i64) -> Result<(), String> {
+        if next.keys.iter().all(|k| k.expire_at.is_none_or(|e| e > to)) {
+            next.now = to;
+            return Ok(());
+        }
+        let input = Input::Tick { to };
+        let cache = self.shared.speed.cache;
+        if cache {
+            if let Some(hit) = self.shared.cache.get(&next.keys, next.now, &input) {
+                self.shared.cache_answers.fetch_add(1, Ordering::Relaxed);
+                next.keys = hit.keys.clone();
+                next.now = to;
+                return Ok(());
+            }
+        }
+        let before = next.keys.clone();
+        let from = next.now;
+        self.ensure(next).await?;
+        next.now = to;
+        if let Some(c) = self.server.clock() {
+            c.set_ms(to);
+        }
+        let clean = self.snapshot(next).await?;
+        if cache && clean {
+            self.shared.cache.put(
+                &before,
+                from,
+                input,
+                Outcome {
+                    reply: None,
+                    keys: next.keys.clone(),
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Puts the server into `state` unless it holds it already (with
+    /// `skip_restore`): its time always, its keys when they differ.
+    async fn ensure(&mut self, state: &State) -> Result<(), String> {
+        if let Some(c) = self.server.clock() {
+            c.set_ms(state.now);
+        }
+        let wanted = keyspace_of(&state.keys);
+        if self.shared.speed.skip_restore && self.holds.as_ref() == Some(&wanted) {
+            // Every key it holds is alive at the state's time: the state
+            // was read back (or ticked) with them alive then.
+            self.shared.restores_skipped.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        self.holds = None;
+        self.restore(state).await?;
+        self.holds = Some(wanted);
+        Ok(())
     }
 
     fn rt(&self) {
@@ -268,10 +407,13 @@ impl Inner {
     }
 
     /// Reads every key under the prefix back into `state` (one round trip).
-    async fn snapshot(&mut self, state: &mut State) -> Result<(), String> {
+    /// `true` when the server holds nothing else (its whole keyspace is
+    /// then known: what [`Inner::holds`] records).
+    async fn snapshot(&mut self, state: &mut State) -> Result<bool, String> {
         self.rt();
+        self.holds = None;
         type Row = (Vec<u8>, Vec<u8>, i64, String, Vec<Vec<u8>>);
-        let rows: Vec<Row> = SNAPSHOT
+        let (dbsize, rows): (usize, Vec<Row>) = SNAPSHOT
             .arg(keyspace::scan_pattern(&self.shared.prefix))
             .invoke_async(&mut self.admin)
             .await
@@ -286,8 +428,14 @@ impl Inner {
             })
             .collect();
         keys.sort_by(|a, b| a.name.cmp(&b.name));
+        // A key outside the prefix (or one expired but not yet removed)
+        // makes the server's state more than the keys read back.
+        let clean = dbsize == keys.len();
+        if clean {
+            self.holds = Some(keyspace_of(&keys));
+        }
         state.keys = keys;
-        Ok(())
+        Ok(clean)
     }
 
     async fn client(&mut self, i: usize, now: i64) -> Result<&mut Box<dyn StoreClient>, String> {
@@ -315,12 +463,24 @@ impl Inner {
     /// Delivers the next command of instance `i`'s operation `op`, whose first
     /// commands `delivered` already reached the server (their effects are in
     /// the restored keyspace): they are answered from the recording.
+    ///
+    /// With the cache, when the store sent a command last time it was given
+    /// the same request and replies (at any clock), and the cache holds that
+    /// command's outcome in this server state, the gate is told to answer it
+    /// from the cache: if the store sends exactly those bytes it gets the
+    /// server's recorded reply with no round trip; if it sends others (its
+    /// clock mattered), the guess is dropped and the step runs again
+    /// against the server (`guess` false).
     async fn deliver(
         &mut self,
         next: &mut State,
         i: usize,
         pending: Pending,
+        guess: bool,
     ) -> Result<(), String> {
+        let lazy = self.shared.speed.lazy();
+        let use_cache = self.shared.speed.cache;
+        let retry = pending.clone();
         let Pending {
             op,
             clock_ms,
@@ -342,10 +502,36 @@ impl Inner {
         gate.clear_recording();
         gate.clear_faults();
         let replayed = delivered.len();
-        if delivered.is_empty() {
-            gate.set_mode(Mode::Hold);
+        let guess_key = GuessKey {
+            instance: i,
+            request: serde_json::to_string(&req).unwrap_or_default(),
+            delivered: delivered
+                .iter()
+                .map(|e| (e.command.clone(), e.reply.clone()))
+                .collect(),
+        };
+        // The command guessed and its cached outcome in this server state.
+        let guessed = if use_cache && guess {
+            self.shared.cache.guess(&guess_key).and_then(|command| {
+                let input = Input::Command {
+                    instance: i,
+                    command: command.clone(),
+                };
+                let outcome = self.shared.cache.get(&next.keys, next.now, &input)?;
+                let reply = outcome.reply.clone()?;
+                Some((harness::gate::Exchange { command, reply }, outcome))
+            })
         } else {
-            gate.replay(delivered.clone());
+            None
+        };
+        match &guessed {
+            Some((exchange, _)) => {
+                let mut script = delivered.clone();
+                script.push(exchange.clone());
+                gate.replay(script);
+            }
+            None if delivered.is_empty() => gate.set_mode(Mode::Hold),
+            None => gate.replay(delivered.clone()),
         }
         let mut task = start_operation(client, req.to_call(), clock_ms);
         // Wait for the command to deliver (or for an answer without one).
@@ -353,39 +539,103 @@ impl Inner {
         if let Some(d) = gate.divergence() {
             gate.release_all();
             task.abort();
+            if guessed.is_some() && d.index == replayed {
+                // Not the store's fault: the guess was wrong (its command
+                // depends on its clock). Its connection was reset: a fresh
+                // client runs the step against the server.
+                self.shared.cache.saw(guess_key, &d.got);
+                gate.set_mode(Mode::PassThrough);
+                return Box::pin(self.deliver(next, i, retry, false)).await;
+            }
             return Err(format!(
                 "the store is not deterministic: instance {} {d}",
                 instance_name(i)
             ));
         }
-        let held = match first? {
-            Step::Answered(client, out) => {
-                // Answered without a scheduled command.
-                self.keep(i, client, &out);
-                gate.set_mode(Mode::PassThrough);
-                answered(next, i, op, &req, out, vec![], invoked);
-                return Ok(());
-            }
-            Step::Held(h) => h,
-        };
-        self.rt();
-        gate.release(held.id).map_err(|e| e.to_string())?;
-        if !gate.wait_recorded(replayed + 1, STEP_TIMEOUT).await {
-            task.abort();
-            return Err(format!(
-                "instance {}'s command {} got no reply within {}s",
-                instance_name(i),
-                held.command,
-                STEP_TIMEOUT.as_secs()
-            ));
-        }
-        let exchange = gate
-            .recording()
-            .last()
-            .cloned()
-            .ok_or("the gate recorded nothing")?;
+        let first = first?;
+        let answered_from_cache = gate.replay_remaining() == 0 && gate.recording().len() > replayed;
+        let (exchange, after) =
+            if let Some((exchange, outcome)) = guessed.filter(|_| answered_from_cache) {
+                // The store sent the guessed command and got the cached reply:
+                // the server was not touched.
+                self.shared.cache_answers.fetch_add(1, Ordering::Relaxed);
+                next.keys = outcome.keys.clone();
+                (exchange, first)
+            } else {
+                if gate.replay_remaining() > 0 {
+                    // Answered before the script ran out: nothing is left to answer.
+                    gate.replay(Vec::new());
+                }
+                let held = match first {
+                    Step::Answered(client, out) => {
+                        // Answered without a scheduled command.
+                        self.keep(i, client, &out);
+                        gate.set_mode(Mode::PassThrough);
+                        answered(next, i, op, &req, out, vec![], invoked);
+                        return Ok(());
+                    }
+                    Step::Held(h) => h,
+                };
+                let input = Input::Command {
+                    instance: i,
+                    command: held.command.clone(),
+                };
+                let before = next.keys.clone();
+                let cached = if use_cache {
+                    self.shared.cache.saw(guess_key, &held.command);
+                    self.shared.cache.get(&next.keys, next.now, &input)
+                } else {
+                    None
+                };
+                if lazy {
+                    self.ensure(next).await?;
+                    // What the command does to it is known once read back.
+                    self.holds = None;
+                }
+                self.rt();
+                gate.release(held.id).map_err(|e| e.to_string())?;
+                if !gate.wait_recorded(replayed + 1, STEP_TIMEOUT).await {
+                    task.abort();
+                    return Err(format!(
+                        "instance {}'s command {} got no reply within {}s",
+                        instance_name(i),
+                        held.command,
+                        STEP_TIMEOUT.as_secs()
+                    ));
+                }
+                let exchange = gate
+                    .recording()
+                    .last()
+                    .cloned()
+                    .ok_or("the gate recorded nothing")?;
+                if lazy {
+                    match cached {
+                        Some(hit) if hit.reply.as_ref() == Some(&exchange.reply) => {
+                            // The server did what the cache says: no read back.
+                            self.shared.cache_hits.fetch_add(1, Ordering::Relaxed);
+                            next.keys = hit.keys.clone();
+                            self.holds = Some(keyspace_of(&hit.keys));
+                        }
+                        _ => {
+                            let clean = self.snapshot(next).await?;
+                            if use_cache && clean {
+                                self.shared.cache.put(
+                                    &before,
+                                    next.now,
+                                    input,
+                                    Outcome {
+                                        reply: Some(exchange.reply.clone()),
+                                        keys: next.keys.clone(),
+                                    },
+                                );
+                            }
+                        }
+                    }
+                }
+                (exchange, next_event(&gate, &mut task).await?)
+            };
         let text = vec![format!("{}", exchange.command)];
-        match next_event(&gate, &mut task).await? {
+        match after {
             Step::Answered(client, out) => {
                 self.keep(i, client, &out);
                 gate.set_mode(Mode::PassThrough);
@@ -394,13 +644,10 @@ impl Inner {
             Step::Held(more) => {
                 // The operation has more commands: remember what was
                 // delivered and abandon this run of it (the held command is
-                // reset, never sent; the client reconnects next time).
+                // reset, never sent).
                 let mut delivered = delivered;
                 delivered.push(exchange);
-                gate.inject(Fault::ResetBeforeSend);
-                let _ = gate.release(more.id);
-                let _ = tokio::time::timeout(STEP_TIMEOUT, task).await;
-                gate.set_mode(Mode::PassThrough);
+                self.abandon(i, more, task, clock_ms).await;
                 next.insts[i].pending = Some(Pending {
                     op,
                     clock_ms,
@@ -415,6 +662,60 @@ impl Inner {
             }
         }
         Ok(())
+    }
+
+    /// Abandons instance `i`'s operation `task`, whose next command `held`
+    /// waits at its gate: that command is reset, never sent, and so is every
+    /// other scheduled command until the operation answered (a store that
+    /// retries must not reach the server behind the explorer's back). The
+    /// instance is kept for the next step only if it answered, and then,
+    /// asked to [reconnect](StoreClient::reconnect), made itself as good as
+    /// a fresh one with set-up commands alone: its next operation then sends
+    /// exactly what a new instance's would, so no answer and no state count
+    /// changes. Otherwise it is dropped (an adapter's process killed) and a
+    /// new one connects when the slot is next used ([`Inner::client`]): an
+    /// adapter process per abandoned operation is what made read-then-write
+    /// adapters slow to explore (issue 12), never a wrong verdict.
+    async fn abandon(&mut self, i: usize, held: Held, mut task: Operation, clock_ms: i64) {
+        /// Resets that no store spends: the rule stays in force until
+        /// cleared, and what is left of it counts the resets done.
+        const RESETS: u32 = u32::MAX;
+        let gate = self.gates[i].clone();
+        gate.inject(FaultRule::always(Fault::ResetBeforeSend).times(RESETS));
+        let _ = gate.release(held.id);
+        // Nothing is held from now on: a retry is reset at once.
+        gate.set_mode(Mode::PassThrough);
+        let resets = |gate: &Gate| {
+            gate.faults()
+                .iter()
+                .find(|r| r.fault == Fault::ResetBeforeSend)
+                .and_then(|r| r.times)
+                .map_or(u32::MAX, |left| RESETS - left)
+        };
+        let answered = match tokio::time::timeout(STEP_TIMEOUT, &mut task).await {
+            Ok(Ok((client, out))) => Some((client, out)),
+            _ => {
+                // No answer: the process goes with the task, before the
+                // faults are cleared.
+                task.abort();
+                let _ = task.await;
+                None
+            }
+        };
+        if let Some((mut client, out)) = answered {
+            let alive = !matches!(&out, Err(e) if e.kind == ErrorKind::AdapterFailed);
+            // Only the held command was reset: the store sent nothing else.
+            let clean = alive && resets(&gate) == 1;
+            let reconnected = clean
+                && tokio::time::timeout(STEP_TIMEOUT, client.reconnect(clock_ms))
+                    .await
+                    .unwrap_or(false);
+            // The reconnect sent no scheduled command either.
+            if reconnected && resets(&gate) == 1 {
+                self.clients[i] = Some(client);
+            }
+        }
+        gate.clear_faults();
     }
 
     /// Keeps instance `i`'s client for the next step, unless its adapter

@@ -29,6 +29,7 @@ fn small(skews: Vec<i64>, seed: u64) -> ExplorerConfig {
         threads: 1,
         skews,
         absolute_times: false,
+        ..Default::default()
     }
 }
 

@@ -24,6 +24,7 @@ fn a_server_that_cannot_start_leaves_every_check_unknown() {
         threads: 2,
         skews: vec![0, LEASE_MS],
         absolute_times: false,
+        ..Default::default()
     };
     let factory = Arc::new(RedisStoreFactory::new(dir.path().join("kept.sqlite")));
     let outcome = explore(factory, None, "sp:no-server:".into(), &config, &mut |l| {

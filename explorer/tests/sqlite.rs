@@ -32,6 +32,7 @@ fn small(skews: Vec<i64>, depth: usize, walks: usize) -> ExplorerConfig {
         threads: 1,
         skews,
         absolute_times: false,
+        ..Default::default()
     }
 }
 

@@ -32,6 +32,7 @@ fn config(skews: Vec<i64>, depth: usize, threads: usize) -> ExplorerConfig {
         threads,
         skews,
         absolute_times: false,
+        ..Default::default()
     }
 }
 

@@ -26,6 +26,7 @@ fn sabotage_sizes() -> ExplorerConfig {
         threads: 2,
         skews: explorer::skews(),
         absolute_times: false,
+        ..Default::default()
     }
 }
 
