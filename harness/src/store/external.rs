@@ -11,6 +11,11 @@
 //! first such failure of the process is kept for [`first_adapter_failure`]
 //! (a broken adapter is bad input: the run ends on it, blaming no store).
 //!
+//! An adapter whose hello answer offers the optional `reconnect` request
+//! (docs/PROTOCOL.md, section 3.1) can be kept after the explorer reset an
+//! operation's connection on purpose ([`StoreClient::reconnect`]); the
+//! others are replaced by a new process. [`adapters_started`] counts them.
+//!
 //! Adapters get SIGKILL when storeproof dies, however it dies (a parent-death
 //! signal armed before exec). An answer line is at most [`MAX_LINE`] bytes,
 //! and every text that comes from an adapter (its stderr, its messages) is
@@ -19,6 +24,7 @@
 use std::collections::{HashSet, VecDeque};
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -88,6 +94,15 @@ pub fn printable(text: &str) -> String {
         }
     }
     out
+}
+
+/// Adapter processes started by this process (see [`adapters_started`]).
+static STARTED: AtomicU64 = AtomicU64::new(0);
+
+/// How many adapter processes this process has started so far (one per
+/// instance connected; an instance kept across operations costs none).
+pub fn adapters_started() -> u64 {
+    STARTED.load(Ordering::Relaxed)
 }
 
 /// Process groups of live adapters, for [`kill_all`].
@@ -284,6 +299,7 @@ impl Adapter {
         .map_err(|e| cannot_start(&e))?;
         let pid = child.id().unwrap_or(0) as i32;
         register(pid);
+        STARTED.fetch_add(1, Ordering::Relaxed);
         let (Some(stdin), Some(stdout), Some(mut stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -487,6 +503,9 @@ impl Adapter {
 
 struct ExternalClient {
     adapter: Adapter,
+    /// Whether hello's answer offered the optional `reconnect` request
+    /// (docs/PROTOCOL.md, section 3.1).
+    offers_reconnect: bool,
 }
 
 #[async_trait]
@@ -509,6 +528,30 @@ impl StoreClient for ExternalClient {
             }),
         }
     }
+
+    /// Sends `reconnect` to an adapter that offered it; only
+    /// `{"reconnected": {}}` counts. Anything else (an error answer, another
+    /// outcome) is `false`, and the harness starts a new process instead: an
+    /// optional capability that misbehaves costs speed, never a verdict.
+    async fn reconnect(&mut self, clock_ms: i64) -> bool {
+        if !self.offers_reconnect {
+            return false;
+        }
+        let answer = self
+            .adapter
+            .request("reconnect", &json!({}), clock_ms)
+            .await;
+        matches!(answer, Ok(Ok(ok)) if ok == json!({"reconnected": {}}))
+    }
+}
+
+/// Whether a hello answer offers `capability` in its optional
+/// `capabilities` list (an absent or malformed list offers nothing).
+fn offers(hello_answer: &Value, capability: &str) -> bool {
+    hello_answer
+        .get("capabilities")
+        .and_then(Value::as_array)
+        .is_some_and(|list| list.iter().any(|c| c.as_str() == Some(capability)))
 }
 
 #[async_trait]
@@ -544,6 +587,12 @@ impl StoreFactory for ExternalStoreFactory {
                 Contract::ALL.map(Contract::name)
             )));
         }
-        Ok((info, Box::new(ExternalClient { adapter })))
+        Ok((
+            info,
+            Box::new(ExternalClient {
+                adapter,
+                offers_reconnect: offers(&ok, "reconnect"),
+            }),
+        ))
     }
 }

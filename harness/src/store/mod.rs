@@ -50,6 +50,18 @@ pub trait StoreClient: Send {
     /// store's answer. `Err` is a store error of SPEC §6 (`bad_request`,
     /// `unavailable`, …), never a panic.
     async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError>;
+
+    /// After an operation the harness abandoned on purpose (it reset the
+    /// operation's connection in the middle and ignored the answer): makes
+    /// this instance as good as a freshly connected one — old connections
+    /// dropped, a new one open, nothing else remembered that could change a
+    /// later answer — sending only connection set-up commands
+    /// ([`crate::gate::is_setup`]). `true` once done. `false` (the default)
+    /// when the client cannot: the harness then drops it and connects a new
+    /// instance, so a store is never blamed for a reset it did not cause.
+    async fn reconnect(&mut self, _clock_ms: i64) -> bool {
+        false
+    }
 }
 
 /// Makes connected instances of one store implementation.

@@ -1,0 +1,182 @@
+//! External adapters kept alive across the explorer's transitions (issue 12,
+//! "external stores at the same speed"): an operation the explorer abandons
+//! between two of its commands no longer costs a new adapter process (start,
+//! imports, hello with its server checks) when the adapter offers the
+//! optional `reconnect` request, and nothing it judges changes — the same
+//! state counts and verdicts as a new process per abandoned operation, and
+//! as the built-in store of the same shape.
+//!
+//! Needs python3 with redis-py (scripts/setup) and redis-server, as the
+//! other Python adapter tests do.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use explorer::{explore, ExplorerConfig, ExplorerOutcome, LEASE_MS};
+use harness::contract::{Call, Reply, StoreError};
+use harness::store::external::{adapters_started, ExternalStoreFactory};
+use harness::store::redis::RedisStoreFactory;
+use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
+use harness::Verdict;
+use sabotage::ReadThenWriteLease;
+
+/// The tests count adapter processes started by this test binary: one at a
+/// time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn adapter(file: &str, workdir: &tempfile::TempDir) -> ExternalStoreFactory {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/adapters/python")
+        .join(file);
+    ExternalStoreFactory::new(
+        format!("exec python3 {}", script.display()),
+        workdir.path().to_path_buf(),
+    )
+}
+
+/// A store as it was explored before issue 12: the same adapter, but its
+/// client never reconnects, so every abandoned operation drops the process
+/// and the next operation of that instance starts a new one.
+struct NoReconnect(ExternalStoreFactory);
+
+struct NoReconnectClient(Box<dyn StoreClient>);
+
+#[async_trait]
+impl StoreClient for NoReconnectClient {
+    async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
+        self.0.call(call, clock_ms).await
+    }
+    // `reconnect` is the trait's default: false.
+}
+
+#[async_trait]
+impl StoreFactory for NoReconnect {
+    fn spec(&self) -> String {
+        self.0.spec()
+    }
+
+    async fn connect(
+        &self,
+        hello: &Hello,
+        clock_ms: i64,
+    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
+        let (info, client) = self.0.connect(hello, clock_ms).await?;
+        Ok((info, Box::new(NoReconnectClient(client))))
+    }
+}
+
+/// Small enough for a test: two skews, a short search and a few walks.
+fn small() -> ExplorerConfig {
+    ExplorerConfig {
+        depth: 5,
+        walks: 3,
+        walk_steps: 12,
+        seed: 12,
+        threads: 1,
+        skews: vec![0, LEASE_MS],
+        ..Default::default()
+    }
+}
+
+/// An exploration's outcome, and how many adapter processes it started.
+fn run(factory: Arc<dyn StoreFactory>, config: &ExplorerConfig) -> (ExplorerOutcome, u64) {
+    let started = adapters_started();
+    let outcome = explore(factory, None, "sp:keepalive:".into(), config, &mut |l| {
+        eprintln!("{l}")
+    });
+    (outcome, adapters_started() - started)
+}
+
+/// What the explorer judged: every check's verdict, every skew's state
+/// counts, and what the walks saw.
+fn judged(outcome: &ExplorerOutcome) -> Vec<String> {
+    let mut out: Vec<String> = outcome
+        .checks
+        .iter()
+        .map(|c| format!("{} {:?}", c.id, c.verdict))
+        .collect();
+    for s in &outcome.figures.per_skew {
+        out.push(format!(
+            "skew {}: {} states, {} unique, depth {}, renew race {}, release race {}",
+            s.skew_ms,
+            s.states,
+            s.unique_states,
+            s.max_depth,
+            s.zombie_renew_reached,
+            s.zombie_release_reached
+        ));
+    }
+    out.push(format!("walks {}", outcome.figures.walk_digest));
+    out
+}
+
+fn verdict(outcome: &ExplorerOutcome, id: &str) -> Verdict {
+    outcome
+        .checks
+        .iter()
+        .find(|c| c.id == id)
+        .map(|c| c.verdict)
+        .unwrap_or(Verdict::Skipped)
+}
+
+#[test]
+fn a_kept_read_then_write_adapter_is_judged_as_the_builtin_store_of_its_shape_and_starts_once_per_slot(
+) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let config = small();
+    let (kept, started) = run(Arc::new(adapter("read_then_write_take.py", &dir)), &config);
+    let builtin = RedisStoreFactory::new(dir.path().join("kept.sqlite"));
+    let (same_shape, _) = run(Arc::new(ReadThenWriteLease::new(builtin)), &config);
+    // The race is there, and caught the same way by both.
+    assert_eq!(verdict(&kept, "explorer.one-live-holder"), Verdict::Fail);
+    assert_eq!(judged(&kept), judged(&same_shape));
+    // One process per instance slot of each world: for each skew the
+    // search's world and the world its counterexample replays on, two
+    // instances each; the walks' world of three (no adapter failed here).
+    let slots = 4 * config.skews.len() as u64 + 3;
+    eprintln!("adapter processes: {started} for {slots} slots");
+    assert!(started <= slots, "{started} processes for {slots} slots");
+}
+
+#[test]
+fn kept_adapters_are_judged_as_a_new_process_per_abandoned_operation_was() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    // The old way starts a process per abandoned operation: kept tiny.
+    let config = ExplorerConfig {
+        depth: 4,
+        walks: 0,
+        skews: vec![0],
+        ..small()
+    };
+    let store = adapter("read_then_write_take.py", &dir);
+    let (kept, kept_started) = run(Arc::new(store.clone()), &config);
+    let (fresh, fresh_started) = run(Arc::new(NoReconnect(store)), &config);
+    eprintln!(
+        "adapter processes: kept {kept_started}, a new one per abandoned operation {fresh_started}"
+    );
+    assert_eq!(judged(&kept), judged(&fresh));
+    // The search's world and the counterexample's, two instances each.
+    assert!(kept_started <= 4, "{kept_started}");
+    assert!(
+        fresh_started > 10 * kept_started,
+        "only {fresh_started} operations were abandoned: the test lost its point"
+    );
+}
+
+#[test]
+fn the_example_adapter_is_judged_as_the_builtin_store() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let config = small();
+    let (python, started) = run(Arc::new(adapter("storeproof_adapter.py", &dir)), &config);
+    let builtin = RedisStoreFactory::new(dir.path().join("kept.sqlite"));
+    let (rust, _) = run(Arc::new(builtin), &config);
+    for c in &python.checks {
+        assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
+    }
+    assert_eq!(judged(&python), judged(&rust));
+    assert!(started <= 2 * config.skews.len() as u64 + 3, "{started}");
+}
