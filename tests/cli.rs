@@ -387,7 +387,16 @@ fn certify_on_a_managed_server_passes_with_a_full_report() {
         .collect();
     assert!(conformance.len() >= 40);
     for c in &conformance {
-        assert_eq!(c["verdict"], "pass", "{}: {}", c["id"], c["reason"]);
+        // The fencing set is for durable stores: the Redis store offers none.
+        let want = if c["id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("conformance.fenced."))
+        {
+            "skipped"
+        } else {
+            "pass"
+        };
+        assert_eq!(c["verdict"], want, "{}: {}", c["id"], c["reason"]);
         for field in [
             "id",
             "suite",

@@ -173,7 +173,10 @@ impl Learned {
     ) -> Result<(), String> {
         match (req, patch) {
             (
-                Request::LeaseRenew { tree, epoch, .. } | Request::LeaseRelease { tree, epoch, .. },
+                Request::LeaseRenew { tree, epoch, .. }
+                | Request::LeaseRelease { tree, epoch, .. }
+                | Request::EffectApply { tree, epoch, .. }
+                | Request::CallBegin { tree, epoch, .. },
                 Patch::Epoch(r),
             ) => {
                 let granted = self

@@ -20,6 +20,7 @@
 //!   played and judged as scenarios, failures shrunk.
 
 mod claim_cost;
+mod fenced;
 mod generated;
 mod judge;
 mod lease;
@@ -89,6 +90,7 @@ impl CheckDef {
 pub fn all_checks() -> Vec<Arc<CheckDef>> {
     let mut checks = Vec::new();
     checks.extend(lease::checks());
+    checks.extend(fenced::checks());
     checks.extend(queue::checks());
     checks.extend(rate::checks());
     checks.extend(server_checks::checks());

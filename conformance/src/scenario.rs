@@ -177,6 +177,64 @@ pub fn release_literal(holder: &str, tree: &str, epoch: i64) -> Step {
     )
 }
 
+/// `effect.apply` by `holder` naming the epoch of the tree's `grant`-th
+/// grant (+ `plus`).
+pub fn apply(holder: &str, tree: &str, grant: usize, plus: i64, effect: &str) -> Step {
+    call(
+        holder,
+        Request::EffectApply {
+            tree: tree.into(),
+            holder: holder.into(),
+            epoch: 0,
+            effect: effect.into(),
+            payload: format!("{holder}:{effect}"),
+        },
+        Some(Patch::Epoch(EpochRef { grant, plus })),
+    )
+}
+
+/// `effect.apply` naming a literal epoch (for trees the store never granted).
+pub fn apply_literal(holder: &str, tree: &str, epoch: i64, effect: &str) -> Step {
+    call(
+        holder,
+        Request::EffectApply {
+            tree: tree.into(),
+            holder: holder.into(),
+            epoch,
+            effect: effect.into(),
+            payload: format!("{holder}:{effect}"),
+        },
+        None,
+    )
+}
+
+/// `call.begin` by `holder` naming the epoch of the tree's `grant`-th grant
+/// (+ `plus`).
+pub fn begin(holder: &str, tree: &str, grant: usize, plus: i64, call_id: &str) -> Step {
+    call(
+        holder,
+        Request::CallBegin {
+            tree: tree.into(),
+            holder: holder.into(),
+            epoch: 0,
+            call: call_id.into(),
+        },
+        Some(Patch::Epoch(EpochRef { grant, plus })),
+    )
+}
+
+/// `call.finish` from `instance`.
+pub fn finish(instance: &str, call_id: &str, response: &str) -> Step {
+    call(
+        instance,
+        Request::CallFinish {
+            call: call_id.into(),
+            response: response.into(),
+        },
+        None,
+    )
+}
+
 /// `lease.read`.
 pub fn read(instance: &str, tree: &str) -> Step {
     call(instance, Request::LeaseRead { tree: tree.into() }, None)
@@ -351,8 +409,9 @@ pub fn bad_inputs(instance: &str, op: &str, good: Value) -> Vec<Step> {
             steps.push(raw(instance, op, args));
         };
         if value.is_string() {
-            // Every string argument is an id except the payload, which may be empty.
-            if name != "payload" {
+            // Every string argument is an id except the payload and a
+            // call's response, which may be empty.
+            if name != "payload" && name != "response" {
                 with(json!(""));
             }
             with(json!(17));

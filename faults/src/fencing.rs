@@ -70,6 +70,10 @@ pub struct DurableEnd {
     /// (empty: unknown, and the durable-order rule judges nothing).
     #[serde(default)]
     pub sequence: Vec<Sequenced>,
+    /// The store reported this end state of itself (else it reports none:
+    /// empty, and only the rules on the replies judge).
+    #[serde(default)]
+    pub reported: bool,
 }
 
 impl DurableEnd {
@@ -107,7 +111,11 @@ impl DurableEnd {
         });
         let mut sequence: Vec<Sequenced> = grants.chain(written).collect();
         sequence.sort_by_key(|s| s.seq);
-        DurableEnd { effects, sequence }
+        DurableEnd {
+            effects,
+            sequence,
+            reported: true,
+        }
     }
 }
 
@@ -239,6 +247,30 @@ pub enum FencingViolation {
         /// The stored effect.
         effect: StoredEffect,
     },
+    /// The store answered `applied` and its own end state does not show
+    /// the effect: an acknowledged write lost, or an end state that hides
+    /// what the durable-order rule would judge.
+    AppliedNotStored {
+        /// The tree.
+        tree: String,
+        /// The effect id.
+        effect: String,
+        /// The epoch it was applied with.
+        epoch: i64,
+        /// The `effect.apply`'s invoke event.
+        invoke: usize,
+    },
+    /// The store answered `granted {epoch}` and its own sequence shows no
+    /// grant of that epoch: the durable-order rule cannot see what came
+    /// after it.
+    GrantNotSequenced {
+        /// The tree.
+        tree: String,
+        /// The epoch granted.
+        epoch: i64,
+        /// The `lease.take`'s invoke event.
+        invoke: usize,
+    },
 }
 
 /// The verdict of fencing: holds when `violations` is empty.
@@ -313,10 +345,14 @@ pub fn check(history: &History, end: &DurableEnd) -> Fencing {
             }
         }
     }
+    let mut granted: Vec<(usize, String, i64)> = Vec::new();
     for (invoke, tree, end) in lease_ends {
         let End::Reply(complete, reply) = end else {
             continue;
         };
+        if let Reply::Granted { epoch, .. } = reply {
+            granted.push((invoke, tree.to_string(), *epoch));
+        }
         let epoch = match reply {
             Reply::Granted { epoch, .. } | Reply::Busy { epoch, .. } => Some(*epoch),
             Reply::Lost { epoch, .. } => *epoch,
@@ -473,9 +509,58 @@ pub fn check(history: &History, end: &DurableEnd) -> Fencing {
     }
 
     violations.extend(durable_order(&end.sequence));
+    if end.reported {
+        violations.extend(unreported(&fenced, &granted, end));
+    }
 
     unread.sort_unstable();
     Fencing { violations, unread }
+}
+
+/// What a store that reports its end state must show of what it answered:
+/// every effect it answered `applied` (it was committed, and no fault of
+/// this suite takes a commit back), and in its sequence, when it keeps one,
+/// every grant it answered `granted` (else the durable-order rule judges an
+/// order with holes).
+fn unreported(
+    fenced: &[FencedOp],
+    granted: &[(usize, String, i64)],
+    end: &DurableEnd,
+) -> Vec<FencingViolation> {
+    let mut violations: Vec<FencingViolation> = fenced
+        .iter()
+        .filter(|op| op.op == "effect.apply" && op.answer == Some(FencedAnswer::Applied))
+        .filter(|op| {
+            !end.effects
+                .iter()
+                .any(|s| s.tree == op.tree && s.effect == op.id && s.epoch == op.epoch)
+        })
+        .map(|op| FencingViolation::AppliedNotStored {
+            tree: op.tree.clone(),
+            effect: op.id.clone(),
+            epoch: op.epoch,
+            invoke: op.invoke,
+        })
+        .collect();
+    if !end.sequence.is_empty() {
+        violations.extend(
+            granted
+                .iter()
+                .filter(|(_, tree, epoch)| {
+                    !end.sequence.iter().any(|s| {
+                        s.what == SequencedKind::Grant && &s.tree == tree && s.epoch == *epoch
+                    })
+                })
+                .map(
+                    |(invoke, tree, epoch)| FencingViolation::GrantNotSequenced {
+                        tree: tree.clone(),
+                        epoch: *epoch,
+                        invoke: *invoke,
+                    },
+                ),
+        );
+    }
+    violations
 }
 
 /// The durable-order rule: every effect numbered after a grant of a newer
@@ -861,6 +946,44 @@ mod tests {
     }
 
     #[test]
+    fn an_applied_effect_missing_from_a_reported_end_fails() {
+        let mut h = overlapping();
+        h.end.sequence = vec![seq(1, 1, None), seq(2, 1, Some("e")), seq(3, 2, None)];
+        h.end.reported = true;
+        assert!(h.verdict().holds(), "{:?}", h.verdict());
+        // The store reports an end without the effect it answered `applied`.
+        h.end.effects.clear();
+        h.end.sequence.retain(|s| s.what == SequencedKind::Grant);
+        let v = h.verdict();
+        assert!(
+            matches!(&v.violations[..], [FencingViolation::AppliedNotStored { effect, epoch: 1, .. }] if effect == "e"),
+            "{v:?}"
+        );
+        // A store that reports no end state is judged by the replies alone.
+        h.end.reported = false;
+        assert!(h.verdict().holds());
+    }
+
+    #[test]
+    fn a_granted_epoch_missing_from_a_reported_sequence_fails() {
+        let mut h = overlapping();
+        h.end.reported = true;
+        // The sequence shows the effect but not the grant of epoch 2.
+        h.end.sequence = vec![seq(1, 1, None), seq(2, 1, Some("e"))];
+        let v = h.verdict();
+        assert!(
+            matches!(
+                &v.violations[..],
+                [FencingViolation::GrantNotSequenced { epoch: 2, .. }]
+            ),
+            "{v:?}"
+        );
+        // No sequence at all: the store keeps none, nothing to miss.
+        h.end.sequence.clear();
+        assert!(h.verdict().holds(), "{:?}", h.verdict());
+    }
+
+    #[test]
     fn an_end_state_without_a_sequence_reads_as_before() {
         let end: DurableEnd =
             serde_json::from_value(json!({"effects": [{"tree": "t", "effect": "e", "epoch": 1}]}))
@@ -899,6 +1022,7 @@ mod tests {
             ],
         };
         let end = DurableEnd::from_state(&state);
+        assert!(end.reported);
         assert_eq!(
             end.sequence,
             vec![seq(1, 1, None), seq(3, 2, None), seq(4, 1, Some("e"))]

@@ -9,6 +9,7 @@ use conformance::{all_checks, run_check, CheckDef, CheckKind, Special, Step};
 use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::redis::RedisStoreFactory;
+use harness::store::sqlite::{SqliteClock, SqliteStoreFactory};
 use harness::store::StoreFactory;
 use harness::{CheckResult, Level, Verdict};
 use harness::{ServerRef, Subject};
@@ -40,13 +41,25 @@ async fn run_with(
     n: usize,
     def: &CheckDef,
 ) -> CheckResult {
+    run_claiming(fx, factory, &Contract::COORDINATION, prefix, n, def).await
+}
+
+/// `def` run on `factory`, a store claiming `contracts`.
+async fn run_claiming(
+    fx: &Fixture,
+    factory: Arc<dyn StoreFactory>,
+    contracts: &[Contract],
+    prefix: String,
+    n: usize,
+    def: &CheckDef,
+) -> CheckResult {
     let target = Subject {
         spec: "test".into(),
         factory,
         server: ServerRef::Managed(&fx.server),
         run_prefix: prefix,
         opt_out: None,
-        contracts: Contract::COORDINATION.to_vec(),
+        contracts: contracts.to_vec(),
         seed: 0,
         may_start_servers: true,
     };
@@ -64,6 +77,17 @@ fn broken(def: &CheckDef, result: &CheckResult) -> bool {
 /// reply with that reply corrupted (it must fail each time).
 async fn every_reply_is_judged(contract: Contract) -> std::collections::BTreeMap<String, usize> {
     let fx = fixture().await;
+    let good = fx.good.clone();
+    every_reply_of(&fx, contract, good, &Contract::COORDINATION).await
+}
+
+/// As [`every_reply_is_judged`], on the store `good` claiming `contracts`.
+async fn every_reply_of<F: StoreFactory + Clone + 'static>(
+    fx: &Fixture,
+    contract: Contract,
+    good: F,
+    contracts: &[Contract],
+) -> std::collections::BTreeMap<String, usize> {
     let checks: Vec<Arc<CheckDef>> = all_checks()
         .into_iter()
         .filter(|c| c.contract() == Some(contract) && matches!(c.kind, CheckKind::Scenario(_)))
@@ -74,8 +98,16 @@ async fn every_reply_is_judged(contract: Contract) -> std::collections::BTreeMap
     // Corrupted runs per operation whose answer was corrupted.
     let mut by_op: std::collections::BTreeMap<String, usize> = Default::default();
     for (n, def) in checks.iter().enumerate() {
-        let counting = Arc::new(Tampered::new(fx.good.clone(), usize::MAX));
-        let clean = run_with(&fx, counting.clone(), format!("sp:clean{n}:"), n, def).await;
+        let counting = Arc::new(Tampered::new(good.clone(), usize::MAX));
+        let clean = run_claiming(
+            fx,
+            counting.clone(),
+            contracts,
+            format!("sp:clean{n}:"),
+            n,
+            def,
+        )
+        .await;
         assert_eq!(
             clean.verdict,
             Verdict::Pass,
@@ -86,8 +118,16 @@ async fn every_reply_is_judged(contract: Contract) -> std::collections::BTreeMap
         let calls = counting.calls();
         assert!(calls > 0, "{} made no call", def.spec.id);
         for at in 0..calls {
-            let tampered = Arc::new(Tampered::new(fx.good.clone(), at));
-            let result = run_with(&fx, tampered.clone(), format!("sp:t{n}x{at}:"), n, def).await;
+            let tampered = Arc::new(Tampered::new(good.clone(), at));
+            let result = run_claiming(
+                fx,
+                tampered.clone(),
+                contracts,
+                format!("sp:t{n}x{at}:"),
+                n,
+                def,
+            )
+            .await;
             runs += 1;
             if let Some(op) = tampered.corrupted_op() {
                 *by_op.entry(op).or_default() += 1;
@@ -121,6 +161,24 @@ async fn every_lease_reply_is_judged() {
         by_op.get("lease.release").is_some_and(|n| *n >= 3),
         "{by_op:?}"
     );
+}
+
+/// The fencing set's checks, on the SQLite fencing set (a durable store:
+/// the Redis stores do not offer it), every reply corrupted in turn.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_fenced_reply_is_judged() {
+    let fx = fixture().await;
+    let file = fx._dir.path().join("fenced.sqlite");
+    let sqlite = SqliteStoreFactory::new(file, SqliteClock::following(fx.server.clock().cloned()));
+    let by_op = every_reply_of(
+        &fx,
+        Contract::Fenced,
+        sqlite,
+        &[Contract::Lease, Contract::Fenced],
+    )
+    .await;
+    assert!(by_op.contains_key("effect.apply"), "{by_op:?}");
+    assert!(by_op.contains_key("call.begin"), "{by_op:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -228,6 +286,12 @@ async fn bad_input_checks_catch_a_store_that_refuses_but_writes() {
             continue;
         };
         if !steps().iter().any(|s| matches!(s, Step::Raw { .. })) {
+            continue;
+        }
+        // The fencing set's bad input is a durable store's, whose writes are
+        // not in Redis to be seen: its refusals are judged reply by reply
+        // in every_fenced_reply_is_judged.
+        if def.contract() == Some(Contract::Fenced) {
             continue;
         }
         let clean = run_with(
