@@ -144,9 +144,10 @@ fn a_kept_read_then_write_adapter_is_judged_as_the_builtin_store_of_its_shape_an
 fn kept_adapters_are_judged_as_a_new_process_per_abandoned_operation_was() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    // The old way starts a process per abandoned operation: kept tiny.
+    // The old way starts a process per abandoned operation: kept tiny (a
+    // take stopped after its read, and everything around it).
     let config = ExplorerConfig {
-        depth: 4,
+        depth: 3,
         walks: 0,
         skews: vec![0],
         ..small()
@@ -158,10 +159,10 @@ fn kept_adapters_are_judged_as_a_new_process_per_abandoned_operation_was() {
         "adapter processes: kept {kept_started}, a new one per abandoned operation {fresh_started}"
     );
     assert_eq!(judged(&kept), judged(&fresh));
-    // The search's world and the counterexample's, two instances each.
-    assert!(kept_started <= 4, "{kept_started}");
+    // The search's world, two instances (too shallow for a counterexample).
+    assert!(kept_started <= 2, "{kept_started}");
     assert!(
-        fresh_started > 10 * kept_started,
+        fresh_started > 4 * kept_started,
         "only {fresh_started} operations were abandoned: the test lost its point"
     );
 }
