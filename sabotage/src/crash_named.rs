@@ -1,12 +1,12 @@
 //! The named sabotages the crash suite must catch (see [`crate::named`]).
 //!
-//! Three keep queue writes out of the append-only file and the replication
-//! stream: `redis.set_repl(redis.REPL_NONE)` before a script's writes, which
+//! Three keep queue writes (and one a rate pause) out of the append-only
+//! file and the replication stream: `redis.set_repl(redis.REPL_NONE)` before a script's writes, which
 //! Redis (7.0 included) then keeps in memory only. Two are one edit of one
 //! script (the claim's, the complete's); the third edits all three queue
 //! scripts (see [`Patched`] for why). Every answer is right while the server
 //! lives, so conformance cannot see them; only a restart shows them: the
-//! crash suite's queue checks.
+//! crash suite's queue and pause checks.
 //!
 //! Two keep their state somewhere the killed server is not: in the store's
 //! own process ([`StateInProcess`]) or on a server of their own
@@ -82,6 +82,15 @@ pub(crate) const NAMED: &[Named] = &[
         COMPLETE.script,
         COMPLETE.find,
         COMPLETE.replace,
+    ),
+    lua(
+        "pause-not-propagated",
+        "its pause script switches off propagation before storing the pause, so after a restart an acknowledged provider pause is gone and calls go out while the provider asked for quiet",
+        "a Retry-After pause treated as transient bookkeeping and kept out of the AOF and replicas (redis.set_repl(redis.REPL_NONE) in the pause script), so a restart or failover forgets every pause a provider asked for",
+        "crash.acknowledged-pauses-survive",
+        "rate_pause.lua",
+        "redis.call('SET', KEYS[1], ARGV[1])",
+        "redis.set_repl(redis.REPL_NONE)\nredis.call('SET', KEYS[1], ARGV[1])",
     ),
     Named {
         name: "state-in-process",

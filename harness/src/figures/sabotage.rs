@@ -45,11 +45,18 @@ pub struct SabotageRow {
 }
 
 impl SabotageRow {
-    /// The checks that caught it (failed or warned), in id order.
+    /// The checks that caught it (failed or warned), in id order, and its
+    /// named check when the row passed on it undecided (a check that never
+    /// blames the store catches by refusing to pass).
     pub fn caught_by_all(&self) -> Vec<&str> {
         self.verdicts
             .iter()
-            .filter(|(_, v)| matches!(v, Verdict::Fail | Verdict::Warn))
+            .filter(|(id, v)| {
+                matches!(v, Verdict::Fail | Verdict::Warn)
+                    || (**id == self.caught_by
+                        && **v == Verdict::Unknown
+                        && self.verdict == Verdict::Pass)
+            })
             .map(|(id, _)| id.as_str())
             .collect()
     }
