@@ -86,9 +86,22 @@ pub struct LuaSabotage {
 impl LuaSabotage {
     /// `inner` with `patch` applied, named `sabotage:<name>`.
     pub fn new(name: &'static str, patch: &LuaPatch, inner: RedisStoreFactory) -> Self {
+        Self::with_patches(name, std::slice::from_ref(patch), inner)
+    }
+
+    /// `inner` with every one of `patches` applied (each to its own
+    /// script), named `sabotage:<name>`; refused as [`new`](Self::new) is
+    /// when one does not apply.
+    pub fn with_patches(
+        name: &'static str,
+        patches: &[LuaPatch],
+        inner: RedisStoreFactory,
+    ) -> Self {
         LuaSabotage {
             name,
-            store: patch.patch(inner),
+            store: patches
+                .iter()
+                .try_fold(inner, |store, patch| patch.patch(store)),
         }
     }
 
