@@ -1,6 +1,6 @@
 //! The run model's renderings: `report.json` (SPEC §5's fields, for CI
 //! scripts), `junit.xml` (one test case per check) and a self-contained
-//! `index.html` (no network, no build step). Rendering is pure; [`write_all`]
+//! `index.html` (no network, no build step), and `badge.svg` for a README. Rendering is pure; [`write_all`]
 //! is the only I/O and never leaves a half-written report behind.
 
 #![warn(missing_docs)]
@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use harness::Report;
 
-pub use html::render_html;
+pub use html::{render_badge, render_html};
 pub use junit::render_junit;
 
 /// Why a report could not be written.
@@ -48,7 +48,14 @@ pub enum ReportError {
 pub const MARKER: &str = ".storeproof-report";
 
 /// The names storeproof writes at the top of a report directory.
-const REPORT_ENTRIES: [&str; 5] = [MARKER, "report.json", "junit.xml", "index.html", "replays"];
+const REPORT_ENTRIES: [&str; 6] = [
+    MARKER,
+    "report.json",
+    "junit.xml",
+    "index.html",
+    "badge.svg",
+    "replays",
+];
 
 /// Checks that a report may be written to `dir` without deleting anything
 /// storeproof did not write: `dir` does not exist yet (under a directory),
@@ -216,7 +223,7 @@ fn is_unmarked_report(dir: &Path, entries: &[fs::DirEntry]) -> bool {
         })
 }
 
-/// Writes `index.html`, `report.json`, `junit.xml`, the replay files and
+/// Writes `index.html`, `report.json`, `junit.xml`, `badge.svg`, the replay files and
 /// the [`MARKER`] into `dir`. Refuses (before writing anything) what
 /// [`check_out_dir`] refuses. Every secret in the report (a password in a
 /// URL, anywhere) is redacted first. All files are written into a sibling
@@ -257,6 +264,7 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<(), ReportError> {
             ("report.json".to_string(), json),
             ("junit.xml".to_string(), junit),
             ("index.html".to_string(), html),
+            ("badge.svg".to_string(), render_badge(report)),
         ];
         files.extend(replay_files(report));
         for (file, body) in &files {

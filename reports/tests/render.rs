@@ -205,7 +205,114 @@ fn html_is_self_contained_and_shows_the_failing_steps() {
     assert!(html.contains("EVALSHA abc 1 sp:x:lease:t a 1000"));
     assert!(html.contains("&lt;a &amp; b&gt;"), "text is escaped");
     assert!(html.contains("Crash log") && html.contains("docker"));
-    insta::assert_snapshot!("index_html", html);
+    insta::assert_snapshot!("index_html", html.replace("><", ">\n<"));
+}
+
+/// The report of a real failing run: `storeproof certify --store
+/// sabotage:read-then-write-take --suite conformance --seed 7` (its
+/// report.json; regenerate it with that command when the model changes).
+fn read_then_write_run() -> Report {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/read-then-write-take.report.json"),
+    )
+    .unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The part of `html` from `start` to the next `end` (inclusive), one tag a
+/// line, with the run's unstable values (seed, key prefix) named instead.
+fn part(html: &str, start: &str, end: &str, run: &RunSection) -> String {
+    let from = html.find(start).unwrap_or_else(|| panic!("no {start}"));
+    let len = html[from..].find(end).unwrap_or_else(|| panic!("no {end}")) + end.len();
+    html[from..from + len]
+        .replace(&run.prefix, "sp:RUN:")
+        .replace(&format!("--seed {}", run.seed), "--seed SEED")
+        .replace(&format!("<code>{}</code>", run.seed), "<code>SEED</code>")
+        .replace("><", ">\n<")
+}
+
+#[test]
+fn the_first_failure_comes_first_with_its_timeline_and_replay() {
+    let r = read_then_write_run();
+    let html = reports::render_html(&r);
+    // Verdict, then what needs attention, before anything else.
+    let order: Vec<usize> = [
+        "class=\"verdict fail\"",
+        "id=\"attention\"",
+        "id=\"conformance.lease.take-races\"",
+        "id=\"timeline-conformance.lease.take-races\"",
+        "storeproof replay",
+        "id=\"certificate\"",
+        "id=\"checks\"",
+    ]
+    .iter()
+    .map(|m| html.find(m).unwrap_or_else(|| panic!("no {m}")))
+    .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+    // The failure's timeline: both grants, their overlap in server time.
+    let attention = part(&html, "<section class=\"attention\"", "</section>", &r.run);
+    assert_eq!(attention.matches("class=\"grant\"").count(), 2);
+    assert_eq!(attention.matches("class=\"overlap\"").count(), 1);
+    assert!(attention.contains("a and b both held the lease from server ms"));
+    // The fenced checks are outside the claim: not asking for attention.
+    assert!(!attention.contains("conformance.fenced"));
+    assert!(html.contains("What needs attention (1)"));
+    insta::assert_snapshot!("attention_read_then_write", attention);
+}
+
+#[test]
+fn the_certificate_names_what_was_certified_and_how_to_repeat_it() {
+    let r = read_then_write_run();
+    let html = reports::render_html(&r);
+    let cert = part(
+        &html,
+        "<section class=\"certificate\"",
+        "</section>",
+        &r.run,
+    );
+    assert!(cert.contains("nothing: a MUST check failed"), "{cert}");
+    assert!(
+        cert.contains(
+            "<code>storeproof certify --store sabotage:read-then-write-take --suite conformance --seed SEED</code>"
+        ),
+        "{cert}"
+    );
+    insta::assert_snapshot!("certificate_read_then_write", cert);
+    // A whole passing run certifies its claimed contracts; a partial one
+    // says what it left out; the badge follows.
+    let mut pass = report();
+    pass.verdict = RunVerdict::Pass;
+    let badge = reports::render_badge(&pass);
+    assert!(badge.contains(">pass: lease queue rate</text>"), "{badge}");
+    assert!(reports::render_html(&pass).contains("<b>lease, queue, rate</b>"));
+    pass.run.suites_left_out = vec!["crash".into()];
+    assert!(reports::render_badge(&pass).contains(">pass, partial</text>"));
+    assert!(reports::render_html(&pass).contains("left out crash; a certificate needs every suite"));
+    insta::assert_snapshot!("badge_fail", reports::render_badge(&r));
+}
+
+#[test]
+fn checks_are_grouped_by_suite_and_contract_and_filterable() {
+    let r = read_then_write_run();
+    let html = reports::render_html(&r);
+    let checks = part(&html, "<section class=\"checks\"", "</section>", &r.run);
+    for contract in [
+        "§4.2 Lease",
+        "§4.3 Queue",
+        "§4.4 Rate limits",
+        "§4.5 Fenced effects",
+    ] {
+        assert!(checks.contains(contract), "no {contract}");
+    }
+    // Every check once, the failing one linking to its explanation.
+    assert_eq!(checks.matches("<tr class=").count(), r.checks.len());
+    assert_eq!(checks.matches("<tr class=\"needs\">").count(), 1);
+    assert!(checks.contains("<a href=\"#conformance.lease.take-races\">"));
+    // The filter is two radio buttons and CSS; the calm groups hide.
+    assert!(checks.contains("id=\"show-attention\""));
+    assert!(html.contains("input[id$=show-attention]:checked~.groups tr.ok"));
+    insta::assert_snapshot!("checks_read_then_write", checks);
 }
 
 #[test]
@@ -335,8 +442,8 @@ fn no_password_in_any_file_of_the_report() {
         seen += 1;
     }
     assert_eq!(
-        seen, 5,
-        "marker, report.json, junit.xml, index.html, a replay"
+        seen, 6,
+        "marker, report.json, junit.xml, index.html, badge.svg, a replay"
     );
     let json = std::fs::read_to_string(out.join("report.json")).unwrap();
     assert!(json.contains("redis://:***@10.0.0.1:6379/0"), "{json}");
@@ -381,6 +488,16 @@ fn several_servers_get_a_section_each_and_the_verdict_over_all() {
     assert!(html.contains("id=\"server-valkey-9\""), "no section");
     assert!(html.contains("Valkey 9.1.2"));
     assert!(html.contains("id=\"valkey-9-conformance.lease.expiry-at-instant\""));
+    // Each section's filter is its own: its own radio group, labels naming
+    // its own buttons.
+    assert!(html.contains("name=\"valkey-9-show-filter\" id=\"valkey-9-show-attention\""));
+    assert!(html.contains("<label for=\"valkey-9-show-attention\""));
+    assert!(html.contains("name=\"redis-6.2-show-filter\""));
+    // The first item needing attention on each server, linked from the top.
+    assert!(
+        html.contains("<a href=\"#valkey-9-explorer.one-live-holder\">"),
+        "{html}"
+    );
     let junit = reports::render_junit(&both);
     assert!(
         junit.contains("<testsuite name=\"valkey-9/conformance\""),

@@ -1,0 +1,833 @@
+//! One timeline for every counterexample that is a handful of operations: a
+//! conformance check's history, a take race's command interleaving, an
+//! explorer schedule. Each source is read into one [`Trace`] and drawn by
+//! one renderer ([`render`]), so every failure reads the same way:
+//!
+//! - the calls: a lane per instance (its clock's skew written under its
+//!   name), each operation a bar from invocation to answer, the Redis
+//!   commands it sent as ticks, faults as bands, an unknown outcome as an
+//!   open dashed bar, and a lane for the server clock naming the server ms
+//!   wherever it moves. The x axis is the order of steps, not time: the
+//!   managed server's clock is virtual, and many steps share one ms.
+//! - the grants: each acknowledged grant as an interval in server time,
+//!   the span where two instances held the tree at once hatched red, the
+//!   promise the holder was given (invocation + ttl) marked when it differs
+//!   from the store's expiry, and the breaking instant as a red line.
+//!
+//! Every number drawn is printed in the caption and the table under the
+//! drawing from the same values, in full, so text and drawing never differ.
+//! The long histories of the fault suite are drawn by `timeline.rs`, which
+//! picks a window around the first violation.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::escape;
+
+/// How an operation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// The store answered a reply.
+    Ok,
+    /// The store refused (an error of a known kind).
+    Refused,
+    /// The outcome is unknown, or no answer came: an open interval.
+    Unknown,
+}
+
+/// One step of the x axis.
+#[derive(Debug, Clone, Default)]
+struct Slot {
+    /// Server time at this step, when recorded.
+    server_ms: Option<i64>,
+}
+
+/// An acknowledged grant, in server ms.
+#[derive(Debug, Clone, PartialEq)]
+struct Grant {
+    epoch: i64,
+    /// When the holder may count on it from: the answer's server time (or,
+    /// with no times recorded, the store's expiry minus the ttl asked for).
+    from: i64,
+    /// The expiry the store answered.
+    until: i64,
+    /// Invocation + ttl: the most the holder was promised (the explorer's
+    /// judge uses it); shown when it differs from `until`.
+    promised_until: Option<i64>,
+}
+
+#[derive(Debug, Clone)]
+struct Operation {
+    lane: String,
+    name: String,
+    args: Value,
+    from: usize,
+    /// The slot of its answer; `None`: no answer came.
+    to: Option<usize>,
+    end: End,
+    answer: Value,
+    grant: Option<Grant>,
+    /// The Redis commands it sent, at their slots (take races only).
+    commands: Vec<(usize, String)>,
+}
+
+#[derive(Debug, Clone)]
+struct Fault {
+    name: String,
+    /// The instance it targets; `None` for the whole server.
+    lane: Option<String>,
+    from: usize,
+    to: Option<usize>,
+}
+
+/// A counterexample read into lanes, steps, operations and grants.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Trace {
+    lanes: Vec<String>,
+    /// Instance clock minus server clock, per lane, when both were recorded.
+    skews: BTreeMap<String, i64>,
+    slots: Vec<Slot>,
+    ops: Vec<Operation>,
+    faults: Vec<Fault>,
+    /// Where it broke: the slot, and the server ms of the breaking instant.
+    broke: Option<(usize, Option<i64>)>,
+    /// What the source was, for the caption.
+    source: &'static str,
+    /// A note on how times were found, for the caption.
+    note: Option<&'static str>,
+}
+
+fn lane_of(lanes: &mut Vec<String>, name: &str) {
+    if !lanes.iter().any(|l| l == name) {
+        lanes.push(name.to_string());
+    }
+}
+
+/// The grant in `answer`, if it is one, answered at `at` for `args`.
+fn grant_of(answer: &Value, args: &Value, invoked: Option<i64>, at: Option<i64>) -> Option<Grant> {
+    let g = answer.get("granted")?;
+    let epoch = g["epoch"].as_i64()?;
+    let until = g["expires_at_ms"].as_i64()?;
+    let ttl = args["ttl_ms"].as_i64();
+    let from = at.or_else(|| ttl.map(|t| until - t))?;
+    let promised_until = match (invoked, ttl) {
+        (Some(i), Some(t)) if i + t != until => Some(i + t),
+        _ => None,
+    };
+    Some(Grant {
+        epoch,
+        from,
+        until,
+        promised_until,
+    })
+}
+
+impl Trace {
+    /// The trace of a check's counterexample or evidence, if it holds one
+    /// this renderer draws: a take race (`kind` `take-race`), a history
+    /// (the explorer's counterexample, a conformance check's evidence).
+    pub(crate) fn of(evidence: &Value, counterexample: Option<&Value>) -> Option<Trace> {
+        if let Some(cx) = counterexample {
+            if cx["kind"] == "take-race" || (cx["commands"].is_array() && cx["a"].is_object()) {
+                return Trace::of_race(cx);
+            }
+            if let Some(events) = cx["history"]["events"].as_array() {
+                if !events.is_empty() {
+                    return Trace::of_history(events, "schedule");
+                }
+            }
+            // An explorer counterexample written before it carried its
+            // history: its steps.
+            if let Some(steps) = cx["steps"].as_array() {
+                return Trace::of_steps(steps);
+            }
+        }
+        let events = evidence["history"]["events"].as_array()?;
+        Trace::of_history(events, "history")
+    }
+
+    /// A take race: the commands of two calls in the order the server ran
+    /// them. The server ms of each command is not recorded; a grant starts
+    /// at the store's expiry minus the ttl asked for (when the store
+    /// decided), unless a clock move names the time.
+    fn of_race(cx: &Value) -> Option<Trace> {
+        let commands = cx["commands"].as_array()?;
+        let mut t = Trace {
+            source: "race",
+            note: Some("the server ms of each command is not recorded: each grant starts at its expiry minus the ttl asked for"),
+            ..Trace::default()
+        };
+        let mut by_lane: BTreeMap<String, Vec<(usize, String)>> = BTreeMap::new();
+        let mut now: Option<i64> = None;
+        for c in commands {
+            let who = c["instance"].as_str().unwrap_or("");
+            let text = c["command"].as_str().unwrap_or("");
+            if who == "clock" {
+                // "the server clock moves to N": a step of its own.
+                now = text.rsplit(' ').next().and_then(|n| n.parse().ok()).or(now);
+                t.slots.push(Slot { server_ms: now });
+                continue;
+            }
+            lane_of(&mut t.lanes, who);
+            by_lane
+                .entry(who.to_string())
+                .or_default()
+                .push((t.slots.len(), text.to_string()));
+            t.slots.push(Slot { server_ms: now });
+        }
+        for (name, side) in cx.as_object()?.iter() {
+            let Some(call) = side.get("call") else {
+                continue;
+            };
+            let cmds = by_lane.remove(name).unwrap_or_default();
+            lane_of(&mut t.lanes, name);
+            let from = cmds.first().map(|(s, _)| *s).unwrap_or(0);
+            let to = cmds.last().map(|(s, _)| *s);
+            let answer = side["answer"].clone();
+            let grant = grant_of(&answer, &call["args"], None, None);
+            t.ops.push(Operation {
+                lane: name.clone(),
+                name: call["op"].as_str().unwrap_or("").to_string(),
+                args: call["args"].clone(),
+                from,
+                to,
+                end: if answer.get("error").is_some() {
+                    End::Refused
+                } else {
+                    End::Ok
+                },
+                answer,
+                grant,
+                commands: cmds,
+            });
+        }
+        t.lanes.sort();
+        // It broke when the last of the calls was answered.
+        let last = t.ops.iter().filter_map(|o| o.to).max()?;
+        let at = t
+            .ops
+            .iter()
+            .filter_map(|o| o.grant.as_ref().map(|g| g.from))
+            .max();
+        t.broke = Some((last, at));
+        Some(t)
+    }
+
+    /// An explorer schedule's steps (`what` is `<instance>: <action>`):
+    /// an operation runs from the step that started it to the step that
+    /// recorded its answer; a step's commands are ticks on its lane.
+    fn of_steps(steps: &[Value]) -> Option<Trace> {
+        let mut t = Trace {
+            source: "schedule",
+            ..Trace::default()
+        };
+        let mut open: BTreeMap<String, usize> = BTreeMap::new();
+        for s in steps {
+            let slot = t.slots.len();
+            let server_ms = s["server_ms"].as_i64();
+            t.slots.push(Slot { server_ms });
+            let what = s["what"].as_str().unwrap_or("");
+            let Some((who, action)) = what.split_once(": ") else {
+                continue;
+            };
+            if who.contains(' ') {
+                continue;
+            }
+            lane_of(&mut t.lanes, who);
+            let i = match open.get(who) {
+                Some(i) if !matches!(action, "take" | "renew" | "release" | "read") => *i,
+                _ if action.starts_with("crashes") => {
+                    open.remove(who);
+                    continue;
+                }
+                _ => {
+                    open.insert(who.to_string(), t.ops.len());
+                    t.ops.push(Operation {
+                        lane: who.to_string(),
+                        name: action.to_string(),
+                        args: Value::Null,
+                        from: slot,
+                        to: None,
+                        end: End::Unknown,
+                        answer: Value::Null,
+                        grant: None,
+                        commands: Vec::new(),
+                    });
+                    t.ops.len() - 1
+                }
+            };
+            for c in s["commands"].as_array().into_iter().flatten() {
+                t.ops[i]
+                    .commands
+                    .push((slot, c.as_str().unwrap_or("").to_string()));
+            }
+            if !s["answer"].is_null() {
+                open.remove(who);
+                let o = &mut t.ops[i];
+                o.to = Some(slot);
+                o.answer = s["answer"].clone();
+                o.end = if o.answer.get("error").is_some() {
+                    End::Refused
+                } else {
+                    End::Ok
+                };
+                o.grant = grant_of(&o.answer, &o.args, None, server_ms);
+            }
+        }
+        if t.ops.is_empty() {
+            return None;
+        }
+        let last = t.slots.len() - 1;
+        t.broke = Some((last, t.slots[last].server_ms));
+        Some(t)
+    }
+
+    /// A history of invocations and completions (harness `History` as
+    /// JSON): one slot per event; the last completion is where it broke.
+    fn of_history(events: &[Value], source: &'static str) -> Option<Trace> {
+        let mut t = Trace {
+            source,
+            ..Trace::default()
+        };
+        let mut open: BTreeMap<String, usize> = BTreeMap::new();
+        let mut open_faults: Vec<usize> = Vec::new();
+        let mut last_completion = None;
+        for e in events {
+            let slot = t.slots.len();
+            let server_ms = e["server_ms"].as_i64();
+            t.slots.push(Slot { server_ms });
+            let who = e["instance"].as_str().unwrap_or("").to_string();
+            let op = e["op"].as_str().unwrap_or("").to_string();
+            match e["kind"].as_str().unwrap_or("") {
+                "nemesis" => {
+                    let name = op.strip_prefix("nemesis.").unwrap_or(&op).to_string();
+                    let lane = e["value"]["fault"]["instance_name"]
+                        .as_str()
+                        .map(str::to_string);
+                    if e["value"]["phase"] == "end" {
+                        if let Some(k) = open_faults
+                            .iter()
+                            .position(|f| t.faults[*f].name == name && t.faults[*f].lane == lane)
+                        {
+                            let f = open_faults.remove(k);
+                            t.faults[f].to = Some(slot);
+                            continue;
+                        }
+                    }
+                    open_faults.push(t.faults.len());
+                    t.faults.push(Fault {
+                        name,
+                        lane,
+                        from: slot,
+                        to: None,
+                    });
+                }
+                "invoke" => {
+                    lane_of(&mut t.lanes, &who);
+                    if let Some(s) = server_ms {
+                        t.skews
+                            .entry(who.clone())
+                            .or_insert(e["clock_ms"].as_i64().unwrap_or(s) - s);
+                    }
+                    open.insert(who.clone(), t.ops.len());
+                    t.ops.push(Operation {
+                        lane: who,
+                        name: op,
+                        args: e["value"].clone(),
+                        from: slot,
+                        to: None,
+                        end: End::Unknown,
+                        answer: Value::Null,
+                        grant: None,
+                        commands: Vec::new(),
+                    });
+                }
+                kind => {
+                    last_completion = Some(slot);
+                    let Some(i) = open.remove(&who) else {
+                        continue;
+                    };
+                    let invoked = t.slots[t.ops[i].from].server_ms;
+                    let o = &mut t.ops[i];
+                    o.to = Some(slot);
+                    o.answer = e["value"].clone();
+                    o.end = match kind {
+                        "ok" => End::Ok,
+                        "fail" => End::Refused,
+                        _ => End::Unknown,
+                    };
+                    if o.end == End::Ok {
+                        o.grant = grant_of(&o.answer, &o.args, invoked, server_ms);
+                    }
+                }
+            }
+        }
+        if t.ops.is_empty() {
+            return None;
+        }
+        let at = last_completion.or(t.ops.iter().map(|o| o.from).max())?;
+        t.broke = Some((at, t.slots[at].server_ms));
+        Some(t)
+    }
+
+    fn grants(&self) -> Vec<(&str, &Grant)> {
+        self.ops
+            .iter()
+            .filter_map(|o| o.grant.as_ref().map(|g| (o.lane.as_str(), g)))
+            .collect()
+    }
+
+    /// Spans of server time when grants of two different instances were
+    /// both live: `(from, until, lane a, lane b)`.
+    fn overlaps(&self) -> Vec<(i64, i64, String, String)> {
+        let g = self.grants();
+        let mut out = Vec::new();
+        for (i, (la, a)) in g.iter().enumerate() {
+            for (lb, b) in &g[i + 1..] {
+                let (from, until) = (a.from.max(b.from), a.until.min(b.until));
+                if la != lb && from < until {
+                    out.push((from, until, la.to_string(), lb.to_string()));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A JSON value in one line, cut to `max` characters.
+fn short(v: &Value, max: usize) -> String {
+    let s = match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
+    if s.chars().count() > max {
+        let cut: String = s.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    } else {
+        s
+    }
+}
+
+/// An answer's gist: the reply's variant (`granted`, `busy`) or error kind.
+fn gist(o: &Operation) -> String {
+    match (o.end, o.to) {
+        (End::Ok, _) => o
+            .answer
+            .as_object()
+            .and_then(|m| m.keys().next().cloned())
+            .unwrap_or_else(|| short(&o.answer, 10)),
+        (End::Refused, _) => o.answer["kind"]
+            .as_str()
+            .or(o.answer["error"]["kind"].as_str())
+            .unwrap_or("refused")
+            .to_string(),
+        (End::Unknown, Some(_)) => "unknown".into(),
+        (End::Unknown, None) => "no answer".into(),
+    }
+}
+
+/// The command's verb (`EVALSHA`, `HSET`): the tick's label.
+fn verb(command: &str) -> &str {
+    command.split(' ').next().unwrap_or(command)
+}
+
+fn skew_text(ms: i64) -> String {
+    if ms == 0 {
+        "clock = server".into()
+    } else {
+        format!("clock {ms:+} ms")
+    }
+}
+
+/// Draws the trace: a caption, the SVG (calls, then grants in server time)
+/// and a table of the grants. `id` names the figure (for links and tests).
+pub(crate) fn render(t: &Trace, id: &str) -> String {
+    let grants = t.grants();
+    let overlaps = t.overlaps();
+    let mut caption = format!(
+        "{} operation{} in {} step{} of {} lane{}",
+        t.ops.len(),
+        if t.ops.len() == 1 { "" } else { "s" },
+        t.slots.len(),
+        if t.slots.len() == 1 { "" } else { "s" },
+        t.lanes.len(),
+        if t.lanes.len() == 1 { "" } else { "s" }
+    );
+    if !t.skews.values().all(|s| *s == 0) {
+        let skews: Vec<String> = t
+            .skews
+            .iter()
+            .map(|(l, s)| format!("{l} {}", skew_text(*s)))
+            .collect();
+        caption.push_str(&format!("; instance clocks: {}", skews.join(", ")));
+    }
+    for (from, until, a, b) in &overlaps {
+        caption.push_str(&format!(
+            "; <b>{} and {} both held the lease from server ms {from} to {until}</b>",
+            escape(a),
+            escape(b)
+        ));
+    }
+    if let Some((_, Some(ms))) = t.broke {
+        caption.push_str(&format!("; broken at server ms {ms}"));
+    }
+    if let Some(note) = t.note {
+        caption.push_str(&format!(" ({note})"));
+    }
+    let mut h = format!(
+        "<figure class=\"timeline\" id=\"timeline-{}\"><figcaption>Timeline of the {}: {caption}.</figcaption>",
+        escape(id),
+        t.source
+    );
+    let label = caption.replace("<b>", "").replace("</b>", "");
+    h.push_str(&svg(t, &grants, &overlaps, &label));
+    if !grants.is_empty() {
+        h.push_str("<div class=\"scroll\"><table class=\"grants\"><tr><th scope=\"col\">instance</th><th scope=\"col\">epoch</th><th scope=\"col\">held from (server ms)</th><th scope=\"col\">store's expiry</th><th scope=\"col\">promised until (invocation + ttl)</th></tr>");
+        for (lane, g) in &grants {
+            h.push_str(&format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(lane),
+                g.epoch,
+                g.from,
+                g.until,
+                g.promised_until
+                    .map(|p| p.to_string())
+                    .unwrap_or_else(|| "= expiry".into())
+            ));
+        }
+        h.push_str("</table></div>");
+    }
+    h.push_str("</figure>");
+    h
+}
+
+fn svg(
+    t: &Trace,
+    grants: &[(&str, &Grant)],
+    overlaps: &[(i64, i64, String, String)],
+    label: &str,
+) -> String {
+    let left = 118.0;
+    let width: f64 = 900.0;
+    let slot_w = ((width - left - 20.0) / t.slots.len().max(1) as f64).clamp(14.0, 120.0);
+    let lane_h = 34.0;
+    let x = |s: usize| left + slot_w * (s as f64 + 0.5);
+    let width = width.max(x(t.slots.len()) + 10.0);
+    // Part 1: the server clock lane, then a lane per instance.
+    let clock_y = 14.0;
+    let calls_top = clock_y + 22.0;
+    let lane_y =
+        |l: &str| calls_top + lane_h * t.lanes.iter().position(|x| x == l).unwrap_or(0) as f64;
+    let calls_bottom = calls_top + lane_h * t.lanes.len() as f64;
+    // Part 2: grants in server time.
+    let g_top = calls_bottom + 34.0;
+    let g_lanes: Vec<&str> = t
+        .lanes
+        .iter()
+        .map(String::as_str)
+        .filter(|l| grants.iter().any(|(gl, _)| gl == l))
+        .collect();
+    let g_bottom = g_top + lane_h * g_lanes.len() as f64;
+    let height = if grants.is_empty() {
+        calls_bottom + 12.0
+    } else {
+        g_bottom + 30.0
+    };
+    let mut s = format!(
+        "<div class=\"scroll\"><svg class=\"trace\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\" role=\"img\" aria-label=\"{label}\" style=\"max-width:100%;height:auto\">"
+    );
+    s.push_str(&format!(
+        "<text x=\"2\" y=\"{:.1}\" class=\"lbl\">server ms</text>",
+        clock_y + 4.0
+    ));
+    let mut last_ms = None;
+    let mut row = 0;
+    for (i, slot) in t.slots.iter().enumerate() {
+        if slot.server_ms.is_some() && slot.server_ms != last_ms {
+            let ms = slot.server_ms.unwrap_or_default();
+            // Alternate two heights so that neighbouring times never overlap.
+            s.push_str(&format!(
+                "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{1:.1}\" y2=\"{2:.1}\" class=\"tick\"/><text x=\"{0:.1}\" y=\"{3:.1}\" class=\"ms\">{ms}</text>",
+                x(i),
+                clock_y + 8.0,
+                calls_bottom,
+                clock_y + if row % 2 == 0 { 0.0 } else { 10.0 }
+            ));
+            row += 1;
+            last_ms = slot.server_ms;
+        }
+    }
+    if last_ms.is_none() {
+        s.push_str(&format!(
+            "<text x=\"{left}\" y=\"{:.1}\" class=\"ms\">not recorded per step</text>",
+            clock_y + 4.0
+        ));
+    }
+    for l in &t.lanes {
+        let y = lane_y(l);
+        let skew = t
+            .skews
+            .get(l)
+            .map(|k| {
+                format!(
+                    "<text x=\"2\" y=\"{:.1}\" class=\"skew\">{}</text>",
+                    y + 28.0,
+                    skew_text(*k)
+                )
+            })
+            .unwrap_or_default();
+        s.push_str(&format!(
+            "<line x1=\"0\" x2=\"{width:.0}\" y1=\"{y:.1}\" y2=\"{y:.1}\" class=\"lane\"/><text x=\"2\" y=\"{:.1}\" class=\"name\">instance {}</text>{skew}",
+            y + 16.0,
+            escape(l)
+        ));
+    }
+    for f in &t.faults {
+        let x0 = x(f.from) - slot_w / 2.0;
+        let x1 = f.to.map(|e| x(e) + slot_w / 2.0).unwrap_or(width - 4.0);
+        let (y0, y1) = match &f.lane {
+            Some(l) => (lane_y(l), lane_y(l) + lane_h),
+            None => (calls_top, calls_bottom),
+        };
+        s.push_str(&format!(
+            "<g><title>fault {}{}</title><rect x=\"{x0:.1}\" y=\"{y0:.1}\" width=\"{:.1}\" height=\"{:.1}\" class=\"fault\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"faultname\">{}</text></g>",
+            escape(&f.name),
+            f.lane.as_ref().map(|l| format!(" on {}", escape(l))).unwrap_or_default(),
+            (x1 - x0).max(2.0),
+            y1 - y0,
+            x0 + 2.0,
+            y1 - 3.0,
+            escape(&f.name)
+        ));
+    }
+    for o in &t.ops {
+        let y = lane_y(&o.lane) + 5.0;
+        let x0 = x(o.from) - slot_w * 0.4;
+        let x1 = o.to.map(|e| x(e) + slot_w * 0.4).unwrap_or(width - 4.0);
+        let class = match (o.end, o.to) {
+            (End::Ok, _) => "op ok",
+            (End::Refused, _) => "op refused",
+            (End::Unknown, _) => "op unknown",
+        };
+        let title = format!(
+            "{} {} → {}",
+            o.name,
+            short(&o.args, 80),
+            if o.to.is_some() {
+                short(&o.answer, 80)
+            } else {
+                "no answer".into()
+            }
+        );
+        s.push_str(&format!(
+            "<g><title>{}</title><rect x=\"{x0:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"16\" rx=\"3\" class=\"{class}\"/>",
+            escape(&title),
+            (x1 - x0).max(4.0)
+        ));
+        for (slot, cmd) in &o.commands {
+            s.push_str(&format!(
+                "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{1:.1}\" y2=\"{2:.1}\" class=\"cmd\"/><text x=\"{0:.1}\" y=\"{3:.1}\" class=\"cmdname\">{4}</text>",
+                x(*slot),
+                y + 11.0,
+                y + 16.0,
+                y + 26.0,
+                escape(verb(cmd))
+            ));
+        }
+        let op = o.name.rsplit('.').next().unwrap_or(&o.name);
+        s.push_str(&format!(
+            "<text x=\"{:.1}\" y=\"{:.1}\" class=\"oplabel\">{} → {}</text></g>",
+            x0 + 3.0,
+            y + 12.0,
+            escape(op),
+            escape(&gist(o))
+        ));
+    }
+    if let Some((slot, _)) = t.broke {
+        let xb = x(slot) + slot_w * 0.45;
+        s.push_str(&format!(
+            "<line x1=\"{xb:.1}\" x2=\"{xb:.1}\" y1=\"{calls_top:.1}\" y2=\"{calls_bottom:.1}\" class=\"broke\"/>"
+        ));
+    }
+    if !grants.is_empty() {
+        let t0 = grants.iter().map(|(_, g)| g.from).min().unwrap_or(0);
+        let t1 = grants
+            .iter()
+            .flat_map(|(_, g)| [Some(g.until), g.promised_until])
+            .flatten()
+            .chain(t.broke.and_then(|(_, ms)| ms))
+            .max()
+            .unwrap_or(t0 + 1)
+            .max(t0 + 1);
+        let span = (t1 - t0) as f64;
+        let gx = |ms: i64| left + (ms - t0) as f64 / span * (width - left - 150.0);
+        s.push_str(&format!(
+            "<text x=\"2\" y=\"{:.1}\" class=\"name\">grants in server time, ms {t0} to {t1}</text>",
+            g_top - 10.0
+        ));
+        for l in &g_lanes {
+            let y = g_top + lane_h * g_lanes.iter().position(|x| x == l).unwrap_or(0) as f64;
+            s.push_str(&format!(
+                "<line x1=\"0\" x2=\"{width:.0}\" y1=\"{y:.1}\" y2=\"{y:.1}\" class=\"lane\"/><text x=\"2\" y=\"{:.1}\" class=\"name\">instance {}</text>",
+                y + 16.0,
+                escape(l)
+            ));
+        }
+        for (from, until, a, b) in overlaps {
+            s.push_str(&format!(
+                "<g><title>{} and {} both held the lease from {from} to {until}</title><rect x=\"{:.1}\" y=\"{g_top:.1}\" width=\"{:.1}\" height=\"{:.1}\" class=\"overlap\"/></g>",
+                escape(a),
+                escape(b),
+                gx(*from),
+                (gx(*until) - gx(*from)).max(2.0),
+                g_bottom - g_top
+            ));
+        }
+        for (lane, g) in grants {
+            let y =
+                g_top + lane_h * g_lanes.iter().position(|x| x == lane).unwrap_or(0) as f64 + 6.0;
+            let (x0, x1) = (gx(g.from), gx(g.until));
+            s.push_str(&format!(
+                "<g><title>{} epoch {}: held from {} to {}</title><rect x=\"{x0:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"16\" rx=\"3\" class=\"grant\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"oplabel\">epoch {} · {}–{}</text></g>",
+                escape(lane),
+                g.epoch,
+                g.from,
+                g.until,
+                (x1 - x0).max(3.0),
+                x0 + 3.0,
+                y + 12.0,
+                g.epoch,
+                g.from,
+                g.until
+            ));
+            if let Some(p) = g.promised_until {
+                let xp = gx(p);
+                s.push_str(&format!(
+                    "<line x1=\"{xp:.1}\" x2=\"{xp:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" class=\"promise\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"skew\">promised until {p}</text>",
+                    y - 4.0,
+                    y + 20.0,
+                    xp + 3.0,
+                    y + 27.0
+                ));
+            }
+        }
+        if let Some((_, Some(ms))) = t.broke {
+            let xb = gx(ms);
+            s.push_str(&format!(
+                "<line x1=\"{xb:.1}\" x2=\"{xb:.1}\" y1=\"{:.1}\" y2=\"{g_bottom:.1}\" class=\"broke\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"brokelbl\">broken at {ms}</text>",
+                g_top - 4.0,
+                (xb + 4.0).min(width - 150.0),
+                g_bottom + 16.0
+            ));
+        }
+    }
+    s.push_str("</svg></div>");
+    s
+}
+
+/// The styles of the drawing (inline in the page's one style sheet).
+pub(crate) const STYLE: &str = "svg.trace{min-width:560px}.trace text{font:11px system-ui,sans-serif;fill:#222}.trace .name{font-size:12px;font-weight:600}\
+.trace .ms,.trace .skew{font-size:10px;fill:#444}.trace .lane{stroke:#ccc}.trace .tick{stroke:#bbb;stroke-dasharray:2 3}\
+.trace .op{stroke-width:1.5}.trace .ok{fill:#cfe3f5;stroke:#2b5d8a}.trace .refused{fill:#e8e8e8;stroke:#555}\
+.trace .unknown{fill:#fff;stroke:#6b4fbb;stroke-dasharray:4 3}.trace .cmd{stroke:#1c3d5a;stroke-width:2}\
+.trace .cmdname{font-size:9px;fill:#1c3d5a}.trace .grant{fill:#9cc3e6;stroke:#1c3d5a;fill-opacity:.85}\
+.trace .overlap{fill:#c00;fill-opacity:.16;stroke:#c00;stroke-dasharray:3 2}.trace .broke{stroke:#c00;stroke-width:2}\
+.trace .brokelbl{fill:#a00;font-weight:700}.trace .promise{stroke:#6b4fbb;stroke-width:2;stroke-dasharray:3 2}\
+.trace .fault{fill:#f0a030;fill-opacity:.2;stroke:#a05a00;stroke-dasharray:2 2}.trace .faultname{fill:#6b3b00;font-size:10px}";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn race() -> Value {
+        json!({"kind": "take-race", "race": "two takes of a free tree",
+            "a": {"call": {"op": "lease.take", "args": {"holder": "a", "tree": "t", "ttl_ms": 1000}},
+                  "answer": {"granted": {"epoch": 1, "expires_at_ms": 5000}}},
+            "b": {"call": {"op": "lease.take", "args": {"holder": "b", "tree": "t", "ttl_ms": 1000}},
+                  "answer": {"granted": {"epoch": 1, "expires_at_ms": 5000}}},
+            "commands": [
+                {"instance": "a", "command": "EVALSHA x 1 k 0"},
+                {"instance": "b", "command": "EVALSHA x 1 k 0"},
+                {"instance": "a", "command": "HSET k holder a"},
+                {"instance": "b", "command": "HSET k holder b"}]})
+    }
+
+    #[test]
+    fn a_take_race_draws_both_grants_and_their_overlap() {
+        let t = Trace::of(&Value::Null, Some(&race())).unwrap();
+        assert_eq!(t.lanes, ["a", "b"]);
+        assert_eq!(t.slots.len(), 4);
+        assert_eq!(
+            t.ops[0].commands.iter().map(|c| c.0).collect::<Vec<_>>(),
+            [0, 2]
+        );
+        assert_eq!(t.overlaps(), [(4000, 5000, "a".into(), "b".into())]);
+        assert_eq!(t.broke, Some((3, Some(4000))));
+        let h = render(&t, "x");
+        assert!(
+            h.contains("a and b both held the lease from server ms 4000 to 5000"),
+            "{h}"
+        );
+        assert_eq!(h.matches("class=\"grant\"").count(), 2, "{h}");
+        assert_eq!(h.matches(">HSET</text>").count(), 2, "{h}");
+    }
+
+    #[test]
+    fn the_promise_the_text_names_is_the_one_drawn() {
+        // The explorer's judge: b asked at 500 with a 1000 ms lease, so it
+        // was promised 1500; the store (deciding later) said 2000.
+        let events = json!([
+            {"index": 0, "instance": "a", "kind": "invoke", "op": "lease.take",
+             "value": {"holder": "a", "tree": "t", "ttl_ms": 1000}, "server_ms": 0, "clock_ms": 0},
+            {"index": 1, "instance": "a", "kind": "ok", "op": "lease.take",
+             "value": {"granted": {"epoch": 1, "expires_at_ms": 1000}}, "server_ms": 0, "clock_ms": 0},
+            {"index": 2, "instance": "b", "kind": "invoke", "op": "lease.take",
+             "value": {"holder": "b", "tree": "t", "ttl_ms": 1000}, "server_ms": 500, "clock_ms": 1000},
+            {"index": 3, "instance": "b", "kind": "ok", "op": "lease.take",
+             "value": {"granted": {"epoch": 2, "expires_at_ms": 2000}}, "server_ms": 999, "clock_ms": 1000}
+        ]);
+        let t = Trace::of_history(events.as_array().unwrap(), "schedule").unwrap();
+        assert_eq!(t.skews.get("b"), Some(&500));
+        let b = t.grants()[1].1.clone();
+        assert_eq!((b.from, b.until, b.promised_until), (999, 2000, Some(1500)));
+        let h = render(&t, "x");
+        assert!(h.contains("promised until 1500</text>"), "{h}");
+        assert!(h.contains("epoch 2 · 999–2000</text>"), "{h}");
+        assert!(
+            h.contains("<td>b</td><td>2</td><td>999</td><td>2000</td><td>1500</td>"),
+            "{h}"
+        );
+        assert!(
+            h.contains("a and b both held the lease from server ms 999 to 1000"),
+            "{h}"
+        );
+        assert!(h.contains("b clock +500 ms"), "{h}");
+    }
+
+    #[test]
+    fn an_operation_without_an_answer_is_open_and_a_fault_a_band() {
+        let events = json!([
+            {"index": 0, "instance": "a", "kind": "invoke", "op": "lease.take",
+             "value": {"holder": "a"}, "server_ms": 10, "clock_ms": 10},
+            {"index": 1, "instance": "nemesis", "kind": "nemesis", "op": "nemesis.partition",
+             "value": {"phase": "start", "fault": {"instance_name": "a"}}, "server_ms": 11, "clock_ms": 11},
+            {"index": 2, "instance": "nemesis", "kind": "nemesis", "op": "nemesis.partition",
+             "value": {"phase": "end", "fault": {"instance_name": "a"}}, "server_ms": 12, "clock_ms": 12},
+            {"index": 3, "instance": "b", "kind": "invoke", "op": "lease.read",
+             "value": {}, "server_ms": 12, "clock_ms": 12},
+            {"index": 4, "instance": "b", "kind": "info", "op": "lease.read",
+             "value": {"kind": "unavailable"}, "server_ms": 13, "clock_ms": 12}
+        ]);
+        let t = Trace::of_history(events.as_array().unwrap(), "history").unwrap();
+        assert_eq!(t.faults.len(), 1);
+        assert_eq!((t.faults[0].from, t.faults[0].to), (1, Some(2)));
+        let h = render(&t, "x");
+        assert!(h.contains("take → no answer"), "{h}");
+        assert!(h.contains("read → unknown"), "{h}");
+        assert_eq!(h.matches("class=\"fault\"").count(), 1, "{h}");
+        assert_eq!(t.broke, Some((4, Some(13))));
+    }
+}
