@@ -7,7 +7,7 @@
 
 use async_trait::async_trait;
 use harness::contract::{Call, ErrorKind, Reply, StoreError};
-use harness::store::{StoreClient, StoreFactory};
+use harness::store::{Hello, StoreClient, StoreFactory};
 
 use crate::sabotaged::{ClientSabotage, Sabotaged};
 
@@ -24,13 +24,18 @@ impl<F: StoreFactory> BlindRetry<F> {
     }
 }
 
+#[async_trait]
 impl ClientSabotage for RetryOnce {
     fn spec(&self) -> String {
         "sabotage:blind-retry".to_string()
     }
 
-    fn wrap(&self, inner: Box<dyn StoreClient>) -> Box<dyn StoreClient> {
-        Box::new(Client { inner })
+    async fn wrap(
+        &self,
+        _: &Hello,
+        inner: Box<dyn StoreClient>,
+    ) -> Result<Box<dyn StoreClient>, StoreError> {
+        Ok(Box::new(Client { inner }))
     }
 }
 

@@ -8,7 +8,7 @@
 
 use async_trait::async_trait;
 use harness::contract::{Call, ChildState, Reply, Request, StoreError};
-use harness::store::{StoreClient, StoreFactory};
+use harness::store::{Hello, StoreClient, StoreFactory};
 
 use crate::sabotaged::{ClientSabotage, Sabotaged};
 
@@ -25,13 +25,18 @@ impl<F: StoreFactory> CompleteAnyAttempt<F> {
     }
 }
 
+#[async_trait]
 impl ClientSabotage for CompleteById {
     fn spec(&self) -> String {
         "sabotage:complete-any-attempt".to_string()
     }
 
-    fn wrap(&self, inner: Box<dyn StoreClient>) -> Box<dyn StoreClient> {
-        Box::new(Client { inner })
+    async fn wrap(
+        &self,
+        _: &Hello,
+        inner: Box<dyn StoreClient>,
+    ) -> Result<Box<dyn StoreClient>, StoreError> {
+        Ok(Box::new(Client { inner }))
     }
 }
 

@@ -20,7 +20,7 @@ mod state_in_process;
 use std::sync::Arc;
 
 pub use ignores_redis_url::IgnoresRedisUrl;
-pub use state_in_process::StateInProcess;
+use state_in_process::state_in_process;
 
 use crate::{builtin, lua, Caught, How, LuaPatch, LuaSabotage, Named};
 
@@ -101,7 +101,7 @@ pub(crate) const NAMED: &[Named] = &[
         real_bug: "a lock or job table kept in the service's own memory (an in-process map or memory cache) and only mirrored to Redis, the single-process design that breaks once a second process or a server restart is involved",
         caught_by: "crash.opt-out-loses",
         caught_when: Caught::Fails,
-        how: How::Store(|w, _| Arc::new(StateInProcess::new(builtin(w)))),
+        how: How::Store(|w, _| Arc::new(state_in_process(builtin(w)))),
     },
     Named {
         name: "ignores-redis-url",

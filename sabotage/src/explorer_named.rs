@@ -8,7 +8,7 @@ mod fail_open;
 use std::sync::Arc;
 
 use crate::{builtin, lua, Caught, How, Named};
-use extra_command::{Extra, ExtraCommand};
+use extra_command::{extra_command, Extra};
 
 /// This group's sabotages, in report order.
 pub(crate) const NAMED: &[Named] = &[
@@ -28,7 +28,7 @@ pub(crate) const NAMED: &[Named] = &[
         caught_by: "explorer.zombie-renew-race-reached",
         caught_when: Caught::Undecided,
         how: How::Store(|w, _| {
-            Arc::new(ExtraCommand::new(
+            Arc::new(extra_command(
                 builtin(w),
                 Extra::ReadBack(&["lease.take", "lease.renew"]),
                 "read-back-renew",
@@ -42,7 +42,7 @@ pub(crate) const NAMED: &[Named] = &[
         caught_by: "explorer.zombie-release-race-reached",
         caught_when: Caught::Undecided,
         how: How::Store(|w, _| {
-            Arc::new(ExtraCommand::new(
+            Arc::new(extra_command(
                 builtin(w),
                 Extra::ReadBack(&["lease.take", "lease.release"]),
                 "read-back-release",
@@ -56,7 +56,7 @@ pub(crate) const NAMED: &[Named] = &[
         caught_by: "explorer.exploration-complete",
         caught_when: Caught::Undecided,
         how: How::Store(|w, _| {
-            Arc::new(ExtraCommand::new(
+            Arc::new(extra_command(
                 builtin(w),
                 Extra::WallClockStamp,
                 "wall-clock-stamp",

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use harness::contract::{Call, ErrorKind, Reply, Request, StoreError};
-use harness::store::{StoreClient, StoreFactory};
+use harness::store::{Hello, StoreClient, StoreFactory};
 
 use crate::sabotaged::{ClientSabotage, Sabotaged};
 
@@ -40,16 +40,21 @@ impl<F: StoreFactory> OomSwallowed<F> {
     }
 }
 
+#[async_trait]
 impl ClientSabotage for SwallowOom {
     fn spec(&self) -> String {
         "sabotage:oom-swallowed".to_string()
     }
 
-    fn wrap(&self, inner: Box<dyn StoreClient>) -> Box<dyn StoreClient> {
-        Box::new(Client {
+    async fn wrap(
+        &self,
+        _: &Hello,
+        inner: Box<dyn StoreClient>,
+    ) -> Result<Box<dyn StoreClient>, StoreError> {
+        Ok(Box::new(Client {
             inner,
             invented: self.invented.clone(),
-        })
+        }))
     }
 }
 

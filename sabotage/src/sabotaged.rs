@@ -7,13 +7,19 @@ use harness::contract::StoreError;
 use harness::store::{DurableState, Hello, StoreClient, StoreFactory, StoreInfo};
 
 /// How a sabotage changes each instance's client, and its name.
+#[async_trait]
 pub trait ClientSabotage: Send + Sync {
     /// The `--store` spec it runs as, e.g. `sabotage:blind-retry`.
     fn spec(&self) -> String;
 
     /// The sabotaged client around `inner`, a connected client of the
-    /// wrapped store.
-    fn wrap(&self, inner: Box<dyn StoreClient>) -> Box<dyn StoreClient>;
+    /// wrapped store, for the instance that said `hello` (a sabotage may
+    /// open a connection of its own to `hello.redis_url`).
+    async fn wrap(
+        &self,
+        hello: &Hello,
+        inner: Box<dyn StoreClient>,
+    ) -> Result<Box<dyn StoreClient>, StoreError>;
 }
 
 /// `inner` with every instance's client changed by `how`; where it keeps
@@ -50,6 +56,6 @@ impl<F: StoreFactory, S: ClientSabotage> StoreFactory for Sabotaged<F, S> {
         clock_ms: i64,
     ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
         let (info, inner) = self.inner.connect(hello, clock_ms).await?;
-        Ok((info, self.how.wrap(inner)))
+        Ok((info, self.how.wrap(hello, inner).await?))
     }
 }

@@ -9,6 +9,7 @@ use harness::store::{DurableState, Hello, StoreClient, StoreFactory, StoreInfo};
 use redis::aio::MultiplexedConnection;
 
 use crate::conn::{self, unavailable};
+use crate::{ClientSabotage, Sabotaged};
 
 use crate::corrupt;
 
@@ -113,15 +114,12 @@ pub enum Extra {
 }
 
 /// A store whose answers are right but which writes what it must not.
-pub struct SideEffect<F> {
-    inner: F,
-    extra: Extra,
-}
+pub type SideEffect<F> = Sabotaged<F, Extra>;
 
 impl<F: StoreFactory> SideEffect<F> {
     /// `inner`, also writing `extra`.
     pub fn new(inner: F, extra: Extra) -> Self {
-        SideEffect { inner, extra }
+        Sabotaged::wrapping(inner, extra)
     }
 }
 
@@ -165,27 +163,23 @@ impl StoreClient for SideEffectClient {
 }
 
 #[async_trait]
-impl<F: StoreFactory> StoreFactory for SideEffect<F> {
+impl ClientSabotage for Extra {
     fn spec(&self) -> String {
-        format!("sabotage:side-effect:{:?}", self.extra)
+        format!("sabotage:side-effect:{self:?}")
     }
 
-    async fn connect(
+    async fn wrap(
         &self,
         hello: &Hello,
-        clock_ms: i64,
-    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
-        let (info, inner) = self.inner.connect(hello, clock_ms).await?;
+        inner: Box<dyn StoreClient>,
+    ) -> Result<Box<dyn StoreClient>, StoreError> {
         let conn = conn::open(&hello.redis_url, &[]).await?;
-        Ok((
-            info,
-            Box::new(SideEffectClient {
-                inner,
-                extra: self.extra,
-                prefix: hello.prefix.clone(),
-                conn,
-            }),
-        ))
+        Ok(Box::new(SideEffectClient {
+            inner,
+            extra: *self,
+            prefix: hello.prefix.clone(),
+            conn,
+        }))
     }
 }
 

@@ -11,10 +11,11 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use harness::contract::{Call, Contract, ContractModel, Reply, Request, StoreError};
 use harness::store::redis::RedisStoreFactory;
-use harness::store::{DurableState, Hello, StoreClient, StoreFactory, StoreInfo};
+use harness::store::{Hello, StoreClient};
 use redis::aio::MultiplexedConnection;
 
 use crate::conn::{self, unavailable};
+use crate::{ClientSabotage, Sabotaged};
 
 /// The tables of one process: one [`ContractModel`] per key prefix (a
 /// prefix is one deployment's keyspace).
@@ -23,19 +24,21 @@ type Tables = Arc<Mutex<HashMap<String, ContractModel>>>;
 /// The built-in Redis store, mirrored into, with every answer taken from a
 /// table in this process. Its instances share the table for as long as the
 /// factory lives.
-pub struct StateInProcess {
-    inner: RedisStoreFactory,
+pub type StateInProcess = Sabotaged<RedisStoreFactory, AnswerFromTable>;
+
+/// How [`StateInProcess`] changes each instance: its answers from `tables`.
+pub struct AnswerFromTable {
     tables: Tables,
 }
 
-impl StateInProcess {
-    /// `inner` as the mirror, the answers from a table of this process.
-    pub fn new(inner: RedisStoreFactory) -> Self {
-        StateInProcess {
-            inner,
+/// `inner` as the mirror, the answers from a table of this process.
+pub fn state_in_process(inner: RedisStoreFactory) -> StateInProcess {
+    Sabotaged::wrapping(
+        inner,
+        AnswerFromTable {
             tables: Arc::default(),
-        }
-    }
+        },
+    )
 }
 
 struct StateInProcessClient {
@@ -83,31 +86,24 @@ impl StoreClient for StateInProcessClient {
 }
 
 #[async_trait]
-impl StoreFactory for StateInProcess {
+impl ClientSabotage for AnswerFromTable {
     fn spec(&self) -> String {
         "sabotage:state-in-process".into()
     }
 
-    async fn durable_state(&self, prefix: &str) -> Result<Option<DurableState>, StoreError> {
-        self.inner.durable_state(prefix).await
-    }
-
-    async fn connect(
+    /// `mirror` is the built-in's client, which checked the server it is
+    /// given as a mirror would.
+    async fn wrap(
         &self,
         hello: &Hello,
-        clock_ms: i64,
-    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
-        // The built-in checks the server it is given, as a mirror would.
-        let (info, mirror) = self.inner.connect(hello, clock_ms).await?;
+        mirror: Box<dyn StoreClient>,
+    ) -> Result<Box<dyn StoreClient>, StoreError> {
         let time = conn::open(&hello.redis_url, &[]).await?;
-        Ok((
-            info,
-            Box::new(StateInProcessClient {
-                mirror,
-                time,
-                prefix: hello.prefix.clone(),
-                tables: self.tables.clone(),
-            }),
-        ))
+        Ok(Box::new(StateInProcessClient {
+            mirror,
+            time,
+            prefix: hello.prefix.clone(),
+            tables: self.tables.clone(),
+        }))
     }
 }

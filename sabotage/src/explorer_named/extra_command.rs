@@ -19,10 +19,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use harness::contract::{Call, Reply, Request, StoreError};
 use harness::store::redis::{Keys, RedisStoreFactory};
-use harness::store::{DurableState, Hello, StoreClient, StoreFactory, StoreInfo};
+use harness::store::{Hello, StoreClient};
 use redis::aio::MultiplexedConnection;
 
 use crate::conn::{self, unavailable};
+use crate::{ClientSabotage, Sabotaged};
 
 /// What is sent ahead of each lease operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,25 +36,32 @@ pub(crate) enum Extra {
     WallClockStamp,
 }
 
-/// The built-in store with [`Extra`] ahead of every lease operation.
-pub(crate) struct ExtraCommand {
-    inner: RedisStoreFactory,
+/// The built-in store with [`Extra`] ahead of (or after) every lease
+/// operation.
+pub(crate) type ExtraCommand = Sabotaged<RedisStoreFactory, Sends>;
+
+/// What [`ExtraCommand`] sends, and its name.
+pub(crate) struct Sends {
     extra: Extra,
     name: &'static str,
     /// Operations stamped so far by every instance of this process.
     sequence: Arc<AtomicU64>,
 }
 
-impl ExtraCommand {
-    /// `inner` run as `sabotage:<name>`, sending `extra` first.
-    pub(crate) fn new(inner: RedisStoreFactory, extra: Extra, name: &'static str) -> Self {
-        ExtraCommand {
-            inner,
+/// `inner` run as `sabotage:<name>`, sending `extra` too.
+pub(crate) fn extra_command(
+    inner: RedisStoreFactory,
+    extra: Extra,
+    name: &'static str,
+) -> ExtraCommand {
+    Sabotaged::wrapping(
+        inner,
+        Sends {
             extra,
             name,
             sequence: Arc::new(AtomicU64::new(0)),
-        }
-    }
+        },
+    )
 }
 
 struct Client {
@@ -128,32 +136,24 @@ impl StoreClient for Client {
 }
 
 #[async_trait]
-impl StoreFactory for ExtraCommand {
+impl ClientSabotage for Sends {
     fn spec(&self) -> String {
         format!("sabotage:{}", self.name)
     }
 
-    async fn durable_state(&self, prefix: &str) -> Result<Option<DurableState>, StoreError> {
-        self.inner.durable_state(prefix).await
-    }
-
-    async fn connect(
+    async fn wrap(
         &self,
         hello: &Hello,
-        clock_ms: i64,
-    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
-        let (info, inner) = self.inner.connect(hello, clock_ms).await?;
+        inner: Box<dyn StoreClient>,
+    ) -> Result<Box<dyn StoreClient>, StoreError> {
         let conn = conn::open(&hello.redis_url, &[]).await?;
-        Ok((
-            info,
-            Box::new(Client {
-                inner,
-                conn,
-                keys: Keys::new(&hello.prefix),
-                instance: hello.instance.clone(),
-                extra: self.extra,
-                sequence: self.sequence.clone(),
-            }),
-        ))
+        Ok(Box::new(Client {
+            inner,
+            conn,
+            keys: Keys::new(&hello.prefix),
+            instance: hello.instance.clone(),
+            extra: self.extra,
+            sequence: self.sequence.clone(),
+        }))
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use harness::contract::{Call, ErrorKind, Reply, Request, StoreError};
-use harness::store::{StoreClient, StoreFactory};
+use harness::store::{Hello, StoreClient, StoreFactory};
 
 use crate::sabotaged::{ClientSabotage, Sabotaged};
 
@@ -33,16 +33,21 @@ pub(crate) fn fail_open<F: StoreFactory>(inner: F) -> FailOpen<F> {
     )
 }
 
+#[async_trait]
 impl ClientSabotage for GrantOnError {
     fn spec(&self) -> String {
         "sabotage:rate-fails-open".to_string()
     }
 
-    fn wrap(&self, inner: Box<dyn StoreClient>) -> Box<dyn StoreClient> {
-        Box::new(Client {
+    async fn wrap(
+        &self,
+        _: &Hello,
+        inner: Box<dyn StoreClient>,
+    ) -> Result<Box<dyn StoreClient>, StoreError> {
+        Ok(Box::new(Client {
             inner,
             made_up: self.made_up.clone(),
-        })
+        }))
     }
 }
 
