@@ -86,6 +86,11 @@ pub struct ExplorerBench {
     /// Seconds each round-trip measurement runs (0.05 to 600).
     #[arg(long, default_value_t = 2.0, value_parser = seconds)]
     seconds: f64,
+    /// Also the whole exploration at this depth with the new method
+    /// (default: --depth + 2; 0: not run), beside the old method's time at
+    /// --depth.
+    #[arg(long, value_parser = sized(0, 40, ""))]
+    deep: Option<usize>,
 }
 
 /// The clap parser of `--seconds`: 0.05 to 600.
@@ -140,52 +145,165 @@ pub async fn run(bench: Bench) -> anyhow::Result<ExitCode> {
     let workdir = tempfile::tempdir()?;
     let factory: Arc<dyn StoreFactory> =
         Arc::new(RedisStoreFactory::new(workdir.path().join("kept.sqlite")));
-    let run = |absolute: bool, skews: Vec<i64>, walks: usize| {
-        let factory = factory.clone();
-        let config = explorer::ExplorerConfig {
-            depth: args.depth,
-            walks,
-            walk_steps: 20,
-            seed: 1,
-            threads: args.threads,
-            skews,
-            absolute_times: absolute,
-            ..Default::default()
-        };
-        tokio::task::spawn_blocking(move || {
-            let started = Instant::now();
-            let out = explorer::explore(factory, None, "sp:bench:".into(), &config, &mut |l| {
-                eprintln!("{}", crate::progress::printable(l))
-            });
-            (out, started.elapsed().as_secs_f64())
-        })
+    let sized = |depth: usize, skews: Vec<i64>, walks: usize| explorer::ExplorerConfig {
+        depth,
+        walks,
+        walk_steps: 20,
+        seed: 1,
+        threads: args.threads,
+        skews,
+        ..Default::default()
     };
-    let (full, wall) = run(false, explorer::skews(), args.walks).await?;
-    let (absolute, _) = run(true, vec![0], 0).await?;
-    let transitions = full.figures.transitions as f64;
-    let trips = full.figures.round_trips as f64;
-    let tps = transitions / wall.max(1e-9);
-    let unique =
-        |o: &explorer::ExplorerOutcome| o.figures.per_skew.first().map_or(0, |s| s.unique_states);
+    let whole = sized(args.depth, explorer::skews(), args.walks);
+    let old = explorer::ExplorerConfig {
+        cache: false,
+        skip_restore: false,
+        ..whole.clone()
+    };
+    let skipping = explorer::ExplorerConfig {
+        cache: false,
+        ..whole.clone()
+    };
+    let absolute = explorer::ExplorerConfig {
+        absolute_times: true,
+        ..sized(args.depth, vec![0], 0)
+    };
+    let old_run = timed(factory.clone(), old).await?;
+    let skip_run = timed(factory.clone(), skipping).await?;
+    let new_run = timed(factory.clone(), whole.clone()).await?;
+    let absolute_run = timed(factory.clone(), absolute).await?;
+    let deep = args.deep.unwrap_or(args.depth + 2);
+    let deep_run = if deep > 0 {
+        Some(timed(factory.clone(), sized(deep, explorer::skews(), args.walks)).await?)
+    } else {
+        None
+    };
+    // The caller's-clock sabotage with fail-fast: when the search that found
+    // its counterexample ended, and when the outcome was in hand.
+    let broken: Arc<dyn StoreFactory> = Arc::new(sabotage::ClientClockLease::new(
+        RedisStoreFactory::new(workdir.path().join("kept-broken.sqlite")),
+    ));
+    let fail_fast = explorer::ExplorerConfig {
+        fail_fast: true,
+        ..whole.clone()
+    };
+    let cut = tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let mut searched_at = 0.0;
+        let out = explorer::explore(broken, None, "sp:bench:".into(), &fail_fast, &mut |l| {
+            if l.contains("second clock") {
+                searched_at = started.elapsed().as_secs_f64();
+            }
+            eprintln!("{}", crate::progress::printable(l))
+        });
+        (out, searched_at, started.elapsed().as_secs_f64())
+    })
+    .await?;
+
     println!(
-        "storeproof bench explorer (depth {}, {} walks, {} threads)",
+        "storeproof bench explorer (depth {}, {} walks, {} threads, 7 skews)",
         args.depth, args.walks, args.threads
     );
     println!("  one connection, sequential: PING {ping:.0}/s, EVALSHA {evalsha_rate:.0}/s");
+    let line = |what: &str, run: &Timed| {
+        let transitions = run.outcome.figures.transitions as f64;
+        let trips = run.outcome.figures.round_trips as f64;
+        let tps = transitions / run.wall.max(1e-9);
+        let s = &run.outcome.savings;
+        println!(
+            "  {what:<34} {:>6.1}s  {transitions:>7.0} transitions = {tps:>6.0}/s, {:.2} round trips per transition, ratio round trips/s ÷ PING/s = {:.2}; answered from the cache {}, cache hits {}, restores skipped {}",
+            run.wall,
+            trips / transitions.max(1.0),
+            trips / run.wall.max(1e-9) / ping.max(1.0),
+            s.cache_answers,
+            s.cache_hits,
+            s.restores_skipped,
+        );
+    };
+    line("old (restore + snapshot every step)", &old_run);
+    line("new: restore skipping only", &skip_run);
+    line("new: restore skipping + cache", &new_run);
+    let states = |run: &Timed| -> Vec<(i64, usize, usize)> {
+        run.outcome
+            .figures
+            .per_skew
+            .iter()
+            .map(|r| (r.skew_ms, r.states, r.unique_states))
+            .collect()
+    };
+    let verdicts = |run: &Timed| -> Vec<(String, harness::Verdict)> {
+        run.outcome
+            .checks
+            .iter()
+            .map(|c| (c.id.clone(), c.verdict))
+            .collect()
+    };
+    let same = states(&old_run) == states(&new_run)
+        && states(&old_run) == states(&skip_run)
+        && verdicts(&old_run) == verdicts(&new_run)
+        && verdicts(&old_run) == verdicts(&skip_run)
+        && old_run.outcome.figures.walk_digest == new_run.outcome.figures.walk_digest;
     println!(
-        "  explorer: {transitions:.0} transitions in {wall:.1}s = {tps:.0} transitions/s, {:.2} round trips per transition",
-        trips / transitions.max(1.0)
+        "  same states per skew, walks and verdicts in all three: {}; speed-up {:.1}x",
+        if same { "yes" } else { "NO" },
+        old_run.wall / new_run.wall.max(1e-9)
     );
-    println!(
-        "  ratio: transitions/s ÷ EVALSHA/s = {:.2}; round trips/s ÷ PING/s = {:.2}",
-        tps / evalsha_rate.max(1.0),
-        trips / wall.max(1e-9) / ping.max(1.0)
-    );
+    if let Some(deep_run) = &deep_run {
+        line(&format!("new at depth {deep}"), deep_run);
+        println!(
+            "  depth {} (new) took {:.1}s where depth {} (old) took {:.1}s; unique states at skew 0: {} vs {}",
+            deep,
+            deep_run.wall,
+            args.depth,
+            old_run.wall,
+            unique(&deep_run.outcome),
+            unique(&old_run.outcome)
+        );
+    }
     println!(
         "  unique states at skew 0: {} with times relative to now, {} with absolute times",
-        unique(&full),
-        unique(&absolute)
+        unique(&new_run.outcome),
+        unique(&absolute_run.outcome)
     );
-    println!("  whole explorer suite (7 skews + walks): {wall:.1}s");
+    let (cut, searched_at, cut_wall) = cut;
+    let failed = cut
+        .checks
+        .iter()
+        .find(|c| c.verdict == harness::Verdict::Fail)
+        .map_or("nothing".to_string(), |c| c.id.clone());
+    println!(
+        "  --fail-fast on sabotage:lease-on-caller-clock: {failed} failed; the search that found it ended at {searched_at:.1}s, the outcome was in hand at {cut_wall:.1}s ({:.1}s later); not explored: {}",
+        cut_wall - searched_at,
+        cut.not_explored.as_deref().unwrap_or("nothing")
+    );
     Ok(ExitCode::SUCCESS)
+}
+
+/// An exploration's outcome and its wall time.
+struct Timed {
+    outcome: explorer::ExplorerOutcome,
+    wall: f64,
+}
+
+/// Explores the built-in store with `config` on a blocking thread, timed.
+async fn timed(
+    factory: Arc<dyn StoreFactory>,
+    config: explorer::ExplorerConfig,
+) -> anyhow::Result<Timed> {
+    Ok(tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let outcome = explorer::explore(factory, None, "sp:bench:".into(), &config, &mut |l| {
+            eprintln!("{}", crate::progress::printable(l))
+        });
+        Timed {
+            outcome,
+            wall: started.elapsed().as_secs_f64(),
+        }
+    })
+    .await?)
+}
+
+/// Unique states of the first skew searched.
+fn unique(o: &explorer::ExplorerOutcome) -> usize {
+    o.figures.per_skew.first().map_or(0, |s| s.unique_states)
 }

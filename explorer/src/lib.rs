@@ -11,11 +11,17 @@
 //! Every module is private; the crate root re-exports what `certify`,
 //! `bench`, `replay` and the tests use.
 //!
-//! - `state`: the state, the actions and the fingerprint;
+//! - `state`: the state, the actions and the fingerprint, and the
+//!   transition cache every skew shares (server keyspace, time and command
+//!   bytes to reply and keys after: the server's answer depends on nothing
+//!   else, so a store that ignores its caller's clock pays for one skew);
 //! - `model`: the model (possible actions, steps) and each thread's world;
 //! - `search`: the exhaustive search, level by level on a pool of worlds;
 //! - `world`: restore, deliver one action's command, snapshot, on a real
-//!   server: the runner, which hands every outcome to `judge`;
+//!   server: the runner, which hands every outcome to `judge`; it touches
+//!   the server only when a command must reach it, restores only when the
+//!   server does not hold the state already, and answers a command from
+//!   the cache when the store sends the bytes it is expected to;
 //! - `local`: the world of a store with no Redis wire (`builtin:sqlite`):
 //!   its copy on a file of its own, a step one whole operation;
 //! - `judge`: the checker, pure functions from a step's outcome (the state
