@@ -23,13 +23,13 @@ mod trace;
 /// The page's one style sheet: readable on a phone (tables and drawings
 /// scroll inside their box), printed (every check shown, no filter), and
 /// with text at WCAG AA contrast on every badge colour.
-const STYLE: &str = "*{box-sizing:border-box}body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;padding:.6em 1em 2em;max-width:80em;color:#1a1a1a;background:#fff;overflow-wrap:anywhere}\
+const STYLE: &str = "*{box-sizing:border-box}body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;padding:.6em 1em 2em;max-width:80em;color:#1a1a1a;background:#fff;overflow-wrap:break-word}\
 header h1{font-size:1.5em;margin:.1em 0 .1em}header .sub{margin:0 0 .3em;color:#333}h2{font-size:1.25em;margin:.8em 0 .3em}h3{font-size:1.05em;margin:.5em 0 .2em}\
 h4{margin:.6em 0 .2em}.verdict{font-weight:700;padding:.05em .45em;border-radius:5px}\
 .pass{background:#d9f2dd;color:#0f4a1c}.fail{background:#f8d7d7;color:#7a0b0b}.warn{background:#fff1c9;color:#5a4500}\
 .skipped{background:#e9e9e9;color:#3d3d3d}.unknown,.incomplete{background:#e4e0f5;color:#33246b}\
 table{border-collapse:collapse;width:100%;margin:.4em 0}td,th{border-bottom:1px solid #d6d6d6;padding:.25em .5em;text-align:left;vertical-align:top}\
-th{background:#f3f3f3}code,pre{font:12.5px/1.4 ui-monospace,monospace;overflow-wrap:anywhere}pre{background:#f5f5f5;padding:.6em;overflow:auto;max-height:30em}\
+th{background:#f3f3f3}code,pre{font:12.5px/1.4 ui-monospace,monospace}.groups td:nth-child(-n+3){white-space:nowrap}pre{background:#f5f5f5;padding:.6em;overflow:auto;max-height:30em}\
 .badge{padding:.05em .45em;border-radius:4px;font-weight:600;font-size:.85em}.lane{white-space:nowrap}.violation{outline:2px solid #c00}\
 .scroll{overflow-x:auto;max-width:100%}.attention .item{border-left:4px solid #c00;padding:.1em 0 .3em .8em;margin:.4em 0 1em}\
 .attention .why{margin:.2em 0 .3em;max-width:60em}.lvl{font-size:.8em;color:#444}.replay code{background:#f3f3f3;padding:.1em .3em}\
