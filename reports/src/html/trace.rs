@@ -55,6 +55,11 @@ struct Grant {
     /// Invocation + ttl: the most the holder was promised (the explorer's
     /// judge uses it); shown when it differs from `until`.
     promised_until: Option<i64>,
+    /// The tree it is of, when the call named one: only grants of one tree
+    /// exclude each other.
+    tree: Option<String>,
+    /// A renewal of a lease held (its epoch from the call), not a new grant.
+    renewal: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -104,11 +109,15 @@ fn lane_of(lanes: &mut Vec<String>, name: &str) {
     }
 }
 
-/// The grant in `answer`, if it is one, answered at `at` for `args`.
+/// The grant in `answer`, if it is one (a take's `granted`, or a renew's
+/// `renewed` with the epoch the call named), answered at `at` for `args`.
 fn grant_of(answer: &Value, args: &Value, invoked: Option<i64>, at: Option<i64>) -> Option<Grant> {
-    let g = answer.get("granted")?;
-    let epoch = g["epoch"].as_i64()?;
-    let until = g["expires_at_ms"].as_i64()?;
+    let (epoch, until, renewal) = if let Some(g) = answer.get("granted") {
+        (g["epoch"].as_i64()?, g["expires_at_ms"].as_i64()?, false)
+    } else {
+        let r = answer.get("renewed")?;
+        (args["epoch"].as_i64()?, r["expires_at_ms"].as_i64()?, true)
+    };
     let ttl = args["ttl_ms"].as_i64();
     let from = at.or_else(|| ttl.map(|t| until - t))?;
     let promised_until = match (invoked, ttl) {
@@ -120,6 +129,8 @@ fn grant_of(answer: &Value, args: &Value, invoked: Option<i64>, at: Option<i64>)
         from,
         until,
         promised_until,
+        tree: args["tree"].as_str().map(str::to_string),
+        renewal,
     })
 }
 
@@ -378,15 +389,15 @@ impl Trace {
             .collect()
     }
 
-    /// Spans of server time when grants of two different instances were
-    /// both live: `(from, until, lane a, lane b)`.
+    /// Spans of server time when grants of one tree to two different
+    /// instances were both live: `(from, until, lane a, lane b)`.
     fn overlaps(&self) -> Vec<(i64, i64, String, String)> {
         let g = self.grants();
         let mut out = Vec::new();
         for (i, (la, a)) in g.iter().enumerate() {
             for (lb, b) in &g[i + 1..] {
                 let (from, until) = (a.from.max(b.from), a.until.min(b.until));
-                if la != lb && from < until {
+                if la != lb && a.tree == b.tree && from < until {
                     out.push((from, until, la.to_string(), lb.to_string()));
                 }
             }
@@ -484,12 +495,14 @@ pub(crate) fn render(t: &Trace, id: &str) -> String {
     let label = caption.replace("<b>", "").replace("</b>", "");
     h.push_str(&svg(t, &grants, &overlaps, &label));
     if !grants.is_empty() {
-        h.push_str("<div class=\"scroll\"><table class=\"grants\"><tr><th scope=\"col\">instance</th><th scope=\"col\">epoch</th><th scope=\"col\">held from (server ms)</th><th scope=\"col\">store's expiry</th><th scope=\"col\">promised until (invocation + ttl)</th></tr>");
+        h.push_str("<div class=\"scroll\"><table class=\"grants\"><tr><th scope=\"col\">instance</th><th scope=\"col\">tree</th><th scope=\"col\">epoch</th><th scope=\"col\">held from (server ms)</th><th scope=\"col\">store's expiry</th><th scope=\"col\">promised until (invocation + ttl)</th></tr>");
         for (lane, g) in &grants {
             h.push_str(&format!(
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 escape(lane),
+                escape(g.tree.as_deref().unwrap_or("")),
                 g.epoch,
+                if g.renewal { " (renewed)" } else { "" },
                 g.from,
                 g.until,
                 g.promised_until
@@ -690,7 +703,7 @@ fn svg(
                 g_top + lane_h * g_lanes.iter().position(|x| x == lane).unwrap_or(0) as f64 + 6.0;
             let (x0, x1) = (gx(g.from), gx(g.until));
             s.push_str(&format!(
-                "<g><title>{} epoch {}: held from {} to {}</title><rect x=\"{x0:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"16\" rx=\"3\" class=\"grant\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"oplabel\">epoch {} · {}–{}</text></g>",
+                "<g><title>{} epoch {}: held from {} to {}</title><rect x=\"{x0:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"16\" rx=\"3\" class=\"grant\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"oplabel\">{}epoch {} · {}–{}</text></g>",
                 escape(lane),
                 g.epoch,
                 g.from,
@@ -698,6 +711,7 @@ fn svg(
                 (x1 - x0).max(3.0),
                 x0 + 3.0,
                 y + 12.0,
+                if g.renewal { "renewed " } else { "" },
                 g.epoch,
                 g.from,
                 g.until
@@ -797,7 +811,7 @@ mod tests {
         assert!(h.contains("promised until 1500</text>"), "{h}");
         assert!(h.contains("epoch 2 · 999–2000</text>"), "{h}");
         assert!(
-            h.contains("<td>b</td><td>2</td><td>999</td><td>2000</td><td>1500</td>"),
+            h.contains("<td>b</td><td>t</td><td>2</td><td>999</td><td>2000</td><td>1500</td>"),
             "{h}"
         );
         assert!(
@@ -805,6 +819,30 @@ mod tests {
             "{h}"
         );
         assert!(h.contains("b clock +500 ms"), "{h}");
+    }
+
+    #[test]
+    fn grants_of_two_trees_are_no_overlap_and_a_renewal_is_drawn() {
+        let events = json!([
+            {"index": 0, "instance": "a", "kind": "invoke", "op": "lease.take",
+             "value": {"holder": "a", "tree": "t1", "ttl_ms": 1000}, "server_ms": 0, "clock_ms": 0},
+            {"index": 1, "instance": "a", "kind": "ok", "op": "lease.take",
+             "value": {"granted": {"epoch": 1, "expires_at_ms": 1000}}, "server_ms": 0, "clock_ms": 0},
+            {"index": 2, "instance": "b", "kind": "invoke", "op": "lease.take",
+             "value": {"holder": "b", "tree": "t2", "ttl_ms": 1000}, "server_ms": 10, "clock_ms": 10},
+            {"index": 3, "instance": "b", "kind": "ok", "op": "lease.take",
+             "value": {"granted": {"epoch": 1, "expires_at_ms": 1010}}, "server_ms": 10, "clock_ms": 10},
+            {"index": 4, "instance": "a", "kind": "invoke", "op": "lease.renew",
+             "value": {"holder": "a", "tree": "t1", "epoch": 1, "ttl_ms": 1000}, "server_ms": 500, "clock_ms": 500},
+            {"index": 5, "instance": "a", "kind": "ok", "op": "lease.renew",
+             "value": {"renewed": {"expires_at_ms": 1500}}, "server_ms": 500, "clock_ms": 500}
+        ]);
+        let t = Trace::of_history(events.as_array().unwrap(), "history").unwrap();
+        assert!(t.overlaps().is_empty(), "{:?}", t.overlaps());
+        assert_eq!(t.grants().len(), 3);
+        let h = render(&t, "x");
+        assert!(h.contains(">renewed epoch 1 · 500–1500</text>"), "{h}");
+        assert!(!h.contains("both held"), "{h}");
     }
 
     #[test]
