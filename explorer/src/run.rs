@@ -442,7 +442,7 @@ pub fn explore_part(
         let searched = search(&model, pool, config.fail_fast);
         if let Some(level) = searched.stopped_at {
             not_explored.push(format!(
-                "the search under second clock {skew:+} ms below depth {level} (of {})",
+                "the search under second clock {skew:+} ms past depth {level} (of {})",
                 config.depth
             ));
         }
