@@ -60,6 +60,9 @@ struct Grant {
     tree: Option<String>,
     /// A renewal of a lease held (its epoch from the call), not a new grant.
     renewal: bool,
+    /// Released by its holder at this server ms (before `until`): the
+    /// interval ends there.
+    released_at: Option<i64>,
 }
 
 #[derive(Debug, Clone)]
@@ -131,7 +134,15 @@ fn grant_of(answer: &Value, args: &Value, invoked: Option<i64>, at: Option<i64>)
         promised_until,
         tree: args["tree"].as_str().map(str::to_string),
         renewal,
+        released_at: None,
     })
+}
+
+impl Grant {
+    /// When it stopped being held: released, else its expiry.
+    fn end(&self) -> i64 {
+        self.released_at.unwrap_or(self.until)
+    }
 }
 
 impl Trace {
@@ -371,6 +382,23 @@ impl Trace {
                     if o.end == End::Ok {
                         o.grant = grant_of(&o.answer, &o.args, invoked, server_ms);
                     }
+                    // A release answered ends the holder's interval of that
+                    // tree: after it, another's grant is no overlap.
+                    if o.end == End::Ok && o.answer.get("released").is_some() {
+                        let (lane, tree) = (o.lane.clone(), o.args["tree"].clone());
+                        if let (Some(at), Some(g)) = (
+                            server_ms,
+                            t.ops
+                                .iter_mut()
+                                .rev()
+                                .filter(|p| p.lane == lane && p.args["tree"] == tree)
+                                .find_map(|p| p.grant.as_mut()),
+                        ) {
+                            if at < g.until {
+                                g.released_at = Some(at);
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -396,7 +424,7 @@ impl Trace {
         let mut out = Vec::new();
         for (i, (la, a)) in g.iter().enumerate() {
             for (lb, b) in &g[i + 1..] {
-                let (from, until) = (a.from.max(b.from), a.until.min(b.until));
+                let (from, until) = (a.from.max(b.from), a.end().min(b.end()));
                 if la != lb && a.tree == b.tree && from < until {
                     out.push((from, until, la.to_string(), lb.to_string()));
                 }
@@ -495,16 +523,17 @@ pub(crate) fn render(t: &Trace, id: &str) -> String {
     let label = caption.replace("<b>", "").replace("</b>", "");
     h.push_str(&svg(t, &grants, &overlaps, &label));
     if !grants.is_empty() {
-        h.push_str("<div class=\"scroll\"><table class=\"grants\"><tr><th scope=\"col\">instance</th><th scope=\"col\">tree</th><th scope=\"col\">epoch</th><th scope=\"col\">held from (server ms)</th><th scope=\"col\">store's expiry</th><th scope=\"col\">promised until (invocation + ttl)</th></tr>");
+        h.push_str("<div class=\"scroll\"><table class=\"grants\"><tr><th scope=\"col\">instance</th><th scope=\"col\">tree</th><th scope=\"col\">epoch</th><th scope=\"col\">held from (server ms)</th><th scope=\"col\">store's expiry</th><th scope=\"col\">released at</th><th scope=\"col\">promised until (invocation + ttl)</th></tr>");
         for (lane, g) in &grants {
             h.push_str(&format!(
-                "<tr><td>{}</td><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 escape(lane),
                 escape(g.tree.as_deref().unwrap_or("")),
                 g.epoch,
                 if g.renewal { " (renewed)" } else { "" },
                 g.from,
                 g.until,
+                g.released_at.map(|r| r.to_string()).unwrap_or_else(|| "—".into()),
                 g.promised_until
                     .map(|p| p.to_string())
                     .unwrap_or_else(|| "= expiry".into())
@@ -701,9 +730,9 @@ fn svg(
         for (lane, g) in grants {
             let y =
                 g_top + lane_h * g_lanes.iter().position(|x| x == lane).unwrap_or(0) as f64 + 6.0;
-            let (x0, x1) = (gx(g.from), gx(g.until));
+            let (x0, x1) = (gx(g.from), gx(g.end()));
             s.push_str(&format!(
-                "<g><title>{} epoch {}: held from {} to {}</title><rect x=\"{x0:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"16\" rx=\"3\" class=\"grant\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"oplabel\">{}epoch {} · {}–{}</text></g>",
+                "<g><title>{} epoch {}: held from {} to {}</title><rect x=\"{x0:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"16\" rx=\"3\" class=\"grant\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"oplabel\">{}epoch {} · {}–{}{}</text></g>",
                 escape(lane),
                 g.epoch,
                 g.from,
@@ -714,7 +743,12 @@ fn svg(
                 if g.renewal { "renewed " } else { "" },
                 g.epoch,
                 g.from,
-                g.until
+                g.end(),
+                if g.released_at.is_some() {
+                    " (released)"
+                } else {
+                    ""
+                }
             ));
             if let Some(p) = g.promised_until {
                 let xp = gx(p);
@@ -811,7 +845,9 @@ mod tests {
         assert!(h.contains("promised until 1500</text>"), "{h}");
         assert!(h.contains("epoch 2 · 999–2000</text>"), "{h}");
         assert!(
-            h.contains("<td>b</td><td>t</td><td>2</td><td>999</td><td>2000</td><td>1500</td>"),
+            h.contains(
+                "<td>b</td><td>t</td><td>2</td><td>999</td><td>2000</td><td>—</td><td>1500</td>"
+            ),
             "{h}"
         );
         assert!(
@@ -843,6 +879,28 @@ mod tests {
         let h = render(&t, "x");
         assert!(h.contains(">renewed epoch 1 · 500–1500</text>"), "{h}");
         assert!(!h.contains("both held"), "{h}");
+    }
+
+    #[test]
+    fn a_release_ends_the_interval_so_the_next_holder_is_no_overlap() {
+        let events = json!([
+            {"index": 0, "instance": "a", "kind": "invoke", "op": "lease.take",
+             "value": {"holder": "a", "tree": "t", "ttl_ms": 1000}, "server_ms": 0, "clock_ms": 0},
+            {"index": 1, "instance": "a", "kind": "ok", "op": "lease.take",
+             "value": {"granted": {"epoch": 1, "expires_at_ms": 1000}}, "server_ms": 0, "clock_ms": 0},
+            {"index": 2, "instance": "a", "kind": "invoke", "op": "lease.release",
+             "value": {"holder": "a", "tree": "t", "epoch": 1}, "server_ms": 100, "clock_ms": 100},
+            {"index": 3, "instance": "a", "kind": "ok", "op": "lease.release",
+             "value": {"released": {}}, "server_ms": 100, "clock_ms": 100},
+            {"index": 4, "instance": "b", "kind": "invoke", "op": "lease.take",
+             "value": {"holder": "b", "tree": "t", "ttl_ms": 1000}, "server_ms": 200, "clock_ms": 200},
+            {"index": 5, "instance": "b", "kind": "ok", "op": "lease.take",
+             "value": {"granted": {"epoch": 2, "expires_at_ms": 1200}}, "server_ms": 200, "clock_ms": 200}
+        ]);
+        let t = Trace::of_history(events.as_array().unwrap(), "history").unwrap();
+        assert!(t.overlaps().is_empty(), "{:?}", t.overlaps());
+        let h = render(&t, "x");
+        assert!(h.contains(">epoch 1 · 0–100 (released)</text>"), "{h}");
     }
 
     #[test]
