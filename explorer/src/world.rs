@@ -537,16 +537,27 @@ impl Inner {
         // Wait for the command to deliver (or for an answer without one).
         let first = next_event(&gate, &mut task).await;
         if let Some(d) = gate.divergence() {
-            gate.release_all();
-            task.abort();
             if guessed.is_some() && d.index == replayed {
                 // Not the store's fault: the guess was wrong (its command
-                // depends on its clock). Its connection was reset: a fresh
-                // client runs the step against the server.
+                // depends on its clock). Its connection was reset; whatever
+                // it sends until its operation ends is reset too, never
+                // sent, and a fresh client runs the step against the server.
                 self.shared.cache.saw(guess_key, &d.got);
+                gate.inject(FaultRule::always(Fault::ResetBeforeSend));
                 gate.set_mode(Mode::PassThrough);
+                // An operation that answered already has nothing to wait for.
+                let ended = matches!(first, Ok(Step::Answered(..)));
+                if !ended && tokio::time::timeout(STEP_TIMEOUT, &mut task).await.is_err() {
+                    task.abort();
+                    let _ = task.await;
+                }
+                gate.clear_faults();
+                // Not needed if every reset held, but a restore is cheap.
+                self.holds = None;
                 return Box::pin(self.deliver(next, i, retry, false)).await;
             }
+            gate.release_all();
+            task.abort();
             return Err(format!(
                 "the store is not deterministic: instance {} {d}",
                 instance_name(i)
