@@ -119,6 +119,8 @@ fn the_failing_report_shows_its_failure_and_timeline_in_the_first_screen() {
     })
     .unwrap_or_else(|e| panic!("cannot start {} headless: {e}", chromium.display()));
     let tab = browser.new_tab().expect("a tab");
+    // Two cores shared with the whole suite: a slow load is not a failure.
+    tab.set_default_timeout(Duration::from_secs(60));
     tab.enable_log().expect("Log domain");
     tab.enable_runtime().expect("Runtime domain");
     let errors: Arc<Mutex<Vec<String>>> = Arc::default();
