@@ -2,6 +2,8 @@
 //! ends with exit 2 and one line naming the instance, the request and the
 //! fix, no report and no process left behind.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -15,7 +17,7 @@ fn certify_with(mode: &str, marker: &str) -> (Output, PathBuf, tempfile::TempDir
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("r");
     let store = format!("cmd:python3 {} {mode} {marker}", broken_adapter().display());
-    let out = Command::new(env!("CARGO_BIN_EXE_storeproof"))
+    let out = common::command()
         .args([
             "certify",
             "--store",

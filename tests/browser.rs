@@ -8,7 +8,8 @@
 //! else, and that the saved copy has the same checks, verdicts and failing
 //! counterexample (its commands and answers, key prefix aside).
 
-use std::process::Command;
+mod common;
+
 
 use serde_json::Value;
 
@@ -49,7 +50,7 @@ fn verdicts(report: &Value) -> Vec<String> {
 fn a_real_failing_run_shows_its_failure_first_and_matches_the_browser_tests_copy() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("report");
-    let run = Command::new(env!("CARGO_BIN_EXE_storeproof"))
+    let run = common::command()
         .args([
             "certify",
             "--store",

@@ -481,7 +481,7 @@ fn ctrl_c_mid_crash_suite_leaves_no_container_volume_server_or_report() {
     let out_dir = dir.path().join("r");
     let seed = "424242";
     let tmp = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_storeproof"))
+    let mut child = common::command()
         .env("TMPDIR", tmp.path())
         .args([
             "certify",
@@ -1031,7 +1031,7 @@ async fn an_interrupted_redis_url_run_removes_its_keys_too() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("r");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_storeproof"))
+    let mut child = common::command()
         .args(["certify", "--suite", "conformance", "--redis-url"])
         .arg(server.url())
         .arg("--out")

@@ -2,8 +2,9 @@
 //! judged on it: one setup line naming the binary and the fix, exit 2, no
 //! report, no process left.
 
+mod common;
+
 use std::os::unix::fs::PermissionsExt;
-use std::process::Command;
 
 #[test]
 fn a_server_that_ignores_the_virtual_clock_is_a_setup_error_not_a_failing_store() {
@@ -22,7 +23,7 @@ fn a_server_that_ignores_the_virtual_clock_is_a_setup_error_not_a_failing_store(
     .unwrap();
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out_dir = dir.path().join("report");
-    let out = Command::new(env!("CARGO_BIN_EXE_storeproof"))
+    let out = common::command()
         .args(["certify", "--suite", "conformance", "--out"])
         .arg(&out_dir)
         .env("STOREPROOF_REDIS_SERVER", &wrapper)

@@ -2,13 +2,14 @@
 //! through the JSON-lines protocol with the same check ids as the built-in
 //! store, every one passing.
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::Command;
 
 use serde_json::Value;
 
 fn certify(store: &str, out: &std::path::Path) -> (Option<i32>, Value) {
-    let output = Command::new(env!("CARGO_BIN_EXE_storeproof"))
+    let output = common::command()
         .args([
             "certify",
             "--suite",
@@ -75,7 +76,7 @@ fn the_python_example_adapter_passes_the_explorer() {
         .join("fixtures/adapters/python/storeproof_adapter.py");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
-    let output = Command::new(env!("CARGO_BIN_EXE_storeproof"))
+    let output = common::command()
         .args([
             "certify", "--suite", "explorer", "--depth", "5", "--walks", "10", "--store",
         ])
@@ -106,7 +107,7 @@ fn a_store_offering_only_rate_limits_gets_the_rest_skipped_with_reasons() {
         .join("fixtures/adapters/python/storeproof_adapter.py");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
-    let output = Command::new(env!("CARGO_BIN_EXE_storeproof"))
+    let output = common::command()
         .env("STOREPROOF_ADAPTER_CONTRACTS", "rate")
         // Every suite; the crash suite small, on the process backend.
         .args([

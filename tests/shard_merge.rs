@@ -37,7 +37,7 @@ const RUN: &[&str] = &[
 ];
 
 fn certify(out: &Path, shard: Option<&str>) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_storeproof"));
+    let mut cmd = common::command();
     cmd.args(RUN).arg("--out").arg(out);
     if let Some(shard) = shard {
         cmd.args(["--shard", shard]);
@@ -226,7 +226,7 @@ fn three_shards_merged_equal_the_unsharded_run() {
 fn a_matrix_of_servers_and_shards_merges_into_the_run_on_both_servers() {
     let dir = tempfile::tempdir().unwrap();
     let run = |out: &Path, servers: &[&str], shard: Option<&str>| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_storeproof"));
+        let mut cmd = common::command();
         cmd.args([
             "certify",
             "--suite",

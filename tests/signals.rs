@@ -4,8 +4,10 @@
 //! servers die with storeproof (parent-death signals) and the next run
 //! removes the dead run's directories.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 fn broken_adapter() -> PathBuf {
@@ -17,7 +19,7 @@ fn broken_adapter() -> PathBuf {
 /// adapter hangs.
 fn start_hanging_run(marker: &str, tmp: &Path) -> Child {
     let store = format!("cmd:python3 {} hang {marker}", broken_adapter().display());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_storeproof"))
+    let mut child = common::command()
         .args([
             "certify",
             "--store",
@@ -206,7 +208,7 @@ fn after_sigkill_adapters_and_servers_die_and_the_next_run_reaps_the_directories
     assert!(!entries(tmp.path()).is_empty());
     // ...until the next run starts (any run: this one stops at a usage
     // error right after).
-    let next = Command::new(env!("CARGO_BIN_EXE_storeproof"))
+    let next = common::command()
         .args(["certify", "--check", "nope."])
         .env("TMPDIR", tmp.path())
         .output()

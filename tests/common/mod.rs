@@ -8,6 +8,15 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// The built storeproof, with `CI` taken out of its environment: a test
+/// decides for itself whether the explorer fails fast (`--fail-fast`, whose
+/// default follows `CI`), whatever machine runs it.
+pub fn command() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_storeproof"));
+    cmd.env_remove("CI");
+    cmd
+}
+
 /// Runs storeproof with `args` in the test's own directory.
 pub fn storeproof(args: &[&str]) -> Output {
     storeproof_in(None, args, &[])
@@ -17,7 +26,7 @@ pub fn storeproof(args: &[&str]) -> Output {
 /// added, printing the command, its exit code and output for a failing
 /// test's log.
 pub fn storeproof_in(cwd: Option<&Path>, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_storeproof"));
+    let mut cmd = command();
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
