@@ -161,6 +161,7 @@ pub async fn run_check(target: &Subject<'_>, n: usize, def: &CheckDef) -> CheckR
         evidence: outcome.evidence,
         counterexample: outcome.counterexample,
         seconds: started.elapsed().as_secs_f64(),
+        about: spec.about.to_string(),
     }
 }
 

@@ -71,6 +71,10 @@ pub struct CheckResult {
     pub counterexample: Option<Value>,
     /// Wall time of the check.
     pub seconds: f64,
+    /// One sentence: what passing proves (the check's `CheckSpec::about`);
+    /// empty when the result was not made from its spec.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub about: String,
 }
 
 impl CheckResult {
@@ -125,6 +129,7 @@ impl CheckResult {
             evidence: Value::Null,
             counterexample: None,
             seconds: 0.0,
+            about: String::new(),
         }
     }
 }

@@ -203,6 +203,7 @@ impl CheckSpec {
             evidence: serde_json::Value::Null,
             counterexample: None,
             seconds: 0.0,
+            about: self.about.to_string(),
         }
     }
 }
@@ -403,11 +404,13 @@ pub fn plan(
         {
             settled.push(CheckResult {
                 level: spec.level,
+                about: spec.about.to_string(),
                 ..CheckResult::outside_claim(spec.id, suite, why)
             });
         } else if let Some(why) = spec.unmet_needs(subject) {
             settled.push(CheckResult {
                 level: spec.level,
+                about: spec.about.to_string(),
                 ..CheckResult::undecided(spec.id, suite, Verdict::Skipped, why)
             });
         } else {

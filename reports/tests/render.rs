@@ -24,6 +24,7 @@ fn check(id: &str, level: Level, verdict: Verdict, reason: &str) -> CheckResult 
         evidence: json!({}),
         counterexample: None,
         seconds: 0.25,
+        about: String::new(),
     }
 }
 

@@ -42,6 +42,7 @@ fn report_with(check: &str, evidence: Value, history: Value) -> Report {
                 "plans": [], "history": history,
             })),
             seconds: 0.1,
+            about: String::new(),
         }],
         stats: Stats::default(),
         per_server: Vec::new(),

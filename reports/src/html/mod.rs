@@ -652,7 +652,14 @@ fn checks(report: &Report) -> String {
             for c in rows {
                 let needs = attention.contains(&c.id.as_str());
                 let id = escape(&c.id);
+                // What passing proves, and what this run found unless it
+                // passed (a report of an older version has no `about`).
                 let (clause, _) = first_clause(&c.reason);
+                let text = match (c.about.is_empty(), c.verdict) {
+                    (true, _) => clause,
+                    (false, Verdict::Pass) => c.about.clone(),
+                    (false, _) => format!("{} — {clause}", c.about),
+                };
                 h.push_str(&format!(
                     "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                     if needs { "needs" } else { "ok" },
@@ -666,7 +673,7 @@ fn checks(report: &Report) -> String {
                         harness::Level::Should => "SHOULD",
                     },
                     badge(c.verdict),
-                    escape(&clause)
+                    escape(&text)
                 ));
             }
             h.push_str("</table></div></div>");
