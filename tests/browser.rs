@@ -10,7 +10,6 @@
 
 mod common;
 
-
 use serde_json::Value;
 
 fn fixture() -> Value {
