@@ -15,10 +15,8 @@
 use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
-use std::time::Instant;
 
 use async_trait::async_trait;
-use harness::figures::Figures;
 use harness::{CheckResult, CheckSpec, Progress, Subject, Suite, SuiteError, SuiteRun};
 
 /// One shard of a run: `k` of `n`, from 1.
@@ -117,7 +115,7 @@ impl Plan {
             search: Some(search),
             walks: Some(walks),
         };
-        Some(Box::new(ExplorerPartSuite { config, part }))
+        Some(Box::new(explorer::ExplorerSuite::with_part(config, part)))
     }
 
     /// The crash suite's part: this shard's kill rounds, and the checks
@@ -185,105 +183,6 @@ impl Suite for Part {
         progress: &dyn Progress,
     ) -> Result<CheckResult, SuiteError> {
         self.inner
-            .replay(subject, check, counterexample, progress)
-            .await
-    }
-}
-
-/// The explorer on part of its work ([`explorer::explore_part`]); every
-/// explorer check is decided on the part, a replay is the whole suite's.
-struct ExplorerPartSuite {
-    config: explorer::ExplorerConfig,
-    part: explorer::ExplorerPart,
-}
-
-#[async_trait]
-impl Suite for ExplorerPartSuite {
-    fn name(&self) -> &'static str {
-        "explorer"
-    }
-
-    fn checks(&self) -> Vec<CheckSpec> {
-        explorer::ExplorerSuite::new(self.config.clone()).checks()
-    }
-
-    /// As `ExplorerSuite::run`, on the part: the exploration blocks, so it
-    /// runs on a blocking thread and its progress lines come back over a
-    /// channel.
-    async fn run(
-        &self,
-        subject: &Subject<'_>,
-        to_run: &[CheckSpec],
-        progress: &dyn Progress,
-    ) -> Result<SuiteRun, SuiteError> {
-        if to_run.is_empty() {
-            return Ok(SuiteRun {
-                checks: Vec::new(),
-                figures: Figures::Explorer(Default::default()),
-            });
-        }
-        let config = explorer::ExplorerConfig {
-            seed: subject.seed,
-            ..self.config.clone()
-        };
-        let part = self.part.clone();
-        let started = Instant::now();
-        let factory = subject.factory.clone();
-        let opt_out = subject.opt_out.clone();
-        let prefix = format!("{}x:", subject.run_prefix);
-        let searches = part.search.as_ref().map_or(config.skews.len(), Vec::len);
-        progress.part("explorer", searches as u64 + 1);
-        let (lines, mut said) = tokio::sync::mpsc::unbounded_channel::<String>();
-        let mut task = tokio::task::spawn_blocking(move || {
-            explorer::explore_part(factory, opt_out, prefix, &config, &part, &mut |line| {
-                let _ = lines.send(line.to_string());
-            })
-        });
-        let outcome = loop {
-            tokio::select! {
-                Some(line) = said.recv() => {
-                    progress.step("");
-                    progress.line(&line);
-                }
-                joined = &mut task => {
-                    while let Ok(line) = said.try_recv() {
-                        progress.step("");
-                        progress.line(&line);
-                    }
-                    break joined.map_err(|e| {
-                        SuiteError::Setup(format!("the explorer stopped unexpectedly: {e}"))
-                    })?;
-                }
-            }
-        };
-        SuiteError::unless_an_adapter_broke()?;
-        let explorer::ExplorerOutcome {
-            checks,
-            mut figures,
-            ..
-        } = outcome;
-        figures.wall_seconds = Some((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0);
-        let checks: Vec<_> = to_run
-            .iter()
-            .filter_map(|spec| checks.iter().find(|c| c.id == spec.id).cloned())
-            .collect();
-        for line in checks.iter().filter_map(|r| r.progress_line()) {
-            progress.line(&line);
-        }
-        Ok(SuiteRun {
-            checks,
-            figures: Figures::Explorer(figures),
-        })
-    }
-
-    async fn replay(
-        &self,
-        subject: &Subject<'_>,
-        check: &CheckSpec,
-        counterexample: Option<&serde_json::Value>,
-        progress: &dyn Progress,
-    ) -> Result<CheckResult, SuiteError> {
-        explorer::ExplorerSuite::new(self.config.clone())
             .replay(subject, check, counterexample, progress)
             .await
     }

@@ -13,7 +13,8 @@ use harness::{CheckSpec, Progress, Subject, Suite, SuiteError, SuiteRun};
 
 use crate::property::Property;
 use crate::run::{
-    explore, millis, replay_schedule, Counterexample, ExplorerConfig, ExplorerOutcome,
+    explore_part, millis, replay_schedule, Counterexample, ExplorerConfig, ExplorerOutcome,
+    ExplorerPart,
 };
 
 /// The suite's name, as `--suite` and the report write it.
@@ -23,13 +24,20 @@ const NAME: &str = "explorer";
 /// come from the [`Subject`].
 pub struct ExplorerSuite {
     config: ExplorerConfig,
+    part: ExplorerPart,
 }
 
 impl ExplorerSuite {
     /// The explorer with `config`'s depth, walks, threads and skews (its
     /// `seed` is replaced by the subject's when it runs).
     pub fn new(config: ExplorerConfig) -> ExplorerSuite {
-        ExplorerSuite { config }
+        Self::with_part(config, ExplorerPart::default())
+    }
+
+    /// The explorer on `part` of that work (a shard's: some skews'
+    /// searches, a range of walks); every check is decided on the part.
+    pub fn with_part(config: ExplorerConfig, part: ExplorerPart) -> ExplorerSuite {
+        ExplorerSuite { config, part }
     }
 }
 
@@ -43,9 +51,9 @@ impl Suite for ExplorerSuite {
         Property::ALL.map(Property::check).to_vec()
     }
 
-    /// Explores every skew and the walks, whatever `to_run` holds (one
-    /// exploration decides every check), and returns the results of
-    /// `to_run` only. Nothing to run: nothing is explored.
+    /// Explores every skew and the walks of its part, whatever `to_run`
+    /// holds (one exploration decides every check), and returns the results
+    /// of `to_run` only. Nothing to run: nothing is explored.
     async fn run(
         &self,
         subject: &Subject<'_>,
@@ -66,12 +74,14 @@ impl Suite for ExplorerSuite {
         let factory = subject.factory.clone();
         let opt_out = subject.opt_out.clone();
         let prefix = format!("{}x:", subject.run_prefix);
-        progress.part(NAME, config.skews.len() as u64 + 1);
+        let part = self.part.clone();
+        let searches = part.search.as_ref().map_or(config.skews.len(), Vec::len);
+        progress.part(NAME, searches as u64 + 1);
         // The exploration blocks (each world drives its own runtime): its
         // progress lines come back over a channel while it runs.
         let (lines, mut said) = tokio::sync::mpsc::unbounded_channel::<String>();
         let mut task = tokio::task::spawn_blocking(move || {
-            explore(factory, opt_out, prefix, &config, &mut |line| {
+            explore_part(factory, opt_out, prefix, &config, &part, &mut |line| {
                 let _ = lines.send(line.to_string());
             })
         });
