@@ -96,6 +96,15 @@ fn small_history() -> Value {
     ]})
 }
 
+/// The `<g>` whose tooltip starts with `title`.
+fn group<'a>(part: &'a str, title: &str) -> &'a str {
+    let start = part
+        .find(&format!("<g><title>{title}"))
+        .unwrap_or_else(|| panic!("no {title}: {part}"));
+    let end = part[start..].find("</g>").map_or(part.len(), |e| start + e);
+    &part[start..end]
+}
+
 fn linearizability_evidence(at_event: usize, op_event: usize, concurrent: &[usize]) -> Value {
     json!([{"layout": "coordination", "holds": false, "figures": {},
             "detail": {"trees": 2, "not_linearizable": {"t1": {"not_linearizable": {
@@ -113,34 +122,51 @@ fn a_lost_reply_a_fault_band_and_the_blamed_take_are_drawn() {
     let html = reports::render_html(&report);
     let part = timeline_part(&html);
     // The sentence and the drawing say the same events.
+    let summary = "events 1–10 of 13, tree t1: 3 operations (1 blamed, outlined in red), 2 faults";
     assert!(
-        part.contains("events 1–10 of 13, tree t1: 3 operations (1 blamed"),
+        part.contains(&format!(
+            "<figcaption>Timeline of the failing history: {summary}"
+        )),
         "{part}"
     );
-    assert!(
-        part.contains("aria-label=\"Timeline of events 1–10 of 13"),
-        "{part}"
-    );
+    assert!(part.contains(&format!("aria-label=\"{summary}")), "{part}");
     assert!(part.contains("role=\"img\""), "{part}");
-    // The lost reply is an open interval: dashed, with an arrow.
-    assert!(part.contains("take → unknown"), "{part}");
-    assert!(part.contains("<polygon"), "{part}");
-    // The fault bands, one on a's lane and the restart across every lane.
-    assert!(part.contains("lose_reply_after_apply a"), "{part}");
-    assert!(part.contains(">restart_server</text>"), "{part}");
+    // Drawn by the one trace renderer, its axis naming each step's event.
+    assert!(part.contains("<svg class=\"trace\""), "{part}");
+    for e in [1, 4, 5, 6, 7, 8, 9, 10] {
+        assert!(
+            part.contains(&format!("text-anchor=\"middle\">{e}</text>")),
+            "event {e} on the axis: {part}"
+        );
+    }
+    // The lost reply is an open interval: dashed, open to the right edge
+    // with an arrow.
+    let lost = group(part, "event 1–5: a lease.take");
+    assert!(lost.contains("class=\"op unknown\""), "{lost}");
+    assert!(lost.contains("class=\"open\""), "{lost}");
+    assert!(lost.contains("class=\"arrow\""), "{lost}");
+    assert!(lost.contains(">take → unknown</text>"), "{lost}");
+    // The fault bands: one on a's lane (begun before the window, so from
+    // its left edge), the restart across every lane (on past the window).
+    assert_eq!(part.matches("class=\"fault\"").count(), 2, "{part}");
+    let lose = group(part, "fault lose_reply_after_apply on a (events 0–4)");
+    assert!(lose.contains(">lose_reply_after_apply</text>"), "{lose}");
+    let restart = group(part, "fault restart_server (events 9–11)");
+    assert!(restart.contains(">restart_server</text>"), "{restart}");
     // The blamed take in red, the breaking instant marked at event 10.
+    assert_eq!(part.matches("blamed\"/>").count(), 1, "{part}");
+    let blamed = group(part, "event 8–10: a lease.take");
+    assert!(blamed.contains("class=\"op ok blamed\""), "{blamed}");
+    assert!(blamed.contains("(blamed)</title>"), "{blamed}");
     assert!(
-        part.contains("stroke=\"#c00\" stroke-width=\"2.5\""),
+        part.contains(">no order explains the reply at event 10</text>"),
         "{part}"
     );
     assert!(
-        part.contains("no order explains the reply at 10<"),
+        part.contains("no order explains the reply at event 10, server ms 1004."),
         "{part}"
     );
-    assert!(
-        part.contains("no order explains the reply at event 10\""),
-        "{part}"
-    );
+    assert_eq!(part.matches("class=\"broke\"").count(), 1, "{part}");
     // Tree t2's take (events 2 and 3) is not drawn, and said to be left out.
     assert!(
         part.contains("1 other operation in that range not drawn"),
@@ -219,7 +245,7 @@ fn a_long_history_renders_a_bounded_window() {
     let svg_end = part.find("</svg>").unwrap();
     let svg = &part[svg_start..svg_end];
     assert!(svg.len() < 60_000, "the SVG is {} bytes", svg.len());
-    let bars = svg.matches("height=\"12\"").count();
+    let bars = svg.matches("class=\"op ").count();
     assert!((10..=40).contains(&bars), "{bars} operations drawn");
     assert!(
         part.contains(&format!("of {n}, tree t1: {bars} operations")),

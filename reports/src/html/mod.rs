@@ -2,11 +2,11 @@
 //! network) a person can read in a minute. The verdict comes first, then
 //! what needs attention (failures, then unknowns and skips inside claimed
 //! contracts, then warnings), each with a one-paragraph explanation, its
-//! timeline (`trace.rs`, one renderer for every counterexample; the fault
-//! suite's long histories through `timeline.rs`) and its `storeproof replay`
-//! command; then the certificate and its badge, the checks by suite and
-//! contract (filterable with two radio buttons and CSS), the figures, and
-//! the server's settings.
+//! timeline (`trace.rs`, one renderer for every counterexample; for the
+//! fault suite's long histories `timeline.rs` picks the window it draws)
+//! and its `storeproof replay` command; then the certificate and its badge,
+//! the checks by suite and contract (filterable with two radio buttons and
+//! CSS), the figures, and the server's settings.
 
 use harness::{CheckResult, Report, RunVerdict, Verdict};
 use serde_json::Value;
@@ -342,9 +342,9 @@ fn attention(report: &Report) -> String {
             escape(&clause),
             id = escape(&c.id)
         ));
-        // A fault check's history is thousands of events: drawn as a
-        // window around its first violation; every other counterexample
-        // by the one trace renderer.
+        // A fault check's history is thousands of events: a window around
+        // its first violation is drawn (timeline.rs picks it); every
+        // counterexample goes through the one trace renderer.
         let window = if c.id.starts_with("faults.") {
             timeline::faults_detail(&c.id, &c.evidence, c.counterexample.as_ref())
         } else {

@@ -1,26 +1,21 @@
-//! A failing history drawn where it matters: an inline SVG timeline (no
-//! script, no network) of a window around the first violation, one lane per
-//! instance and one for the nemesis, and under it the window's events as a
-//! table.
+//! A failing history of the fault suite drawn where it matters: a window
+//! around the first violation (a fault history has thousands of events),
+//! drawn by the one trace renderer (`trace.rs`, [`Trace::of_window`]) and
+//! under it the window's events as a table.
 //!
-//! The renderer ([`render`]) knows nothing of the fault suite: it takes any
-//! [`History`] and a [`Blame`] (which events a checker names, which
-//! instants broke, which tree, child or provider the window is about), so
-//! conformance and explorer histories can be drawn with it later. Only
-//! [`faults_detail`] reads the fault suite's evidence.
-//!
-//! The x axis is the order of the drawn events, not server time: the managed
-//! server's clock is virtual and moves only when a workload advances it, so
-//! dozens of operations share one millisecond and would be drawn as
-//! zero-width bars on top of each other. Each tick names its event index,
-//! and the server ms (when recorded) is written under the ticks where it
-//! changes, so both readings stay on the axis.
+//! This file picks what to draw: [`faults_detail`] reads the fault suite's
+//! evidence into a [`Blame`] (which events a checker names, which instants
+//! broke, which tree, child or provider the window is about), and
+//! [`render`] picks the window: the blamed operations, then related ones,
+//! then the focus's others nearest them, at most [`MAX_OPS`], and the
+//! faults that overlap it. The renderer knows nothing of the fault suite.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use harness::{EventKind, History, NemesisPhase};
 use serde_json::Value;
 
+use super::trace::{self, Trace, WindowFault};
 use crate::escape;
 
 /// How far (in events) from the blamed events the window reaches for
@@ -52,26 +47,12 @@ pub(crate) struct Blame {
     pub instant_label: String,
 }
 
-/// How an operation ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum End {
-    /// The store answered a reply.
-    Ok,
-    /// The store refused for certain.
-    Refused,
-    /// The outcome is unknown (`info`), or no answer came: an open interval.
-    Unknown,
-}
-
 /// One operation: an invoke paired with its instance's next completion.
 #[derive(Debug, Clone)]
 struct Op {
-    lane: String,
-    name: String,
     invoke: usize,
     /// The completion event, if any came.
     done: Option<usize>,
-    end: End,
     args: Value,
     answer: Value,
 }
@@ -111,26 +92,18 @@ fn operations(events: &[(harness::Event, Value)]) -> Vec<Op> {
             EventKind::Invoke => {
                 in_flight.insert(e.instance.as_str(), ops.len());
                 ops.push(Op {
-                    lane: e.instance.clone(),
-                    name: e.op().to_string(),
                     invoke: e.index,
                     done: None,
-                    end: End::Unknown,
                     args: flat["value"].clone(),
                     answer: Value::Null,
                 });
             }
-            kind => {
+            _ => {
                 let Some(i) = in_flight.remove(e.instance.as_str()) else {
                     continue;
                 };
                 ops[i].done = Some(e.index);
                 ops[i].answer = flat["value"].clone();
-                ops[i].end = match kind {
-                    EventKind::Ok => End::Ok,
-                    EventKind::Fail => End::Refused,
-                    _ => End::Unknown,
-                };
             }
         }
     }
@@ -188,29 +161,9 @@ fn short(v: &Value, max: usize) -> String {
     }
 }
 
-/// An answer's gist: the reply's variant (`granted`, `busy`), or the
-/// error's kind.
-fn gist(op: &Op) -> String {
-    match op.end {
-        End::Ok => op
-            .answer
-            .as_object()
-            .and_then(|m| m.keys().next().cloned())
-            .unwrap_or_else(|| short(&op.answer, 10)),
-        End::Refused => op.answer["kind"].as_str().unwrap_or("refused").to_string(),
-        End::Unknown if op.done.is_some() => "unknown".into(),
-        End::Unknown => "no answer".into(),
-    }
-}
-
 /// `n` and the noun, plural unless one.
 fn count(n: usize, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
-}
-
-/// `lease.take` → `take`: the lane already says who, the table says the rest.
-fn short_op(name: &str) -> &str {
-    name.rsplit('.').next().unwrap_or(name)
 }
 
 /// The window: which operations and faults are drawn, and which events.
@@ -334,11 +287,12 @@ fn window(all_ops: &[Op], all_faults: &[Fault], blame: &Blame) -> Option<Window>
     })
 }
 
-/// Draws the part of `history` that `blame` points at: a sentence saying
-/// what the window shows, the SVG timeline, and the table of its events.
-/// The numbers in the sentence, the drawing and the table are the same
-/// event indices. Empty when the blame names no event of the history.
-pub(crate) fn render(history: &History, blame: &Blame) -> String {
+/// Draws the part of `history` that `blame` points at with the one trace
+/// renderer (`trace.rs`): its caption says which events of how many the
+/// window shows, the drawing names each step's event index, and the table
+/// of the window's events (in a disclosure) lists the same events. Empty
+/// when the blame names no event of the history.
+pub(crate) fn render(history: &History, blame: &Blame, id: &str) -> String {
     let events: Vec<(harness::Event, Value)> = history
         .events
         .iter()
@@ -352,7 +306,7 @@ pub(crate) fn render(history: &History, blame: &Blame) -> String {
     let about = blame
         .about
         .as_ref()
-        .map(|(k, v)| format!(", {} {}", escape(k), escape(v)))
+        .map(|(k, v)| format!(", {k} {v}"))
         .unwrap_or_default();
     let summary = format!(
         "events {}–{} of {}{about}: {} ({} blamed, outlined in red), {}{}",
@@ -371,248 +325,54 @@ pub(crate) fn render(history: &History, blame: &Blame) -> String {
             String::new()
         }
     );
-    let mut h = format!("<p>The failing history, {summary}.</p>");
-    h.push_str(&svg(&w, blame, &events, &summary));
-    h.push_str(&table(&w, &events));
-    h
-}
-
-fn svg(w: &Window, blame: &Blame, events: &[(harness::Event, Value)], summary: &str) -> String {
-    let mut lanes: Vec<String> = w
+    // The window's steps: only the drawn operations' events are
+    // operations; any other event on the axis (a breaking instant of an
+    // operation not drawn, a fault's start or end) only marks a step.
+    let op_events: BTreeSet<usize> = w
         .ops
         .iter()
-        .map(|o| o.lane.clone())
-        .chain(w.faults.iter().filter_map(|f| f.lane.clone()))
-        .collect::<BTreeSet<_>>()
-        .into_iter()
+        .flat_map(|o| [Some(o.invoke), o.done])
+        .flatten()
         .collect();
-    lanes.push("nemesis".into());
-    let slot = 18.0;
-    let left = 80.0;
-    let lane_h = 46.0;
-    let top = 22.0;
-    let n = w.events.len() as f64;
-    let right_edge = left + slot * (n + 1.0);
-    let width = right_edge + 20.0;
-    let lanes_bottom = top + lane_h * lanes.len() as f64;
-    let height = lanes_bottom + 40.0;
-    let pos: BTreeMap<usize, f64> = w
+    let steps: Vec<Value> = w
         .events
         .iter()
-        .enumerate()
-        .map(|(i, e)| (*e, left + slot * (i as f64 + 0.5)))
+        .filter_map(|i| events.get(*i))
+        .map(|(e, flat)| {
+            let mut flat = flat.clone();
+            if !op_events.contains(&e.index) && e.kind() != EventKind::Nemesis {
+                flat["kind"] = Value::String("mark".into());
+            }
+            flat
+        })
         .collect();
-    let x = |e: usize| {
-        pos.get(&e)
-            .copied()
-            .or_else(|| pos.range(e..).next().map(|(_, x)| *x))
-            .unwrap_or(right_edge)
-    };
-    let lane_y = |l: &str| {
-        top + lane_h * lanes.iter().position(|x| x == l).unwrap_or(lanes.len() - 1) as f64
-    };
-    let instants: Vec<String> = w.instants.iter().map(|i| i.to_string()).collect();
-    let label = format!(
-        "Timeline of {summary}; lanes {}; x axis: event index; {} at event {}",
-        lanes.join(", "),
-        blame.instant_label,
-        instants.join(", ")
-    );
-    let mut s = format!(
-        "<div style=\"overflow-x:auto\"><svg width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\" role=\"img\" aria-label=\"{}\" style=\"font:10px sans-serif;max-width:100%;height:auto\"><title>{}</title>",
-        escape(&label),
-        escape(&label)
-    );
-    for (i, l) in lanes.iter().enumerate() {
-        let y = top + lane_h * i as f64;
-        s.push_str(&format!(
-            "<line x1=\"0\" x2=\"{right_edge:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"2\" y=\"{:.1}\" font-size=\"12\">{}</text>",
-            y + 27.0,
-            escape(l)
-        ));
-    }
-    // Fault bands under everything: across the target's lane, or the whole
-    // height for a server fault; the fault's name on the nemesis lane.
-    for (n, f) in w.faults.iter().enumerate() {
-        let x0 = x(f.start.max(w.first)) - slot / 2.0;
-        let x1 = f
-            .end
-            .map(|e| x(e.min(w.last)) + slot / 2.0)
-            .unwrap_or(right_edge);
-        let (y0, y1) = match &f.lane {
-            Some(l) => (lane_y(l), lane_y(l) + lane_h),
-            None => (top, lanes_bottom),
-        };
-        let ny = lane_y("nemesis");
-        let what = format!(
-            "{}{} (events {}–{}){}",
-            f.name,
-            f.lane
-                .as_ref()
-                .map(|l| format!(" on {l}"))
-                .unwrap_or_default(),
-            f.start,
-            f.end.map(|e| e.to_string()).unwrap_or("…".into()),
-            if f.ending.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", f.ending)
-            }
-        );
-        s.push_str(&format!(
-            "<g><title>{}</title><rect x=\"{x0:.1}\" y=\"{y0:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#f0a030\" fill-opacity=\"0.18\" stroke=\"#c07000\" stroke-dasharray=\"2 2\"/>",
-            escape(&what),
-            (x1 - x0).max(2.0),
-            y1 - y0
-        ));
-        if f.lane.is_some() {
-            // The nemesis lane carries the band too, so every fault is named
-            // in one place.
-            s.push_str(&format!(
-                "<rect x=\"{x0:.1}\" y=\"{ny:.1}\" width=\"{:.1}\" height=\"{lane_h}\" fill=\"#f0a030\" fill-opacity=\"0.18\"/>",
-                (x1 - x0).max(2.0)
-            ));
-        }
-        s.push_str(&format!(
-            "<text x=\"{:.1}\" y=\"{:.1}\" fill=\"#7a4500\">{}</text></g>",
-            x0 + 2.0,
-            ny + if n.is_multiple_of(2) { 20.0 } else { 36.0 },
-            escape(&format!(
-                "{}{}",
-                f.name,
-                f.lane.as_ref().map(|l| format!(" {l}")).unwrap_or_default()
-            ))
-        ));
-    }
-    // Operations: a bar from invoke to completion; an unknown outcome runs
-    // open to the right edge, dashed, with an arrow.
-    let mut nth_in_lane: HashMap<&str, usize> = HashMap::new();
-    for o in &w.ops {
-        let k = nth_in_lane.entry(o.lane.as_str()).or_insert(0);
-        let y = lane_y(&o.lane);
-        let x0 = x(o.invoke) - slot * 0.35;
-        let x1 = o.done.map(&x).unwrap_or(x0 + slot * 0.7) + slot * 0.35;
-        let blamed = w.blamed.contains(&o.invoke);
-        let (fill, stroke) = match o.end {
-            End::Ok => ("#9cc3e6", "#2b5d8a"),
-            End::Refused => ("#e2e2e2", "#666"),
-            End::Unknown => ("#fff", "#555"),
-        };
-        let (stroke, sw) = if blamed { ("#c00", 2.5) } else { (stroke, 1.0) };
-        let dash = if o.end == End::Unknown {
-            " stroke-dasharray=\"4 2\""
-        } else {
-            ""
-        };
-        let text = format!("{} → {}", short_op(&o.name), gist(o));
-        let title = format!(
-            "event {}{}: {} {} {} → {}{}",
-            o.invoke,
-            o.done.map(|d| format!("–{d}")).unwrap_or_default(),
-            o.lane,
-            o.name,
-            short(&o.args, 80),
-            gist(o),
-            if blamed { " (blamed)" } else { "" }
-        );
-        s.push_str(&format!(
-            "<g><title>{}</title><rect x=\"{x0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"12\" fill=\"{fill}\" stroke=\"{stroke}\" stroke-width=\"{sw}\"{dash}/>",
-            escape(&title),
-            y + 16.0,
-            (x1 - x0).max(3.0)
-        ));
-        if o.end == End::Unknown {
-            let ly = y + 31.0 + 2.0 * (*k % 4) as f64;
-            s.push_str(&format!(
-                "<line x1=\"{x1:.1}\" x2=\"{:.1}\" y1=\"{ly:.1}\" y2=\"{ly:.1}\" stroke=\"{stroke}\" stroke-dasharray=\"4 3\"/><polygon points=\"{:.1},{:.1} {:.1},{ly:.1} {:.1},{:.1}\" fill=\"{stroke}\"/>",
-                right_edge - 6.0,
-                right_edge - 6.0,
-                ly - 3.0,
-                right_edge,
-                right_edge - 6.0,
-                ly + 3.0
-            ));
-        }
-        // Labels alternate above and below the bars so neighbours' labels
-        // do not run into each other.
-        let ty = if k.is_multiple_of(2) {
-            y + 12.0
-        } else {
-            y + 42.0
-        };
-        s.push_str(&format!(
-            "<text x=\"{x0:.1}\" y=\"{ty:.1}\"{}>{}</text></g>",
-            if blamed {
-                " fill=\"#c00\" font-weight=\"bold\""
-            } else {
-                ""
-            },
-            escape(&text)
-        ));
-        *k += 1;
-    }
-    for (n, i) in w.instants.iter().enumerate() {
-        let xi = x(*i);
-        // Only the first instant carries the phrase: the others' labels
-        // would run into it.
-        let text = if n == 0 {
-            format!("{} at {i}", blame.instant_label)
-        } else {
-            i.to_string()
-        };
-        // The label reads away from the nearer edge so it is never cut.
-        let anchor = if xi > width / 2.0 { "end" } else { "start" };
-        s.push_str(&format!(
-            "<line x1=\"{xi:.1}\" x2=\"{xi:.1}\" y1=\"{:.1}\" y2=\"{lanes_bottom:.1}\" stroke=\"#c00\" stroke-width=\"2\"/><text x=\"{xi:.1}\" y=\"{:.1}\" fill=\"#c00\" text-anchor=\"{anchor}\">{}</text>",
-            top - 8.0,
-            top - 10.0,
-            escape(&text)
-        ));
-    }
-    // The axis: each tick names its event index (every other one when
-    // crowded); the server ms under it where it changes.
-    let every = if w.events.len() > 40 { 2 } else { 1 };
-    let mut last_ms: Option<i64> = None;
-    let base_ms = w
-        .events
+    let faults: Vec<WindowFault> = w
+        .faults
         .iter()
-        .find_map(|e| events.get(*e).and_then(|(ev, _)| ev.server_ms));
-    for (i, e) in w.events.iter().enumerate() {
-        let xe = x(*e);
-        s.push_str(&format!(
-            "<line x1=\"{xe:.1}\" x2=\"{xe:.1}\" y1=\"{lanes_bottom:.1}\" y2=\"{:.1}\" stroke=\"#999\"/>",
-            lanes_bottom + 4.0
-        ));
-        if i.is_multiple_of(every) || w.instants.contains(e) {
-            s.push_str(&format!(
-                "<text x=\"{xe:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{e}</text>",
-                lanes_bottom + 14.0
-            ));
-        }
-        let ms = events.get(*e).and_then(|(ev, _)| ev.server_ms);
-        if let (Some(ms), Some(base)) = (ms, base_ms) {
-            if last_ms != Some(ms) {
-                s.push_str(&format!(
-                    "<text x=\"{xe:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#666\">+{}</text>",
-                    lanes_bottom + 26.0,
-                    ms - base
-                ));
-                last_ms = Some(ms);
-            }
-        }
-    }
-    s.push_str(&format!(
-        "<text x=\"2\" y=\"{:.1}\">event</text><text x=\"2\" y=\"{:.1}\" fill=\"#666\">{}</text>",
-        lanes_bottom + 14.0,
-        lanes_bottom + 26.0,
-        if let Some(base) = base_ms {
-            format!("server ms after {base}")
-        } else {
-            "no server time".into()
-        }
-    ));
-    s.push_str("</svg></div>");
-    s
+        .map(|f| WindowFault {
+            name: f.name.clone(),
+            lane: f.lane.clone(),
+            start: f.start,
+            end: f.end,
+            ending: f.ending.clone(),
+        })
+        .collect();
+    let blamed: Vec<usize> = w.blamed.iter().copied().collect();
+    let Some(t) = Trace::of_window(
+        &steps,
+        &faults,
+        &blamed,
+        &w.instants,
+        &blame.instant_label,
+        escape(&summary),
+    ) else {
+        return String::new();
+    };
+    format!(
+        "{}<details><summary>the window's events, one row each</summary><div class=\"scroll\">{}</div></details>",
+        trace::render(&t, id),
+        table(&w, &events)
+    )
 }
 
 /// The window's events, one row each, like the explorer's step table; the
@@ -835,7 +595,7 @@ pub(crate) fn faults_detail(
             .as_str()
             .map(|k| format!(" ({})", k.replace('_', " ")))
             .unwrap_or_default();
-        let drawn = render(&history, &blame);
+        let drawn = render(&history, &blame, check);
         if !drawn.is_empty() {
             return format!(
                 "<h4>Timeline of the first violation{}{}</h4>{drawn}",

@@ -16,8 +16,12 @@
 //!
 //! Every number drawn is printed in the caption and the table under the
 //! drawing from the same values, in full, so text and drawing never differ.
-//! The long histories of the fault suite are drawn by `timeline.rs`, which
-//! picks a window around the first violation.
+//! The long histories of the fault suite are drawn here too: `timeline.rs`
+//! picks a bounded window around the first violation and hands it to
+//! [`Trace::of_window`]; its x axis then also names each step's event index,
+//! the blamed operations are outlined in red and every breaking instant is
+//! marked, so the sentence above the drawing and the drawing say the same
+//! event numbers.
 
 use std::collections::BTreeMap;
 
@@ -41,6 +45,8 @@ enum End {
 struct Slot {
     /// Server time at this step, when recorded.
     server_ms: Option<i64>,
+    /// The history's event index at this step, when it is one.
+    event: Option<usize>,
 }
 
 /// An acknowledged grant, in server ms.
@@ -63,6 +69,9 @@ struct Grant {
     /// Released by its holder at this server ms (before `until`): the
     /// interval ends there.
     released_at: Option<i64>,
+    /// Its holder asked to release it at this server ms and the outcome is
+    /// unknown: it may have ended there, so no overlap is claimed past it.
+    maybe_released_at: Option<i64>,
 }
 
 #[derive(Debug, Clone)]
@@ -78,6 +87,8 @@ struct Operation {
     grant: Option<Grant>,
     /// The Redis commands it sent, at their slots (take races only).
     commands: Vec<(usize, String)>,
+    /// A checker blames it: outlined in red.
+    blamed: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -87,6 +98,24 @@ struct Fault {
     lane: Option<String>,
     from: usize,
     to: Option<usize>,
+    /// More for its tooltip (its events, how it ended), when known.
+    detail: String,
+}
+
+/// A fault of a window of a long history, in event indices (see
+/// [`Trace::of_window`]).
+#[derive(Debug, Clone)]
+pub(crate) struct WindowFault {
+    /// The fault's name (`partition`, `restart_server`).
+    pub name: String,
+    /// The instance it targets; `None` for the whole server.
+    pub lane: Option<String>,
+    /// The event that started it (possibly before the window).
+    pub start: usize,
+    /// The event that ended it, if one did (possibly after the window).
+    pub end: Option<usize>,
+    /// How it ended, as the nemesis wrote it.
+    pub ending: String,
 }
 
 /// A counterexample read into lanes, steps, operations and grants.
@@ -100,6 +129,17 @@ pub(crate) struct Trace {
     faults: Vec<Fault>,
     /// Where it broke: the slot, and the server ms of the breaking instant.
     broke: Option<(usize, Option<i64>)>,
+    /// Further breaking instants (slots), marked like the first.
+    more_broke: Vec<usize>,
+    /// What the breaking instant means, when a checker said (e.g. "no
+    /// order explains the reply"); "broken" otherwise.
+    broke_label: Option<String>,
+    /// The caption's opening phrase in place of the counts (a window says
+    /// which events of how many it shows).
+    summary: Option<String>,
+    /// Draw each step's event index under the lanes (a window of a long
+    /// history, whose text names events by index).
+    event_axis: bool,
     /// What the source was, for the caption.
     source: &'static str,
     /// A note on how times were found, for the caption.
@@ -135,6 +175,7 @@ fn grant_of(answer: &Value, args: &Value, invoked: Option<i64>, at: Option<i64>)
         tree: args["tree"].as_str().map(str::to_string),
         renewal,
         released_at: None,
+        maybe_released_at: None,
     })
 }
 
@@ -142,6 +183,13 @@ impl Grant {
     /// When it stopped being held: released, else its expiry.
     fn end(&self) -> i64 {
         self.released_at.unwrap_or(self.until)
+    }
+
+    /// Until when it was held for certain: its end, or the invocation of a
+    /// release whose outcome is unknown.
+    fn surely_until(&self) -> i64 {
+        self.maybe_released_at
+            .map_or(self.end(), |m| m.min(self.end()))
     }
 }
 
@@ -188,7 +236,10 @@ impl Trace {
             if who == "clock" {
                 // "the server clock moves to N": a step of its own.
                 now = text.rsplit(' ').next().and_then(|n| n.parse().ok()).or(now);
-                t.slots.push(Slot { server_ms: now });
+                t.slots.push(Slot {
+                    server_ms: now,
+                    event: None,
+                });
                 continue;
             }
             lane_of(&mut t.lanes, who);
@@ -196,7 +247,10 @@ impl Trace {
                 .entry(who.to_string())
                 .or_default()
                 .push((t.slots.len(), text.to_string()));
-            t.slots.push(Slot { server_ms: now });
+            t.slots.push(Slot {
+                server_ms: now,
+                event: None,
+            });
         }
         for (name, side) in cx.as_object()?.iter() {
             let Some(call) = side.get("call") else {
@@ -222,6 +276,7 @@ impl Trace {
                 answer,
                 grant,
                 commands: cmds,
+                blamed: false,
             });
         }
         t.lanes.sort();
@@ -248,7 +303,10 @@ impl Trace {
         for s in steps {
             let slot = t.slots.len();
             let server_ms = s["server_ms"].as_i64();
-            t.slots.push(Slot { server_ms });
+            t.slots.push(Slot {
+                server_ms,
+                event: None,
+            });
             let what = s["what"].as_str().unwrap_or("");
             let Some((who, action)) = what.split_once(": ") else {
                 continue;
@@ -275,6 +333,7 @@ impl Trace {
                         answer: Value::Null,
                         grant: None,
                         commands: Vec::new(),
+                        blamed: false,
                     });
                     t.ops.len() - 1
                 }
@@ -318,7 +377,10 @@ impl Trace {
         for e in events {
             let slot = t.slots.len();
             let server_ms = e["server_ms"].as_i64();
-            t.slots.push(Slot { server_ms });
+            t.slots.push(Slot {
+                server_ms,
+                event: e["index"].as_u64().map(|i| i as usize),
+            });
             let who = e["instance"].as_str().unwrap_or("").to_string();
             let op = e["op"].as_str().unwrap_or("").to_string();
             match e["kind"].as_str().unwrap_or("") {
@@ -343,6 +405,7 @@ impl Trace {
                         lane,
                         from: slot,
                         to: None,
+                        detail: String::new(),
                     });
                 }
                 "invoke" => {
@@ -363,9 +426,10 @@ impl Trace {
                         answer: Value::Null,
                         grant: None,
                         commands: Vec::new(),
+                        blamed: false,
                     });
                 }
-                kind => {
+                kind @ ("ok" | "fail" | "info") => {
                     last_completion = Some(slot);
                     let Some(i) = open.remove(&who) else {
                         continue;
@@ -384,22 +448,31 @@ impl Trace {
                     }
                     // A release answered ends the holder's interval of that
                     // tree: after it, another's grant is no overlap.
-                    if o.end == End::Ok && o.answer.get("released").is_some() {
+                    // A release of unknown outcome may have ended it from
+                    // its invocation on: no overlap is claimed past that.
+                    let certain = o.end == End::Ok && o.answer.get("released").is_some();
+                    let maybe = o.end == End::Unknown && o.name.ends_with("release");
+                    if certain || maybe {
                         let (lane, tree) = (o.lane.clone(), o.args["tree"].clone());
+                        let at = if certain { server_ms } else { invoked };
                         if let (Some(at), Some(g)) = (
-                            server_ms,
+                            at,
                             t.ops
                                 .iter_mut()
                                 .rev()
                                 .filter(|p| p.lane == lane && p.args["tree"] == tree)
                                 .find_map(|p| p.grant.as_mut()),
                         ) {
-                            if at < g.until {
+                            if at < g.until && certain {
                                 g.released_at = Some(at);
+                            } else if at < g.until {
+                                g.maybe_released_at = Some(at);
                             }
                         }
                     }
                 }
+                // Any other kind is no operation's: a step of its own.
+                _ => {}
             }
         }
         if t.ops.is_empty() {
@@ -407,6 +480,92 @@ impl Trace {
         }
         let at = last_completion.or(t.ops.iter().map(|o| o.from).max())?;
         t.broke = Some((at, t.slots[at].server_ms));
+        Some(t)
+    }
+
+    /// A window of a long history (the fault suite's): `events` are the
+    /// window's events in order (harness `History` events as JSON: the
+    /// drawn operations' invokes and completions, the breaking instants,
+    /// the faults' starts and ends inside the window; nemesis events among
+    /// them only mark a step). Each step's event index is drawn on the
+    /// axis. `faults` are drawn as bands, clipped to the window's edges
+    /// (one still on past the window runs to the right edge); the
+    /// operations whose invoke is in `blamed` are outlined in red; the
+    /// events in `instants` are the breaking instants, the first labelled
+    /// `instant_label`. `summary` opens the caption.
+    pub(crate) fn of_window(
+        events: &[Value],
+        faults: &[WindowFault],
+        blamed: &[usize],
+        instants: &[usize],
+        instant_label: &str,
+        summary: String,
+    ) -> Option<Trace> {
+        let marks: Vec<Value> = events
+            .iter()
+            .map(|e| {
+                let mut e = e.clone();
+                if e["kind"] == "nemesis" {
+                    // Its fault comes from `faults`, paired over the whole
+                    // history.
+                    e["kind"] = Value::String("mark".into());
+                }
+                e
+            })
+            .collect();
+        let mut t = Trace::of_history(&marks, "failing history")?;
+        for o in &mut t.ops {
+            o.blamed = blamed.contains(&t.slots[o.from].event.unwrap_or(usize::MAX));
+        }
+        // Lanes in name order, one for each instance a fault targets too.
+        for l in faults.iter().filter_map(|f| f.lane.as_deref()) {
+            lane_of(&mut t.lanes, l);
+        }
+        t.lanes.sort();
+        let first = t.slots.first().and_then(|s| s.event)?;
+        let last = t.slots.last().and_then(|s| s.event)?;
+        for f in faults {
+            if f.start > last || f.end.is_some_and(|e| e < first) {
+                continue;
+            }
+            let from = if f.start < first {
+                0
+            } else {
+                t.slots.iter().position(|s| s.event >= Some(f.start))?
+            };
+            let to = f
+                .end
+                .filter(|e| *e <= last)
+                .and_then(|e| t.slots.iter().rposition(|s| s.event <= Some(e)));
+            let detail = format!(
+                " (events {}–{}){}",
+                f.start,
+                f.end.map(|e| e.to_string()).unwrap_or("…".into()),
+                if f.ending.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", f.ending)
+                }
+            );
+            t.faults.push(Fault {
+                name: f.name.clone(),
+                lane: f.lane.clone(),
+                from,
+                to,
+                detail,
+            });
+        }
+        let slot_of = |event: usize| t.slots.iter().position(|s| s.event == Some(event));
+        let mut at: Vec<usize> = instants.iter().filter_map(|i| slot_of(*i)).collect();
+        at.sort_unstable();
+        at.dedup();
+        if let Some((b, rest)) = at.split_first() {
+            t.broke = Some((*b, t.slots[*b].server_ms));
+            t.more_broke = rest.to_vec();
+        }
+        t.broke_label = Some(instant_label.to_string());
+        t.summary = Some(summary);
+        t.event_axis = true;
         Some(t)
     }
 
@@ -419,16 +578,30 @@ impl Trace {
 
     /// Spans of server time when grants of one tree to two different
     /// instances were both live: `(from, until, lane a, lane b)`.
+    /// Spans of one pair of instances that touch are merged into one, so a
+    /// window of many grants draws and names a handful of spans, not one
+    /// per pair of grants.
     fn overlaps(&self) -> Vec<(i64, i64, String, String)> {
         let g = self.grants();
-        let mut out = Vec::new();
+        let mut spans: Vec<(&str, &str, Option<&str>, i64, i64)> = Vec::new();
         for (i, (la, a)) in g.iter().enumerate() {
             for (lb, b) in &g[i + 1..] {
-                let (from, until) = (a.from.max(b.from), a.end().min(b.end()));
+                let (from, until) = (a.from.max(b.from), a.surely_until().min(b.surely_until()));
                 if la != lb && a.tree == b.tree && from < until {
-                    out.push((from, until, la.to_string(), lb.to_string()));
+                    let (x, y) = if la < lb { (*la, *lb) } else { (*lb, *la) };
+                    spans.push((x, y, a.tree.as_deref(), from, until));
                 }
             }
+        }
+        spans.sort();
+        let mut out: Vec<(i64, i64, String, String)> = Vec::new();
+        let mut last: Option<(&str, &str, Option<&str>)> = None;
+        for (x, y, tree, from, until) in spans {
+            match out.last_mut() {
+                Some(o) if last == Some((x, y, tree)) && from <= o.1 => o.1 = o.1.max(until),
+                _ => out.push((from, until, x.to_string(), y.to_string())),
+            }
+            last = Some((x, y, tree));
         }
         out
     }
@@ -480,20 +653,26 @@ fn skew_text(ms: i64) -> String {
     }
 }
 
+/// At most this many spans held by two at once are named in the caption
+/// (all are hatched, each with its own tooltip).
+const OVERLAPS_NAMED: usize = 4;
+
 /// Draws the trace: a caption, the SVG (calls, then grants in server time)
 /// and a table of the grants. `id` names the figure (for links and tests).
 pub(crate) fn render(t: &Trace, id: &str) -> String {
     let grants = t.grants();
     let overlaps = t.overlaps();
-    let mut caption = format!(
-        "{} operation{} in {} step{} of {} lane{}",
-        t.ops.len(),
-        if t.ops.len() == 1 { "" } else { "s" },
-        t.slots.len(),
-        if t.slots.len() == 1 { "" } else { "s" },
-        t.lanes.len(),
-        if t.lanes.len() == 1 { "" } else { "s" }
-    );
+    let mut caption = t.summary.clone().unwrap_or_else(|| {
+        format!(
+            "{} operation{} in {} step{} of {} lane{}",
+            t.ops.len(),
+            if t.ops.len() == 1 { "" } else { "s" },
+            t.slots.len(),
+            if t.slots.len() == 1 { "" } else { "s" },
+            t.lanes.len(),
+            if t.lanes.len() == 1 { "" } else { "s" }
+        )
+    });
     if !t.skews.values().all(|s| *s == 0) {
         let skews: Vec<String> = t
             .skews
@@ -502,15 +681,50 @@ pub(crate) fn render(t: &Trace, id: &str) -> String {
             .collect();
         caption.push_str(&format!("; instance clocks: {}", skews.join(", ")));
     }
-    for (from, until, a, b) in &overlaps {
+    for (from, until, a, b) in overlaps.iter().take(OVERLAPS_NAMED) {
         caption.push_str(&format!(
             "; <b>{} and {} both held the lease from server ms {from} to {until}</b>",
             escape(a),
             escape(b)
         ));
     }
-    if let Some((_, Some(ms))) = t.broke {
-        caption.push_str(&format!("; broken at server ms {ms}"));
+    if overlaps.len() > OVERLAPS_NAMED {
+        caption.push_str(&format!(
+            "; <b>{} more spans held by two at once</b> (hatched)",
+            overlaps.len() - OVERLAPS_NAMED
+        ));
+    }
+    if let Some((slot, ms)) = t.broke {
+        // A window names events by index: the instant is named by its
+        // event too, as its axis does.
+        let event = t.slots[slot]
+            .event
+            .filter(|_| t.event_axis)
+            .map(|e| format!(" event {e}"))
+            .unwrap_or_default();
+        let ms = ms.map(|m| format!(" server ms {m}")).unwrap_or_default();
+        if !event.is_empty() || !ms.is_empty() {
+            let sep = if !event.is_empty() && !ms.is_empty() {
+                ","
+            } else {
+                ""
+            };
+            caption.push_str(&format!(
+                "; {} at{event}{sep}{ms}",
+                escape(t.broke_label.as_deref().unwrap_or("broken"))
+            ));
+        }
+        if !t.more_broke.is_empty() {
+            let more: Vec<String> = t
+                .more_broke
+                .iter()
+                .map(|s| match t.slots[*s].event {
+                    Some(e) if t.event_axis => format!("event {e}"),
+                    _ => format!("step {s}"),
+                })
+                .collect();
+            caption.push_str(&format!(" (and at {})", more.join(", ")));
+        }
     }
     if let Some(note) = t.note {
         caption.push_str(&format!(" ({note})"));
@@ -533,7 +747,11 @@ pub(crate) fn render(t: &Trace, id: &str) -> String {
                 if g.renewal { " (renewed)" } else { "" },
                 g.from,
                 g.until,
-                g.released_at.map(|r| r.to_string()).unwrap_or_else(|| "—".into()),
+                match (g.released_at, g.maybe_released_at) {
+                    (Some(r), _) => r.to_string(),
+                    (None, Some(m)) => format!("unknown (asked at {m})"),
+                    _ => "—".into(),
+                },
                 g.promised_until
                     .map(|p| p.to_string())
                     .unwrap_or_else(|| "= expiry".into())
@@ -564,7 +782,10 @@ fn svg(
         |l: &str| calls_top + lane_h * t.lanes.iter().position(|x| x == l).unwrap_or(0) as f64;
     let calls_bottom = calls_top + lane_h * t.lanes.len() as f64;
     // Part 2: grants in server time.
-    let g_top = calls_bottom + 34.0;
+    // A window's event axis: each step's event index, and the breaking
+    // instant's label under it.
+    let axis_h = if t.event_axis { 34.0 } else { 0.0 };
+    let g_top = calls_bottom + axis_h + 34.0;
     let g_lanes: Vec<&str> = t
         .lanes
         .iter()
@@ -573,7 +794,7 @@ fn svg(
         .collect();
     let g_bottom = g_top + lane_h * g_lanes.len() as f64;
     let height = if grants.is_empty() {
-        calls_bottom + 12.0
+        calls_bottom + axis_h + 12.0
     } else {
         g_bottom + 30.0
     };
@@ -634,9 +855,10 @@ fn svg(
             None => (calls_top, calls_bottom),
         };
         s.push_str(&format!(
-            "<g><title>fault {}{}</title><rect x=\"{x0:.1}\" y=\"{y0:.1}\" width=\"{:.1}\" height=\"{:.1}\" class=\"fault\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"faultname\">{}</text></g>",
+            "<g><title>fault {}{}{}</title><rect x=\"{x0:.1}\" y=\"{y0:.1}\" width=\"{:.1}\" height=\"{:.1}\" class=\"fault\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"faultname\">{}</text></g>",
             escape(&f.name),
             f.lane.as_ref().map(|l| format!(" on {}", escape(l))).unwrap_or_default(),
+            escape(&f.detail),
             (x1 - x0).max(2.0),
             y1 - y0,
             x0 + 2.0,
@@ -648,26 +870,53 @@ fn svg(
         let y = lane_y(&o.lane) + 5.0;
         let x0 = x(o.from) - slot_w * 0.4;
         let x1 = o.to.map(|e| x(e) + slot_w * 0.4).unwrap_or(width - 4.0);
-        let class = match (o.end, o.to) {
-            (End::Ok, _) => "op ok",
-            (End::Refused, _) => "op refused",
-            (End::Unknown, _) => "op unknown",
+        let class = match o.end {
+            End::Ok => "op ok",
+            End::Refused => "op refused",
+            End::Unknown => "op unknown",
+        };
+        let blamed = if o.blamed { " blamed" } else { "" };
+        // A window names each operation by its events, as its table does.
+        let events = match (t.event_axis, t.slots[o.from].event) {
+            (true, Some(e)) => format!(
+                "event {e}{}: {} ",
+                o.to.and_then(|d| t.slots[d].event)
+                    .map(|d| format!("–{d}"))
+                    .unwrap_or_default(),
+                o.lane
+            ),
+            _ => String::new(),
         };
         let title = format!(
-            "{} {} → {}",
+            "{events}{} {} → {}{}",
             o.name,
             short(&o.args, 80),
             if o.to.is_some() {
                 short(&o.answer, 80)
             } else {
                 "no answer".into()
-            }
+            },
+            if o.blamed { " (blamed)" } else { "" }
         );
         s.push_str(&format!(
-            "<g><title>{}</title><rect x=\"{x0:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"16\" rx=\"3\" class=\"{class}\"/>",
+            "<g><title>{}</title><rect x=\"{x0:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"16\" rx=\"3\" class=\"{class}{blamed}\"/>",
             escape(&title),
             (x1 - x0).max(4.0)
         ));
+        if o.end == End::Unknown {
+            // An unknown outcome may take effect at any later time: the
+            // interval stays open to the right edge, an arrow at its end.
+            let ly = y + 19.0;
+            let (tail, tip) = (x1.min(width - 10.0), width - 4.0);
+            s.push_str(&format!(
+                "<line x1=\"{tail:.1}\" x2=\"{:.1}\" y1=\"{ly:.1}\" y2=\"{ly:.1}\" class=\"open\"/><polygon points=\"{:.1},{:.1} {tip:.1},{ly:.1} {:.1},{:.1}\" class=\"arrow\"/>",
+                tip - 6.0,
+                tip - 6.0,
+                ly - 3.0,
+                tip - 6.0,
+                ly + 3.0
+            ));
+        }
         for (slot, cmd) in &o.commands {
             s.push_str(&format!(
                 "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{1:.1}\" y2=\"{2:.1}\" class=\"cmd\"/><text x=\"{0:.1}\" y=\"{3:.1}\" class=\"cmdname\">{4}</text>",
@@ -680,18 +929,52 @@ fn svg(
         }
         let op = o.name.rsplit('.').next().unwrap_or(&o.name);
         s.push_str(&format!(
-            "<text x=\"{:.1}\" y=\"{:.1}\" class=\"oplabel\">{} → {}</text></g>",
+            "<text x=\"{:.1}\" y=\"{:.1}\" class=\"oplabel{}\">{} → {}</text></g>",
             x0 + 3.0,
             y + 12.0,
+            if o.blamed { " blamedlbl" } else { "" },
             escape(op),
             escape(&gist(o))
         ));
     }
-    if let Some((slot, _)) = t.broke {
+    if t.event_axis {
+        // Each step's event index; every k-th when crowded (and always the
+        // breaking instants), so labels never run into each other.
+        let every = (30.0 / slot_w).ceil().max(1.0) as usize;
+        let ay = calls_bottom + 12.0;
+        s.push_str(&format!(
+            "<text x=\"2\" y=\"{ay:.1}\" class=\"ms\">event</text>"
+        ));
+        for (i, slot) in t.slots.iter().enumerate() {
+            let breaking = t.broke.is_some_and(|(b, _)| b == i) || t.more_broke.contains(&i);
+            if let Some(e) = slot.event.filter(|_| i % every == 0 || breaking) {
+                s.push_str(&format!(
+                    "<text x=\"{:.1}\" y=\"{ay:.1}\" class=\"ms\" text-anchor=\"middle\">{e}</text>",
+                    x(i)
+                ));
+            }
+        }
+    }
+    let broke_slots = t
+        .broke
+        .map(|(b, _)| b)
+        .into_iter()
+        .chain(t.more_broke.iter().copied());
+    for (n, slot) in broke_slots.enumerate() {
         let xb = x(slot) + slot_w * 0.45;
         s.push_str(&format!(
             "<line x1=\"{xb:.1}\" x2=\"{xb:.1}\" y1=\"{calls_top:.1}\" y2=\"{calls_bottom:.1}\" class=\"broke\"/>"
         ));
+        // A window labels its first instant under the axis, reading away
+        // from the nearer edge so it is never cut.
+        if let (true, 0, Some(e)) = (t.event_axis, n, t.slots[slot].event) {
+            let anchor = if xb > width / 2.0 { "end" } else { "start" };
+            s.push_str(&format!(
+                "<text x=\"{xb:.1}\" y=\"{:.1}\" class=\"brokelbl\" text-anchor=\"{anchor}\">{} at event {e}</text>",
+                calls_bottom + 27.0,
+                escape(t.broke_label.as_deref().unwrap_or("broken"))
+            ));
+        }
     }
     if !grants.is_empty() {
         let t0 = grants.iter().map(|(_, g)| g.from).min().unwrap_or(0);
@@ -744,10 +1027,10 @@ fn svg(
                 g.epoch,
                 g.from,
                 g.end(),
-                if g.released_at.is_some() {
-                    " (released)"
-                } else {
-                    ""
+                match (g.released_at, g.maybe_released_at) {
+                    (Some(_), _) => " (released)".to_string(),
+                    (None, Some(m)) => format!(" (release at {m} unknown)"),
+                    _ => String::new(),
                 }
             ));
             if let Some(p) = g.promised_until {
@@ -783,7 +1066,9 @@ pub(crate) const STYLE: &str = "svg.trace{min-width:560px}.trace text{font:11px 
 .trace .cmdname{font-size:9px;fill:#1c3d5a}.trace .grant{fill:#9cc3e6;stroke:#1c3d5a;fill-opacity:.85}\
 .trace .overlap{fill:#c00;fill-opacity:.16;stroke:#c00;stroke-dasharray:3 2}.trace .broke{stroke:#c00;stroke-width:2}\
 .trace .brokelbl{fill:#a00;font-weight:700}.trace .promise{stroke:#6b4fbb;stroke-width:2;stroke-dasharray:3 2}\
-.trace .fault{fill:#f0a030;fill-opacity:.2;stroke:#a05a00;stroke-dasharray:2 2}.trace .faultname{fill:#6b3b00;font-size:10px}";
+.trace .fault{fill:#f0a030;fill-opacity:.2;stroke:#a05a00;stroke-dasharray:2 2}.trace .faultname{fill:#6b3b00;font-size:10px}\
+.trace .blamed{stroke:#c00;stroke-width:2.5}.trace .blamedlbl{fill:#a00;font-weight:700}\
+.trace .open{stroke:#6b4fbb;stroke-dasharray:4 3}.trace .arrow{fill:#6b4fbb}";
 
 #[cfg(test)]
 mod tests {
@@ -925,5 +1210,119 @@ mod tests {
         assert!(h.contains("read → unknown"), "{h}");
         assert_eq!(h.matches("class=\"fault\"").count(), 1, "{h}");
         assert_eq!(t.broke, Some((4, Some(13))));
+    }
+
+    #[test]
+    fn a_window_clips_its_faults_marks_the_blamed_and_every_instant() {
+        let ev = |i: usize, who: &str, kind: &str, op: &str, value: Value| {
+            json!({"index": i, "instance": who, "kind": kind, "op": op, "value": value,
+                   "server_ms": 100 + i as i64, "clock_ms": 100 + i as i64})
+        };
+        let events = [
+            ev(
+                10,
+                "a",
+                "invoke",
+                "lease.take",
+                json!({"tree": "t", "holder": "a", "ttl_ms": 50}),
+            ),
+            ev(
+                11,
+                "a",
+                "ok",
+                "lease.take",
+                json!({"busy": {"holder": "b", "epoch": 1}}),
+            ),
+            ev(
+                12,
+                "nemesis",
+                "nemesis",
+                "nemesis.kill",
+                json!({"phase": "start", "fault": {}}),
+            ),
+            // An event of an operation not drawn: only a step.
+            ev(13, "c", "ok", "lease.read", json!({"free": {}})),
+            ev(
+                15,
+                "nemesis",
+                "nemesis",
+                "nemesis.partition",
+                json!({"phase": "end", "fault": {"instance_name": "b"}}),
+            ),
+        ];
+        let faults = [
+            WindowFault {
+                name: "partition".into(),
+                lane: Some("b".into()),
+                start: 2,
+                end: Some(15),
+                ending: "healed".into(),
+            },
+            WindowFault {
+                name: "kill".into(),
+                lane: None,
+                start: 12,
+                end: None,
+                ending: String::new(),
+            },
+        ];
+        let t = Trace::of_window(&events, &faults, &[10], &[13, 11], "broken", "w".into()).unwrap();
+        assert_eq!(t.lanes, ["a", "b"]);
+        assert_eq!(t.ops.len(), 1);
+        assert!(t.ops[0].blamed);
+        let spans: Vec<_> = t.faults.iter().map(|f| (f.from, f.to)).collect();
+        assert_eq!(spans, [(0, Some(4)), (2, None)]);
+        assert_eq!(t.broke, Some((1, Some(111))));
+        assert_eq!(t.more_broke, [3]);
+        let h = render(&t, "x");
+        assert!(
+            h.contains("w; broken at event 11, server ms 111 (and at event 13)."),
+            "{h}"
+        );
+        assert_eq!(h.matches("class=\"broke\"").count(), 2, "{h}");
+        assert!(
+            h.contains("fault partition on b (events 2–15): healed"),
+            "{h}"
+        );
+        assert!(h.contains("fault kill (events 12–…)"), "{h}");
+        assert!(h.contains("class=\"op ok blamed\""), "{h}");
+    }
+
+    #[test]
+    fn a_release_of_unknown_outcome_claims_no_overlap_past_its_invocation() {
+        let events = json!([
+            {"index": 0, "instance": "a", "kind": "invoke", "op": "lease.take",
+             "value": {"holder": "a", "tree": "t", "ttl_ms": 1000}, "server_ms": 0, "clock_ms": 0},
+            {"index": 1, "instance": "a", "kind": "ok", "op": "lease.take",
+             "value": {"granted": {"epoch": 1, "expires_at_ms": 1000}}, "server_ms": 0, "clock_ms": 0},
+            {"index": 2, "instance": "a", "kind": "invoke", "op": "lease.release",
+             "value": {"holder": "a", "tree": "t", "epoch": 1}, "server_ms": 100, "clock_ms": 100},
+            {"index": 3, "instance": "a", "kind": "info", "op": "lease.release",
+             "value": {"kind": "unavailable"}, "server_ms": 150, "clock_ms": 150},
+            {"index": 4, "instance": "b", "kind": "invoke", "op": "lease.take",
+             "value": {"holder": "b", "tree": "t", "ttl_ms": 1000}, "server_ms": 200, "clock_ms": 200},
+            {"index": 5, "instance": "b", "kind": "ok", "op": "lease.take",
+             "value": {"granted": {"epoch": 2, "expires_at_ms": 1200}}, "server_ms": 200, "clock_ms": 200},
+            {"index": 6, "instance": "c", "kind": "invoke", "op": "lease.take",
+             "value": {"holder": "c", "tree": "t", "ttl_ms": 1000}, "server_ms": 300, "clock_ms": 300},
+            {"index": 7, "instance": "c", "kind": "ok", "op": "lease.take",
+             "value": {"granted": {"epoch": 3, "expires_at_ms": 1300}}, "server_ms": 300, "clock_ms": 300},
+            {"index": 8, "instance": "c", "kind": "invoke", "op": "lease.take",
+             "value": {"holder": "c", "tree": "t", "ttl_ms": 1000}, "server_ms": 400, "clock_ms": 400},
+            {"index": 9, "instance": "c", "kind": "ok", "op": "lease.take",
+             "value": {"granted": {"epoch": 4, "expires_at_ms": 1400}}, "server_ms": 400, "clock_ms": 400}
+        ]);
+        let t = Trace::of_history(events.as_array().unwrap(), "history").unwrap();
+        // a may have released at 100: only b and c are claimed, their two
+        // touching spans one.
+        assert_eq!(t.overlaps(), [(300, 1200, "b".into(), "c".into())]);
+        let h = render(&t, "x");
+        assert!(
+            h.contains(">epoch 1 · 0–1000 (release at 100 unknown)</text>"),
+            "{h}"
+        );
+        assert!(h.contains("<td>unknown (asked at 100)</td>"), "{h}");
+        // Caption, its aria-label and the one hatch's tooltip.
+        assert_eq!(h.matches("both held").count(), 3, "{h}");
     }
 }
