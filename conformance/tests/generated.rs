@@ -221,7 +221,7 @@ async fn the_builtin_store_passes_every_generated_check() {
 /// A measurement, not a test (run with `--ignored --nocapture`): which named
 /// sabotages the generated checks catch at the default size.
 #[tokio::test]
-#[ignore]
+#[ignore = "a measurement, not a test: run with --ignored --nocapture"]
 async fn measure_named_sabotages() {
     let server = ManagedServer::start(ServerOptions::default())
         .await

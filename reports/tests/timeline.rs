@@ -262,7 +262,7 @@ fn a_long_history_renders_a_bounded_window() {
 /// reports --test timeline -- --ignored`), writing `<path>.html`: to look at
 /// real fault-suite failures without running the suite again.
 #[test]
-#[ignore]
+#[ignore = "a tool: renders the report.json named by REPORT_JSON"]
 fn render_a_saved_report() {
     let Ok(path) = std::env::var("REPORT_JSON") else {
         return;
