@@ -554,28 +554,15 @@ impl ManagedServer {
                 }
             }
         }
-        let aof_dir = self.dir.join("appendonlydir");
         let mut dropped = 0u64;
-        let entries = match fs::read_dir(&aof_dir) {
-            Ok(e) => e,
-            Err(_) => return Ok(0),
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let is_incr = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.ends_with(".incr.aof"));
-            if !is_incr {
-                continue;
-            }
+        for path in self.append_only_tails() {
             let canonical = fs::canonicalize(&path).unwrap_or(path.clone());
             let keep = synced
                 .get(&canonical)
                 .or_else(|| synced.get(&path))
                 .copied()
                 .unwrap_or(0);
-            let len = entry.metadata().map(|m| m.len()).unwrap_or(0);
+            let len = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
             if len > keep {
                 let file = fs::OpenOptions::new()
                     .write(true)
@@ -594,6 +581,30 @@ impl ManagedServer {
             }
         }
         Ok(dropped)
+    }
+
+    /// The append-only files a power cut can shorten: Redis 7's (and
+    /// Valkey's) incremental files under `appendonlydir/` (a base file is
+    /// written whole and synced at a rewrite), or the one `*.aof` file in the
+    /// server's directory of a server before 7.0 (Redis 6.2 has no
+    /// multi-part AOF: with only the directory looked at, its power cuts
+    /// would cut nothing, and every power-loss check would hold vacuously).
+    fn append_only_tails(&self) -> Vec<PathBuf> {
+        let files_in = |dir: &Path, keep: &dyn Fn(&str) -> bool| -> Vec<PathBuf> {
+            fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                .map(|e| e.path())
+                .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(keep))
+                .collect()
+        };
+        let mut tails = files_in(&self.dir.join("appendonlydir"), &|n| {
+            n.ends_with(".incr.aof")
+        });
+        tails.extend(files_in(&self.dir, &|n| n.ends_with(".aof")));
+        tails
     }
 
     /// SIGKILLs the server now and reaps it (a crash: nothing is flushed
