@@ -64,7 +64,7 @@ pub use corrupt::corrupt;
 pub use lua_patch::{LuaPatch, LuaSabotage, PatchError};
 pub use oom_swallowed::OomSwallowed;
 pub use read_then_write::ReadThenWriteLease;
-pub use sabotaged::{ClientSabotage, Sabotaged};
+pub use sabotaged::{ClientSabotage, Invent, Sabotaged, SucceedOnError};
 pub use wrappers::{Extra, Lie, Lying, RefusesAll, ServerBlind, SideEffect, Tampered};
 
 use std::path::Path;

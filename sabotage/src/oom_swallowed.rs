@@ -5,62 +5,27 @@
 //! invented epoch, a child `saved` that is not queued);
 //! `faults.full-server-refuses` and `faults.lease-linearizable` must catch it.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use harness::contract::{ErrorKind, Reply, Request};
+use harness::store::StoreFactory;
 
-use async_trait::async_trait;
-use harness::contract::{Call, ErrorKind, Reply, Request, StoreError};
-use harness::store::{Hello, StoreClient, StoreFactory};
-
-use crate::sabotaged::{ClientSabotage, Sabotaged};
+use crate::sabotaged::{Sabotaged, SucceedOnError};
 
 /// `inner`, with every `store_full` answer turned into a success.
-pub type OomSwallowed<F> = Sabotaged<F, SwallowOom>;
-
-/// The sabotage of [`OomSwallowed`]: invent a success for `store_full`,
-/// counting the inventions across instances.
-pub struct SwallowOom {
-    invented: Arc<AtomicU64>,
-}
+pub type OomSwallowed<F> = Sabotaged<F, SucceedOnError>;
 
 impl<F: StoreFactory> OomSwallowed<F> {
     /// Wraps `inner`; only answers `store_full` change.
     pub fn new(inner: F) -> Self {
         Sabotaged::wrapping(
             inner,
-            SwallowOom {
-                invented: Arc::new(AtomicU64::new(0)),
-            },
+            SucceedOnError::new("sabotage:oom-swallowed", ErrorKind::StoreFull, invented),
         )
     }
 
     /// How many successes it invented so far.
     pub fn invented(&self) -> u64 {
-        self.how.invented.load(Ordering::SeqCst)
+        self.how.made_up()
     }
-}
-
-#[async_trait]
-impl ClientSabotage for SwallowOom {
-    fn spec(&self) -> String {
-        "sabotage:oom-swallowed".to_string()
-    }
-
-    async fn wrap(
-        &self,
-        _: &Hello,
-        inner: Box<dyn StoreClient>,
-    ) -> Result<Box<dyn StoreClient>, StoreError> {
-        Ok(Box::new(Client {
-            inner,
-            invented: self.invented.clone(),
-        }))
-    }
-}
-
-struct Client {
-    inner: Box<dyn StoreClient>,
-    invented: Arc<AtomicU64>,
 }
 
 /// The success `req` would most plausibly have had, made up. `None` for an
@@ -91,23 +56,4 @@ fn invented(req: &Request, clock_ms: i64, n: u64) -> Option<Reply> {
         },
         _ => return None,
     })
-}
-
-#[async_trait]
-impl StoreClient for Client {
-    async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
-        match self.inner.call(call, clock_ms).await {
-            Err(e) if e.kind == ErrorKind::StoreFull => {
-                let n = self.invented.fetch_add(1, Ordering::SeqCst);
-                let made_up = Request::parse(call)
-                    .ok()
-                    .and_then(|req| invented(&req, clock_ms, n));
-                match made_up {
-                    Some(reply) => Ok(reply),
-                    None => Err(e),
-                }
-            }
-            other => other,
-        }
-    }
 }

@@ -2,8 +2,11 @@
 //! client does: the store it wraps connects, validates its server and keeps
 //! its state as always; [`ClientSabotage::wrap`] changes the client.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
 use async_trait::async_trait;
-use harness::contract::StoreError;
+use harness::contract::{Call, ErrorKind, Reply, Request, StoreError};
 use harness::store::{DurableState, Hello, StoreClient, StoreFactory, StoreInfo};
 
 /// How a sabotage changes each instance's client, and its name.
@@ -57,5 +60,82 @@ impl<F: StoreFactory, S: ClientSabotage> StoreFactory for Sabotaged<F, S> {
     ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
         let (info, inner) = self.inner.connect(hello, clock_ms).await?;
         Ok((info, self.how.wrap(hello, inner).await?))
+    }
+}
+
+/// Makes up the success a request would most plausibly have had, given the
+/// request, the caller's clock and how many were made up before (to number
+/// what must be unique); `None` when it has none to make up.
+pub type Invent = fn(&Request, i64, u64) -> Option<Reply>;
+
+/// A sabotage that answers a made-up success ([`Invent`]) wherever the
+/// wrapped store answered the error `kind`: the shape of every bug that
+/// treats an error as a success (a swallowed `OOM`, a fail-open limiter).
+pub struct SucceedOnError {
+    spec: &'static str,
+    kind: ErrorKind,
+    invent: Invent,
+    /// Errors met so far by every instance, each numbering its success.
+    made_up: Arc<AtomicU64>,
+}
+
+impl SucceedOnError {
+    /// `sabotage:<name>`, turning answers of error `kind` into `invent`'s.
+    pub fn new(spec: &'static str, kind: ErrorKind, invent: Invent) -> Self {
+        SucceedOnError {
+            spec,
+            kind,
+            invent,
+            made_up: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// How many answers of its error kind it met (and made a success of,
+    /// when the request had one).
+    pub fn made_up(&self) -> u64 {
+        self.made_up.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait]
+impl ClientSabotage for SucceedOnError {
+    fn spec(&self) -> String {
+        self.spec.to_string()
+    }
+
+    async fn wrap(
+        &self,
+        _: &Hello,
+        inner: Box<dyn StoreClient>,
+    ) -> Result<Box<dyn StoreClient>, StoreError> {
+        Ok(Box::new(SucceedingClient {
+            inner,
+            kind: self.kind,
+            invent: self.invent,
+            made_up: self.made_up.clone(),
+        }))
+    }
+}
+
+struct SucceedingClient {
+    inner: Box<dyn StoreClient>,
+    kind: ErrorKind,
+    invent: Invent,
+    made_up: Arc<AtomicU64>,
+}
+
+#[async_trait]
+impl StoreClient for SucceedingClient {
+    async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
+        match self.inner.call(call, clock_ms).await {
+            Err(e) if e.kind == self.kind => {
+                let n = self.made_up.fetch_add(1, Ordering::SeqCst);
+                Request::parse(call)
+                    .ok()
+                    .and_then(|req| (self.invent)(&req, clock_ms, n))
+                    .ok_or(e)
+            }
+            other => other,
+        }
     }
 }

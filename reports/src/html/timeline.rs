@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use harness::{EventKind, History, NemesisPhase};
 use serde_json::Value;
 
-use super::trace::{self, Trace, WindowFault};
+use super::trace::{self, short, Trace, WindowFault};
 use crate::escape;
 
 /// How far (in events) from the blamed events the window reaches for
@@ -144,21 +144,6 @@ fn faults(events: &[(harness::Event, Value)]) -> Vec<Fault> {
         });
     }
     out
-}
-
-/// A JSON value in one line, cut to `max` characters.
-fn short(v: &Value, max: usize) -> String {
-    let s = match v {
-        Value::Null => String::new(),
-        Value::String(s) => s.clone(),
-        v => v.to_string(),
-    };
-    if s.chars().count() > max {
-        let cut: String = s.chars().take(max.saturating_sub(1)).collect();
-        format!("{cut}…")
-    } else {
-        s
-    }
 }
 
 /// `n` and the noun, plural unless one.

@@ -608,7 +608,7 @@ impl Trace {
 }
 
 /// A JSON value in one line, cut to `max` characters.
-fn short(v: &Value, max: usize) -> String {
+pub(super) fn short(v: &Value, max: usize) -> String {
     let s = match v {
         Value::Null => String::new(),
         Value::String(s) => s.clone(),
