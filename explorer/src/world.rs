@@ -530,7 +530,10 @@ impl Inner {
                 script.push(exchange.clone());
                 gate.replay(script);
             }
-            None if delivered.is_empty() => gate.set_mode(Mode::Hold),
+            // An empty script holds every command, as `Mode::Hold` does,
+            // and clears the divergence of a wrong guess just retried: left
+            // on the gate it would judge this re-run by the guessed command
+            // (another skew's clock) and call the store not deterministic.
             None => gate.replay(delivered.clone()),
         }
         let mut task = start_operation(client, req.to_call(), clock_ms);

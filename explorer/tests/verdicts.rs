@@ -326,3 +326,33 @@ fn a_take_in_flight_is_not_a_stuck_tree() {
         assert_eq!(c.verdict, Verdict::Pass, "{id}: {}", c.reason);
     }
 }
+
+/// Issue 19, item 10: a store whose commands carry its caller's clock (the
+/// take's `EVALSHA … c 1000 <clock>`) is never "not deterministic" because
+/// another skew's command was guessed first. The transition cache is shared
+/// by every skew, so the second search's first take is guessed with the
+/// first search's clock; the guess is wrong, the step runs again against the
+/// server, and that re-run must not be judged by the wrong guess (the gate
+/// kept its divergence). Every re-run gives the instance the clock it had.
+#[test]
+fn a_store_on_its_callers_clock_is_never_called_not_deterministic_across_skews() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(sabotage::ClientClockLease::new(builtin(&dir)));
+    let mut cfg = config(vec![-10 * LEASE_MS, 10 * LEASE_MS], 2, 1);
+    // Walks of three instances too: each draws its clocks from the skews.
+    cfg.walks = 4;
+    cfg.walk_steps = 6;
+    let outcome = run(store, &cfg);
+    for c in &outcome.checks {
+        eprintln!("{} {}: {}", c.id, c.verdict.word(), c.reason);
+    }
+    let complete = check(&outcome, "explorer.exploration-complete");
+    assert_eq!(complete.verdict, Verdict::Pass, "{}", complete.reason);
+    assert!(
+        !outcome
+            .checks
+            .iter()
+            .any(|c| c.reason.contains("not deterministic")),
+        "a re-run was taken for non-determinism"
+    );
+}
