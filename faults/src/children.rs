@@ -16,8 +16,9 @@
 //! or `exists` is acknowledged: that child exists and must have exactly one
 //! effect. A save whose outcome is unknown (an `info` completion, or no
 //! completion) may or may not have made the child: zero or one effect is
-//! fine either way, but two effects are always a failure. A save refused for
-//! certain (`fail`) did not happen. An effect for a child that no
+//! fine either way, but two effects are always a failure (a malformed reply
+//! is such an unknown outcome too). A save refused for certain (`fail`) or
+//! declined (`unsupported`) did not happen. An effect for a child that no
 //! `queue.save` ever named (or only saves refused for certain) is a failure.
 //!
 //! **From the history alone** (sound whatever the end state): two
@@ -334,6 +335,20 @@ mod tests {
         );
         let v = check(&h.0, &end(&[]));
         assert!(matches!(&v.violations[..], [ChildViolation::Lost { saves, .. }] if saves == &[2]));
+    }
+
+    #[test]
+    fn a_save_answered_malformed_may_have_made_its_child() {
+        // The save ran (its answer went wrong): its effect is no child
+        // "never saved", and no effect is no loss.
+        let mut h = H::default();
+        h.save("a", "c1");
+        let e = StoreError::new(ErrorKind::MalformedReply, "`saved` is not an object");
+        h.0.complete("a", "queue.save", &Err(e), None, 0);
+        let v = check(&h.0, &end(&[("c1", "e1")]));
+        assert!(v.holds(), "{v:?}");
+        assert_eq!((v.acknowledged, v.ambiguous), (0, 1));
+        assert!(check(&h.0, &end(&[])).holds());
     }
 
     #[test]

@@ -48,7 +48,7 @@ use harness::{Happened, History};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ops::End;
+use crate::ops::{end_of, End};
 
 /// One effect the durable store shows at the end of the run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -329,11 +329,7 @@ pub fn check(history: &History, end: &DurableEnd) -> Fencing {
                 let Some((inv, call)) = in_flight.remove(e.instance.as_str()) else {
                     continue;
                 };
-                let end = match what {
-                    Happened::Ok { reply, .. } => End::Reply(e.index, reply),
-                    Happened::Fail { .. } => End::Refused,
-                    _ => End::Unknown,
-                };
+                let end = end_of(e.index, what);
                 if call.op.starts_with("lease.") {
                     // Invokes are pushed in order: find it by binary search.
                     if let Ok(i) = lease_ends.binary_search_by_key(&inv, |l| l.0) {
@@ -390,7 +386,7 @@ pub fn check(history: &History, end: &DurableEnd) -> Fencing {
             continue;
         };
         let answer = match fenced_ends.get(&e.index) {
-            Some(End::Refused) => continue,
+            Some(End::Refused | End::Declined) => continue,
             Some(End::Reply(_, reply)) => {
                 let a = FencedAnswer::read(&call.op, reply);
                 if a.is_none() {

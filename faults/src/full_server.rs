@@ -35,6 +35,10 @@ pub struct FullServer {
     pub refused_full: usize,
     /// Everything that broke, each naming its invoke event.
     pub violations: Vec<FullServerViolation>,
+    /// Operations the store declined (`unsupported`: it does not offer
+    /// them), each with its message: not judged, never blamed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub declined: Vec<String>,
 }
 
 /// One broken promise of a full server.
@@ -80,6 +84,23 @@ pub fn judge(history: &History, claimed: &[Contract], room_from: usize) -> FullS
                 {
                     found.violations.push(violation(why));
                 }
+            }
+            // The store does not offer it: nothing happened, nothing to
+            // blame (PROTOCOL: `unsupported` skips what it is about).
+            End::Declined => {
+                let message = history
+                    .events
+                    .iter()
+                    .skip(op.invoke + 1)
+                    .find(|e| e.instance == event.instance)
+                    .and_then(|e| match &e.what {
+                        Happened::Fail { error, .. } => Some(error.message.clone()),
+                        _ => None,
+                    })
+                    .unwrap_or_default();
+                found
+                    .declined
+                    .push(format!("{}: unsupported: {message}", op.request.op()));
             }
             End::Refused | End::Unknown => {
                 let error = history
@@ -368,6 +389,21 @@ mod tests {
         let v = judge(&h, &ALL, room_from);
         assert_eq!(v.violations.len(), 2, "{v:?}");
         assert_eq!(v.refused_full, 1);
+    }
+
+    #[test]
+    fn an_unsupported_answer_is_declined_never_a_violation() {
+        let mut h = History::default();
+        sent(&mut h, take("t"), full());
+        let no = StoreError::new(ErrorKind::Unsupported, "no pauses here");
+        let pause = Request::RatePause {
+            provider: "p".into(),
+            until_ms: 5,
+        };
+        sent(&mut h, pause, Err(no));
+        let v = judge(&h, &[Contract::Lease, Contract::Rate], usize::MAX);
+        assert!(v.violations.is_empty(), "{v:?}");
+        assert_eq!(v.declined, vec!["rate.pause: unsupported: no pauses here"]);
     }
 
     #[test]

@@ -33,7 +33,7 @@
 //!
 //! **Time.** An operation with a reply takes effect at one server instant in
 //! `[invoke server_ms, completion server_ms]`; one whose outcome is unknown
-//! (an `info` completion, or no completion) may take effect at any instant
+//! (an `info` completion, a malformed reply, or no completion) may take effect at any instant
 //! after its invoke, or never. Instants never go back along the order. The
 //! model step is the lease contract at that instant. The search does not
 //! guess instants: the state carries a zone (a difference-bound matrix over
@@ -56,6 +56,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use harness::contract::{Reply, Request};
 use harness::{Happened, History};
+
+use crate::ops::{answer_of, Answer};
 use serde::{Deserialize, Serialize};
 
 /// How many search steps one tree may take before the checker gives up and
@@ -150,7 +152,8 @@ pub struct Linearizability {
     pub trees: BTreeMap<String, TreeVerdict>,
     /// Invoke events of lease operations left out: not a lease.take, renew,
     /// release or read, a call that does not parse, or refused for certain
-    /// (a `fail` completion: it did not happen).
+    /// or declined (`unsupported`): it did not happen. A malformed reply is
+    /// no refusal: that operation is judged as an unknown outcome.
     pub ignored: Vec<usize>,
 }
 
@@ -214,17 +217,20 @@ pub fn lease_ops(history: &History) -> (Vec<LeaseOp>, Vec<usize>) {
                     continue;
                 };
                 let Some(op) = ops[i].as_mut() else { continue };
-                match what {
-                    Happened::Ok { reply, .. } => {
+                match answer_of(what) {
+                    Some(Answer::Reply(reply)) => {
                         op.complete_event = Some(e.index);
                         op.completed_ms = e.server_ms;
                         op.reply = Some(reply.clone());
                     }
-                    Happened::Info { .. } => {
+                    // `unavailable` or a malformed reply: it may have
+                    // taken effect.
+                    Some(Answer::Unknown) | None => {
                         op.complete_event = Some(e.index);
                         op.completed_ms = e.server_ms;
                     }
-                    _ => {
+                    // Refused or declined: it did not happen.
+                    Some(Answer::Refused | Answer::Declined) => {
                         ignored.push(op.invoke_event);
                         ops[i] = None;
                     }
@@ -1560,6 +1566,27 @@ mod tests {
         let all = check(&h.0);
         assert_eq!(all.ignored, vec![0]);
         assert!(all.trees.is_empty());
+    }
+
+    #[test]
+    fn a_malformed_reply_is_an_unknown_outcome_not_a_refusal() {
+        // a's take ran but its answer was malformed; b's take then sees a
+        // live lease of a. Only a take of a that happened explains it.
+        let mut h = H::default();
+        h.take("a", "t", 100, 0);
+        let e = StoreError::new(ErrorKind::MalformedReply, "`granted.epoch` missing");
+        h.0.complete("a", "lease.take", &Err(e), Some(1), 1);
+        h.take("b", "t", 100, 2);
+        h.busy("b", "a", 1, 100, 3);
+        let all = check(&h.0);
+        assert!(all.ignored.is_empty(), "{:?}", all.ignored);
+        assert!(all.all_linearizable(), "{:?}", all.trees);
+        // Declined (`unsupported`): it did not happen, and is left out.
+        let mut h = H::default();
+        h.take("a", "t", 100, 0);
+        let e = StoreError::new(ErrorKind::Unsupported, "no leases here");
+        h.0.complete("a", "lease.take", &Err(e), Some(1), 1);
+        assert_eq!(check(&h.0).ignored, vec![0]);
     }
 
     fn took(v: &TreeVerdict, event: usize) -> Option<bool> {

@@ -1,10 +1,49 @@
 //! A history's operations, each invoke paired with its instance's next
 //! completion: what every checker of the fault suite reads.
+//!
+//! **How a completion ends an operation** ([`answer_of`]). A reply: it
+//! happened, as the reply says. `unavailable` (an `info` event), and the
+//! harness's own findings `malformed_reply` and `adapter_failed` (recorded
+//! as `fail`, but the store may have done the work before its answer went
+//! wrong): unknown, it may or may not have taken effect. `unsupported`: the
+//! store declined the operation (it does not offer it), so nothing happened
+//! and the check about it is not the store's to fail. Any other error: a
+//! certain refusal, it did not happen.
 
 use std::collections::HashMap;
 
-use harness::contract::{Reply, Request};
+use harness::contract::{ErrorKind, Reply, Request};
 use harness::{Happened, History};
+
+/// What a completion event says of its operation (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer<'a> {
+    /// The store answered this reply.
+    Reply(&'a Reply),
+    /// The store refused for certain: it did not happen.
+    Refused,
+    /// The store does not offer the operation: it did not happen.
+    Declined,
+    /// It may or may not have happened.
+    Unknown,
+}
+
+/// How the completion `what` ends its operation; `None` for an invoke or a
+/// nemesis event (no completion).
+pub(crate) fn answer_of(what: &Happened) -> Option<Answer<'_>> {
+    match what {
+        Happened::Invoke(_) | Happened::Nemesis { .. } => None,
+        Happened::Ok { reply, .. } => Some(Answer::Reply(reply)),
+        Happened::Info { .. } => Some(Answer::Unknown),
+        Happened::Fail { error, .. } => Some(match error.kind {
+            // The harness's findings, not the store's refusal: the store
+            // may have applied the operation before its answer went wrong.
+            ErrorKind::MalformedReply | ErrorKind::AdapterFailed => Answer::Unknown,
+            ErrorKind::Unsupported => Answer::Declined,
+            _ => Answer::Refused,
+        }),
+    }
+}
 
 /// How an operation ended.
 #[derive(Debug, Clone, Copy)]
@@ -13,7 +52,10 @@ pub(crate) enum End<'a> {
     Reply(usize, &'a Reply),
     /// The store refused it for certain: it did not happen.
     Refused,
-    /// Unknown: `info`, or no completion at all (it may or may not have happened).
+    /// The store declined it (`unsupported`): it did not happen.
+    Declined,
+    /// Unknown: `info`, a malformed reply, or no completion at all (it may
+    /// or may not have happened).
     Unknown,
 }
 
@@ -76,15 +118,21 @@ pub(crate) fn operations<'a>(history: &'a History, keep: impl Fn(&Request) -> bo
                 let Some(i) = in_flight.remove(e.instance.as_str()) else {
                     continue;
                 };
-                ops[i].end = match what {
-                    Happened::Ok { reply, .. } => End::Reply(e.index, reply),
-                    Happened::Fail { .. } => End::Refused,
-                    _ => End::Unknown,
-                };
+                ops[i].end = end_of(e.index, what);
             }
         }
     }
     ops
+}
+
+/// How the completion `what` at event `at` ends its operation.
+pub(crate) fn end_of(at: usize, what: &Happened) -> End<'_> {
+    match answer_of(what) {
+        Some(Answer::Reply(reply)) => End::Reply(at, reply),
+        Some(Answer::Refused) => End::Refused,
+        Some(Answer::Declined) => End::Declined,
+        Some(Answer::Unknown) | None => End::Unknown,
+    }
 }
 
 #[cfg(test)]
@@ -119,5 +167,25 @@ mod tests {
         assert_eq!(ops.len(), 1);
         assert_eq!(ops[0].completed_at(), 2);
         assert_eq!(ops[0].reply(), Some(&granted));
+    }
+
+    #[test]
+    fn a_malformed_reply_is_unknown_and_unsupported_is_declined() {
+        let take = Call {
+            op: "lease.take".into(),
+            args: json!({"tree": "t", "holder": "a", "ttl_ms": 1000}),
+        };
+        let ended = |kind: ErrorKind| {
+            let mut h = History::default();
+            h.invoke("a", &take, Some(0), 0);
+            let e = harness::contract::StoreError::new(kind, "x");
+            h.complete("a", "lease.take", &Err(e), Some(1), 1);
+            let ops = operations(&h, |_| true);
+            format!("{:?}", ops[0].end)
+        };
+        assert_eq!(ended(ErrorKind::MalformedReply), "Unknown");
+        assert_eq!(ended(ErrorKind::AdapterFailed), "Unknown");
+        assert_eq!(ended(ErrorKind::Unsupported), "Declined");
+        assert_eq!(ended(ErrorKind::BadRequest), "Refused");
     }
 }

@@ -176,7 +176,7 @@ pub fn check(history: &History) -> RateBounds {
         let mut pauses: Vec<(usize, i64)> = Vec::new();
         for op in &ops {
             if let Request::RateReleaseSlot { slot, .. } = &op.request {
-                if !matches!(op.end, End::Refused) {
+                if !matches!(op.end, End::Refused | End::Declined) {
                     releases.entry(slot).or_default().push(op.invoke);
                 }
             }
@@ -589,6 +589,25 @@ mod tests {
             }]
         );
         assert_ne!(first, third);
+    }
+
+    #[test]
+    fn a_release_answered_malformed_may_have_freed_its_slot() {
+        let mut h = H::default();
+        h.acquire("a", 1, 0);
+        h.acquired("a", "s1");
+        h.release("a", "s1", 5);
+        let e = StoreError::new(ErrorKind::MalformedReply, "`released` is not an object");
+        h.0.complete("a", "rate.release_slot", &Err(e), None, 0);
+        h.acquire("b", 1, 10);
+        h.acquired("b", "s2");
+        assert!(check(&h.0).holds(), "{:?}", check(&h.0));
+        // An acquire answered malformed is an unknown outcome.
+        let mut h = H::default();
+        let a = h.acquire("a", 1, 0);
+        let e = StoreError::new(ErrorKind::MalformedReply, "`acquired.slot` missing");
+        h.0.complete("a", "rate.acquire_slot", &Err(e), None, 0);
+        assert_eq!(check(&h.0).unknown, vec![a]);
     }
 
     #[test]

@@ -792,11 +792,18 @@ fn judge_full_server(history: &History, room_from: usize, claimed: &[Contract]) 
     } else {
         Verdict::Pass
     };
-    let reason = format!(
+    let mut reason = format!(
         "{} writes refused with store_full while full, {} broken promises",
         v.refused_full,
         v.violations.len()
     );
+    if !v.declined.is_empty() {
+        // Declined operations are not judged: say which.
+        reason.push_str(&format!(
+            "; not judged, the store declined them: {}",
+            v.declined.join("; ")
+        ));
+    }
     Judged {
         verdict,
         reason,
