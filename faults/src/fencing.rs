@@ -281,9 +281,30 @@ pub struct Fencing {
     /// Invoke events of fenced operations whose ok answer did not read (or
     /// whose arguments did not): judged as unknown outcomes, or left out.
     pub unread: Vec<usize>,
+    /// Each rule of the check, and whether this history and end state let
+    /// it be applied (a rule not applied judged nothing: say so).
+    #[serde(default)]
+    pub rules: Vec<FencingRule>,
+}
+
+/// One rule of the fencing check, and whether it could be applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FencingRule {
+    /// Its name: `stale-by-replies`, `begun-once`, `end-state` or
+    /// `durable-order`.
+    pub rule: String,
+    /// Whether it judged something here.
+    pub applied: bool,
+    /// What it judged, or why it could not be applied.
+    pub why: String,
 }
 
 impl Fencing {
+    /// The rules not applied, each with why.
+    pub fn not_applied(&self) -> Vec<&FencingRule> {
+        self.rules.iter().filter(|r| !r.applied).collect()
+    }
+
     /// Nothing broke.
     pub fn holds(&self) -> bool {
         self.violations.is_empty()
@@ -510,7 +531,78 @@ pub fn check(history: &History, end: &DurableEnd) -> Fencing {
     }
 
     unread.sort_unstable();
-    Fencing { violations, unread }
+    let rules = rules_applied(&fenced, &known, end);
+    Fencing {
+        violations,
+        unread,
+        rules,
+    }
+}
+
+/// Which rules had something to judge: a rule over no fenced operation,
+/// no begun call, no end state or no commit order judged nothing.
+fn rules_applied(
+    fenced: &[FencedOp],
+    known: &HashMap<String, Vec<NewerEpoch>>,
+    end: &DurableEnd,
+) -> Vec<FencingRule> {
+    let rule = |rule: &str, applied: bool, why: String| FencingRule {
+        rule: rule.into(),
+        applied,
+        why,
+    };
+    let epochs: usize = known.values().map(Vec::len).sum();
+    let begun = fenced
+        .iter()
+        .filter(|op| op.answer == Some(FencedAnswer::Begun))
+        .count();
+    vec![
+        rule(
+            "stale-by-replies",
+            !fenced.is_empty() && epochs > 0,
+            format!(
+                "{} fenced operations judged against {epochs} epochs the store's replies named",
+                fenced.len()
+            ),
+        ),
+        rule(
+            "begun-once",
+            begun > 0,
+            format!("{begun} call.begin answered begun"),
+        ),
+        if end.reported {
+            rule(
+                "end-state",
+                true,
+                format!(
+                    "{} stored effects the store reported of itself",
+                    end.effects.len()
+                ),
+            )
+        } else {
+            rule(
+                "end-state",
+                false,
+                "the store reports no end state of itself: effects whose apply ended unknown, and effects no apply asked for, were not judged".into(),
+            )
+        },
+        if end.sequence.is_empty() {
+            rule(
+                "durable-order",
+                false,
+                "the store reports no commit order of its grants and effects: a stale write checked before a takeover and stored after it (the zombie reaching the write first) is judged only by the timing of the replies".into(),
+            )
+        } else {
+            rule(
+                "durable-order",
+                true,
+                format!(
+                    "{} grants and effects in the store's own commit order",
+                    end.sequence.len()
+                ),
+            )
+        },
+    ]
 }
 
 /// What a store that reports its end state must show of what it answered:
@@ -977,6 +1069,29 @@ mod tests {
         // No sequence at all: the store keeps none, nothing to miss.
         h.end.sequence.clear();
         assert!(h.verdict().holds(), "{:?}", h.verdict());
+    }
+
+    #[test]
+    fn the_rules_it_could_not_apply_are_named() {
+        let mut h = H::default();
+        h.take("a").granted("a", 1);
+        let inv = h.apply("a", 1, "e1");
+        h.answer(inv, json!({"applied": {}}));
+        // No end state reported: neither the end-state rule nor the
+        // durable order judged anything.
+        let v = h.verdict();
+        assert!(v.holds(), "{v:?}");
+        let not: Vec<&str> = v.not_applied().iter().map(|r| r.rule.as_str()).collect();
+        assert_eq!(not, vec!["begun-once", "end-state", "durable-order"]);
+        assert!(v.not_applied()[2].why.contains("no commit order"));
+        // With the store's own end state and order, they are applied.
+        h.stored(1, "e1");
+        h.end.sequence = vec![seq(1, 1, None), seq(2, 1, Some("e1"))];
+        h.end.reported = true;
+        let v = h.verdict();
+        assert!(v.holds(), "{v:?}");
+        let not: Vec<&str> = v.not_applied().iter().map(|r| r.rule.as_str()).collect();
+        assert_eq!(not, vec!["begun-once"]);
     }
 
     #[test]

@@ -712,12 +712,30 @@ fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
             }
             id if id == FENCING.id => {
                 let v = fencing::check(&run.history, &run.durable);
-                (
-                    v.holds(),
-                    false,
-                    json!(v),
-                    format!("{} violations", v.violations.len()),
-                )
+                let applied: Vec<&str> = v
+                    .rules
+                    .iter()
+                    .filter(|r| r.applied)
+                    .map(|r| r.rule.as_str())
+                    .collect();
+                let not: Vec<String> = v
+                    .not_applied()
+                    .iter()
+                    .map(|r| format!("{} ({})", r.rule, r.why))
+                    .collect();
+                let mut summary = format!(
+                    "{} violations; rules applied: {}",
+                    v.violations.len(),
+                    if applied.is_empty() {
+                        "none".to_string()
+                    } else {
+                        applied.join(", ")
+                    }
+                );
+                if !not.is_empty() {
+                    summary.push_str(&format!("; not applied: {}", not.join("; ")));
+                }
+                (v.holds(), false, json!(v), summary)
             }
             _ => {
                 let v = rate_bounds::check(&run.history);
