@@ -789,9 +789,21 @@ pub async fn probe(
     prefix: &str,
     opt_out: Option<String>,
 ) -> anyhow::Result<harness::store::StoreInfo> {
+    // Through a gate that only watches, to see which database the store
+    // selects (set-up commands pass through untouched).
+    // The gate speaks plain RESP: a TLS URL goes to the server as it is.
+    let gate = if url.starts_with("redis://") {
+        Some(
+            harness::gate::Gate::start(url)
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot reach the server: {e}"))?,
+        )
+    } else {
+        None
+    };
     let hello = Hello {
         instance: "probe".into(),
-        redis_url: url.to_string(),
+        redis_url: gate.as_ref().map_or_else(|| url.to_string(), |g| g.url()),
         prefix: prefix.to_string(),
         opt_out,
     };
@@ -809,6 +821,19 @@ pub async fn probe(
             ),
         })?;
     drop(client);
+    let mut other = Vec::new();
+    if let Some(gate) = gate {
+        other = gate.other_databases();
+        gate.shutdown().await;
+    }
+    if let (Some(db), true) = (other.first(), factory.keeps_state_in_redis()) {
+        anyhow::bail!(
+            "the store selected database {db} (SELECT {db}) while connecting; storeproof reads, \
+             snapshots and restores database 0 only, so a store keeping its keys in another \
+             database cannot be judged on them: keep its keys in database 0, under the run's \
+             prefix (docs/PROTOCOL.md, section 5)"
+        );
+    }
     Ok(info)
 }
 

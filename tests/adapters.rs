@@ -248,3 +248,67 @@ fn a_reply_the_contract_does_not_allow_fails_the_check_naming_the_field() {
     );
     assert_eq!(leftovers(&marker), Vec::<String>::new());
 }
+
+#[test]
+fn a_hello_that_declares_an_unknown_state_is_a_setup_error() {
+    let marker = format!("sp-marker-state-{}", std::process::id());
+    let (out, out_dir, _dir) = certify_with("bad-state", &marker);
+    assert_eq!(out.status.code(), Some(2));
+    let line = the_error_line(&out);
+    for n in [
+        "instance probe",
+        "\"state\" must be",
+        "got \"postgres\"",
+        "fix the adapter",
+    ] {
+        assert!(line.contains(n), "{line:?} does not say {n:?}");
+    }
+    assert!(!out_dir.exists(), "no report");
+}
+
+#[test]
+fn a_store_that_selects_another_database_is_refused_at_hello() {
+    let marker = format!("sp-marker-select-{}", std::process::id());
+    let (out, out_dir, _dir) = certify_with("select-db", &marker);
+    assert_eq!(out.status.code(), Some(2));
+    let line = the_error_line(&out);
+    for n in ["database 3", "SELECT 3", "database 0"] {
+        assert!(line.contains(n), "{line:?} does not say {n:?}");
+    }
+    assert!(!out_dir.exists(), "no report");
+    assert_eq!(leftovers(&marker), Vec::<String>::new());
+}
+
+#[test]
+fn a_durable_store_is_never_judged_on_redis_keys() {
+    // A check that reads the store's keys would pass on the 0 keys a
+    // durable store writes there: it is settled, with the reason.
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("r");
+    let store = format!("cmd:python3 {} durable", broken_adapter().display());
+    let out = common::command()
+        .args([
+            "certify",
+            "--store",
+            &store,
+            "--check",
+            "conformance.lease.bytes-per-tree",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(2), "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("report.json")).unwrap())
+            .unwrap();
+    let check = &report["checks"][0];
+    assert_eq!(check["id"], "conformance.lease.bytes-per-tree");
+    assert_eq!(check["verdict"], "skipped", "{check}");
+    let reason = check["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("outside Redis") && reason.contains("\"state\": \"durable\""),
+        "{reason}"
+    );
+}

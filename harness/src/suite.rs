@@ -71,7 +71,7 @@ pub enum Needs {
 
 /// Why a check about the Redis server's contents or the store's commands on
 /// it cannot judge a store that keeps no state there.
-const NOT_IN_REDIS: &str = "the store keeps its state outside Redis (it sends no Redis commands)";
+const NOT_IN_REDIS: &str = "the store keeps its state outside Redis (a durable store: builtin:sqlite, or an adapter whose hello declared \"state\": \"durable\")";
 
 /// A check as its suite declares it, once: the only place its id is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

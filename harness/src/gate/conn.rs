@@ -249,6 +249,7 @@ impl Conn<'_> {
             return Ok(());
         }
         if is_setup(&command) {
+            self.shared.note_setup(&command);
             self.send_upstream(&wire).await?;
             if !is_subscription(&command) {
                 self.pending = Pending::AwaitReply {

@@ -436,6 +436,9 @@ struct State {
     partitioned: bool,
     connections: usize,
     stopped: bool,
+    /// Every database other than 0 that a `SELECT` through the gate named
+    /// (its argument as sent, when it is not `0`).
+    other_databases: Vec<String>,
 }
 
 /// What a connection does with a scheduled command (decided under the lock).
@@ -532,6 +535,14 @@ impl Gate {
     /// database path and query (`?protocol=resp3`) are kept.
     pub fn url(&self) -> String {
         replace_host_port(&self.shared.upstream_url, self.shared.addr)
+    }
+
+    /// Every database other than 0 that a client selected through this
+    /// gate (`SELECT 3`), in the order first seen: storeproof reads and
+    /// restores database 0 only, so a store that keeps its keys elsewhere
+    /// cannot be judged on its keys (docs/PROTOCOL.md, section 5).
+    pub fn other_databases(&self) -> Vec<String> {
+        self.state().other_databases.clone()
     }
 
     /// The address the gate listens on.
@@ -765,6 +776,26 @@ impl Gate {
 }
 
 impl Shared {
+    /// Notes what a set-up command says about the connection's database:
+    /// a `SELECT` of any database but 0 is kept for [`Gate::other_databases`].
+    pub(crate) fn note_setup(&self, command: &Command) {
+        if !command.is("SELECT") {
+            return;
+        }
+        let db = command
+            .args
+            .get(1)
+            .map(|a| String::from_utf8_lossy(a).trim().to_string())
+            .unwrap_or_default();
+        if db.parse::<i64>() == Ok(0) {
+            return;
+        }
+        let mut state = lock(&self.state);
+        if !state.other_databases.contains(&db) {
+            state.other_databases.push(db);
+        }
+    }
+
     /// Signals every task to stop and drops every held command.
     fn stop(&self) {
         let held = {

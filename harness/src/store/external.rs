@@ -202,6 +202,46 @@ pub struct ExternalStoreFactory {
     command: String,
     workdir: PathBuf,
     timeout: Duration,
+    /// Where the adapter's first successful hello said its state lives;
+    /// every later hello must say the same (shared by clones: one store).
+    state: Arc<OnceLock<StateLocation>>,
+}
+
+/// Where an adapter keeps its records, as its hello declares with
+/// `"state"` (docs/PROTOCOL.md, section 3): checks that read, restore, fill
+/// or kill the Redis server can judge only a store whose state is there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateLocation {
+    /// `"state": "redis"` (also when hello says nothing): every record is a
+    /// key under the prefix on the server of `redis_url`.
+    Redis,
+    /// `"state": "durable"`: the records live in a database of the store's
+    /// own (a SQLite file in `STOREPROOF_WORKDIR`, PostgreSQL, …); the Redis
+    /// server is at most its clock.
+    Durable,
+}
+
+impl StateLocation {
+    /// The declaration of a hello answer: `Ok(Redis)` when it has no
+    /// `state`, `Err` naming the value when it is neither word.
+    fn declared(hello_answer: &Value) -> Result<StateLocation, String> {
+        match hello_answer.get("state") {
+            None | Some(Value::Null) => Ok(StateLocation::Redis),
+            Some(Value::String(s)) if s == "redis" => Ok(StateLocation::Redis),
+            Some(Value::String(s)) if s == "durable" => Ok(StateLocation::Durable),
+            Some(other) => Err(format!(
+                "\"state\" must be \"redis\" (the default: its records are keys on the server of redis_url) or \"durable\" (a database of its own), got {}",
+                printable(&other.to_string().chars().take(QUOTED).collect::<String>())
+            )),
+        }
+    }
+
+    fn word(self) -> &'static str {
+        match self {
+            StateLocation::Redis => "redis",
+            StateLocation::Durable => "durable",
+        }
+    }
 }
 
 impl ExternalStoreFactory {
@@ -213,7 +253,14 @@ impl ExternalStoreFactory {
             command: command.into(),
             workdir,
             timeout: DEFAULT_REQUEST_TIMEOUT,
+            state: Arc::new(OnceLock::new()),
         }
+    }
+
+    /// Where the store keeps its state, as its first successful hello
+    /// declared; `None` before any instance connected.
+    pub fn declared_state(&self) -> Option<StateLocation> {
+        self.state.get().copied()
     }
 
     /// The same factory with another per-request timeout.
@@ -560,6 +607,12 @@ impl StoreFactory for ExternalStoreFactory {
         format!("cmd:{}", self.command)
     }
 
+    /// As the adapter's hello declared (`"state"`); before the first hello
+    /// (certify's probe connects first), the default: Redis.
+    fn keeps_state_in_redis(&self) -> bool {
+        self.declared_state() != Some(StateLocation::Durable)
+    }
+
     async fn connect(
         &self,
         hello: &Hello,
@@ -586,6 +639,25 @@ impl StoreFactory for ExternalStoreFactory {
                 hello.instance,
                 Contract::ALL.map(Contract::name)
             )));
+        }
+        let state = StateLocation::declared(&ok).map_err(|why| {
+            let error = adapter_failed(format!(
+                "the adapter of instance {} answered hello with {why}",
+                hello.instance
+            ));
+            record_failure(&error, "fix the adapter's hello answer");
+            error
+        })?;
+        let first = *self.state.get_or_init(|| state);
+        if first != state {
+            let error = adapter_failed(format!(
+                "the adapter of instance {} declared \"state\": \"{}\" in hello, but an earlier instance declared \"{}\"; one store keeps its state in one place",
+                hello.instance,
+                state.word(),
+                first.word()
+            ));
+            record_failure(&error, "fix the adapter's hello answer");
+            return Err(error);
         }
         Ok((
             info,
