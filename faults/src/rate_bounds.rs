@@ -113,6 +113,10 @@ pub struct RateBounds {
     pub violations: Vec<RateViolation>,
     /// Acquires and hits whose outcome is unknown (counted as not taken).
     pub unknown: Vec<usize>,
+    /// Replies that named a pause (`paused {until_ms}`): with none, the
+    /// rule "nothing granted while paused" judged nothing.
+    #[serde(default)]
+    pub pauses: usize,
 }
 
 impl RateBounds {
@@ -149,6 +153,7 @@ pub fn check(history: &History) -> RateBounds {
     }
     let mut violations = Vec::new();
     let mut unknown = Vec::new();
+    let mut pauses_named = 0;
     for (provider, ops) in by_provider {
         // Acquires answered `acquired`: (op, slot id, ttl).
         let acquired: Vec<(&Op<'_>, &str, i64)> = ops
@@ -182,6 +187,7 @@ pub fn check(history: &History) -> RateBounds {
             }
             if let End::Reply(at, Reply::Paused { until_ms }) = op.end {
                 pauses.push((at, *until_ms));
+                pauses_named += 1;
             }
             if matches!(
                 op.request,
@@ -336,6 +342,7 @@ pub fn check(history: &History) -> RateBounds {
     RateBounds {
         violations,
         unknown,
+        pauses: pauses_named,
     }
 }
 
@@ -633,6 +640,7 @@ mod tests {
         let acq = h.acquire("c", 10, 200);
         h.acquired("c", "s1");
         let v = check(&h.0);
+        assert_eq!(v.pauses, 1);
         let grants: Vec<usize> = v
             .violations
             .iter()

@@ -739,12 +739,21 @@ fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
             }
             _ => {
                 let v = rate_bounds::check(&run.history);
+                let pause_rule = if v.pauses > 0 {
+                    format!(
+                        "{} replies named a pause, grants judged against them",
+                        v.pauses
+                    )
+                } else {
+                    "no reply named a pause: \"nothing granted while paused\" judged nothing"
+                        .to_string()
+                };
                 (
                     v.holds(),
                     false,
                     json!(v),
                     format!(
-                        "{} violations, {} unknown outcomes counted both ways",
+                        "{} violations, {} unknown outcomes counted both ways; {pause_rule}",
                         v.violations.len(),
                         v.unknown.len()
                     ),

@@ -88,7 +88,18 @@ pub struct WorkloadOptions {
     pub hit_window_ms: i64,
     /// The longest real pause between two rounds of an instance, in ms.
     pub max_think_ms: u64,
+    /// How long a `rate.pause` the workload sends lasts, in virtual ms.
+    #[serde(default = "default_pause_ms")]
+    pub pause_ms: i64,
 }
+
+fn default_pause_ms() -> i64 {
+    30
+}
+
+/// The chance a round starts with a `rate.pause`: rare, so that most
+/// rounds' slots and hits are granted.
+const PAUSE_CHANCE: f64 = 0.05;
 
 impl WorkloadOptions {
     /// A workload of `rounds` rounds per instance in `layout`, with leases
@@ -106,6 +117,7 @@ impl WorkloadOptions {
             hit_limit: 3,
             hit_window_ms: 100,
             max_think_ms: 20,
+            pause_ms: default_pause_ms(),
         }
     }
 }
@@ -264,6 +276,17 @@ impl Worker<'_> {
         }) = claimed
         {
             self.process(&child, &payload, attempt).await;
+        }
+        // Now and then a short pause of the provider, so that "nothing
+        // granted while paused" meets the other instances' grants.
+        if self.rng.random_bool(PAUSE_CHANCE) {
+            let until_ms = self.rec.clock.now_ms() + self.opts.pause_ms;
+            let _ = self
+                .rate(Request::RatePause {
+                    provider: PROVIDER.into(),
+                    until_ms,
+                })
+                .await;
         }
         if self.rng.random_bool(0.3) {
             let _ = self
@@ -643,6 +666,9 @@ pub type LoseNextReply = Box<dyn Fn() + Send + Sync>;
 ///    slot limits at one instant, then hits and acquires once more with
 ///    each reply lost after the limiter refused: a store that grants when
 ///    its answer is lost (fails open) grants beyond the limit.
+/// 6. **A pause.** `b` pauses the provider while time stands still, then
+///    hits and acquires: a grant while the pause it was answered is in
+///    force breaks "nothing granted while paused".
 ///
 /// Time moves only when an episode says so (the ticker is not running
 /// yet): every clock of `clocks` jumps past the lease and claim lifetimes.
@@ -787,8 +813,44 @@ pub async fn episodes(
         let (_, b) = pair(&mut workers);
         lost_rate_refusals(b, opts, &lose_next_lease_reply[1]).await;
     }
-    // Every lease, claim, slot and hit of the episodes runs out before the
-    // workload.
+    {
+        // 6. A pause. `b` pauses the provider while time stands still, then
+        // hits and acquires: both must answer `paused` (a grant is judged
+        // by the rate bounds). The pause ends before the workload starts.
+        let (_, b) = pair(&mut workers);
+        let until_ms = rec.clock.now_ms() + stall - 1;
+        let _ = b
+            .rate(Request::RatePause {
+                provider: PROVIDER.into(),
+                until_ms,
+            })
+            .await;
+        let _ = b
+            .rate(Request::RateHit {
+                provider: PROVIDER.into(),
+                limit: opts.hit_limit,
+                window_ms: opts.hit_window_ms,
+            })
+            .await;
+        if let Ok(Reply::Acquired { slot }) = b
+            .rate(Request::RateAcquireSlot {
+                provider: PROVIDER.into(),
+                holder: b.name.clone(),
+                limit: opts.slot_limit,
+                ttl_ms: opts.slot_ttl_ms,
+            })
+            .await
+        {
+            let _ = b
+                .rate(Request::RateReleaseSlot {
+                    provider: PROVIDER.into(),
+                    slot,
+                })
+                .await;
+        }
+    }
+    // Every lease, claim, slot, hit and pause of the episodes runs out
+    // before the workload.
     pass_time();
     instances.extend(workers.into_iter().map(|w| (w.name, w.clients)));
 }
