@@ -305,16 +305,17 @@ pub fn judge(entry: &Entry, results: &[CheckResult]) -> (Verdict, String) {
         );
     };
     let quoted = quote(&named.reason);
-    let caught = match entry.caught_when {
-        sabotage::Caught::Fails => matches!(named.verdict, Verdict::Fail | Verdict::Warn),
-        sabotage::Caught::Undecided => named.verdict == Verdict::Unknown,
-    };
+    let caught = entry.caught_when.is_met(named.verdict, &named.reason);
     if caught {
         return (
             Verdict::Pass,
             format!("caught by {}: {quoted} ({also})", entry.caught_by),
         );
     }
+    let undecided_because = match entry.caught_when {
+        sabotage::Caught::Undecided(because) => Some(because),
+        sabotage::Caught::Fails => None,
+    };
     match named.verdict {
         // Only a check expected to be undecided gets here failing: a check
         // that never blames the store cannot fail, so this is storeproof's
@@ -332,6 +333,16 @@ pub fn judge(entry: &Entry, results: &[CheckResult]) -> (Verdict, String) {
             format!(
                 "escaped: its named check {} passed on it ({also})",
                 entry.caught_by
+            ),
+        ),
+        // Undecided, but not for what the sabotage did (harness trouble,
+        // say): that catches nothing, and blames nothing either.
+        Verdict::Unknown if undecided_because.is_some() => (
+            Verdict::Unknown,
+            format!(
+                "its named check {} was unknown, but not for the sabotage's cause (\"{}\"): {quoted} ({also})",
+                entry.caught_by,
+                undecided_because.unwrap_or_default()
             ),
         ),
         Verdict::Skipped | Verdict::Unknown => (
@@ -597,6 +608,27 @@ mod tests {
         assert!(with(Some((Verdict::Skipped, true))).1.contains("outside"));
         assert_eq!(e.spec().id, "sabotage.t");
         assert_eq!(owner_of(TAKE_RACES), "conformance");
+    }
+
+    #[test]
+    fn an_undecided_sabotage_is_caught_only_for_its_own_cause() {
+        let e = Entry {
+            caught_when: sabotage::Caught::Undecided("only the depth kept it away"),
+            ..entry("u", "builtin:redis")
+        };
+        let named = |reason: &str| {
+            let r = CheckResult {
+                reason: reason.to_string(),
+                ..result(TAKE_RACES, Verdict::Unknown, false)
+            };
+            judge(&e, &[r])
+        };
+        let (v, why) = named("not decided: only the depth kept it away");
+        assert_eq!(v, Verdict::Pass, "{why}");
+        // Harness trouble is an unknown too: it catches nothing.
+        let (v, why) = named("not decided: cannot start a managed server: no port");
+        assert_eq!(v, Verdict::Unknown, "{why}");
+        assert!(why.contains("not for the sabotage's cause"), "{why}");
     }
 
     /// Two sabotages through the conformance suite on a managed server: the

@@ -10,6 +10,14 @@ use std::sync::Arc;
 use crate::{builtin, lua, Caught, How, Named};
 use extra_command::{extra_command, Extra};
 
+/// What `explorer.*-race-reached` says when only the depth kept the race
+/// away (explorer/src/run.rs): the read-back sabotages' cause.
+const DEEPER: &str = "a deeper search (--depth) is needed";
+
+/// What `explorer.exploration-complete` says of a store whose commands
+/// change on re-run (explorer/src/world.rs): the wall-clock stamp's cause.
+const NOT_DETERMINISTIC: &str = "the store is not deterministic";
+
 /// This group's sabotages, in report order.
 pub(crate) const NAMED: &[Named] = &[
     lua(
@@ -26,7 +34,7 @@ pub(crate) const NAMED: &[Named] = &[
         breaks: "its take and its renew read the lease record back (HGETALL) after their script, two commands each where the protocol asks for one EVALSHA, so the shortest zombie renew after a takeover takes seven steps and a search six deep cannot reach it",
         real_bug: "lock clients that GET the lock key after the acquire or extend to check that they own it (a read-your-write check in the client), doubling the round trips of every acquire and extend",
         caught_by: "explorer.zombie-renew-race-reached",
-        caught_when: Caught::Undecided,
+        caught_when: Caught::Undecided(DEEPER),
         how: How::Store(|w, _| {
             Arc::new(extra_command(
                 builtin(w),
@@ -40,7 +48,7 @@ pub(crate) const NAMED: &[Named] = &[
         breaks: "its take and its release read the lease record back (HGETALL) after their script, two commands each where the protocol asks for one EVALSHA, so the shortest zombie release after a takeover takes seven steps and a search six deep cannot reach it",
         real_bug: "lock clients that GET the lock key after the acquire or the unlock to check what they did (a read-your-write check in the client), an extra round trip on every acquire and release",
         caught_by: "explorer.zombie-release-race-reached",
-        caught_when: Caught::Undecided,
+        caught_when: Caught::Undecided(DEEPER),
         how: How::Store(|w, _| {
             Arc::new(extra_command(
                 builtin(w),
@@ -54,7 +62,7 @@ pub(crate) const NAMED: &[Named] = &[
         breaks: "before each lease operation it publishes an event stamped with the machine's wall clock and a counter kept in process memory, neither of which is the server state or the clock it is given, so the same operation from the same state sends different commands on every run",
         real_bug: "lock clients that stamp their requests or lock values with the host's own System.currentTimeMillis() and an in-process counter, so what they send depends on which machine runs them and when, not on the lock's state",
         caught_by: "explorer.exploration-complete",
-        caught_when: Caught::Undecided,
+        caught_when: Caught::Undecided(NOT_DETERMINISTIC),
         how: How::Store(|w, _| {
             Arc::new(extra_command(
                 builtin(w),

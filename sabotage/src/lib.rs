@@ -75,6 +75,7 @@ use harness::server::VirtualClock;
 use harness::store::redis::RedisStoreFactory;
 use harness::store::sqlite::{SqliteClock, SqliteStoreFactory};
 use harness::store::StoreFactory;
+use harness::Verdict;
 
 /// How long `sabotage:fence-outside-transaction` waits between its fence
 /// read and its write: long enough for a takeover to land in between under
@@ -118,10 +119,25 @@ pub struct Named {
 pub enum Caught {
     /// It fails (or warns, for a SHOULD check): the usual case.
     Fails,
-    /// It is undecided: a check that by design never blames the store (say
-    /// `explorer.exploration-complete`, whose trouble is the harness's and so
-    /// `unknown`) bites when it refuses to pass.
-    Undecided,
+    /// It is undecided *for the reason the sabotage stands for*: a check that
+    /// by design never blames the store (say `explorer.exploration-complete`,
+    /// whose trouble is the harness's and so `unknown`) bites when it refuses
+    /// to pass because of what the sabotage did. The text is a phrase the
+    /// check's reason must contain: an `unknown` for any other reason (a
+    /// server that would not start, a failed snapshot) catches nothing.
+    Undecided(&'static str),
+}
+
+impl Caught {
+    /// Whether a named check with `verdict` and `reason` says what this
+    /// asks: a failure (or a warning: a SHOULD check's failure), or an
+    /// `unknown` whose reason names the sabotage's cause.
+    pub fn is_met(self, verdict: Verdict, reason: &str) -> bool {
+        match self {
+            Caught::Fails => matches!(verdict, Verdict::Fail | Verdict::Warn),
+            Caught::Undecided(because) => verdict == Verdict::Unknown && reason.contains(because),
+        }
+    }
 }
 
 /// How a named sabotage is built.

@@ -89,7 +89,9 @@ fn is_caught(result: &CheckResult, caught: Caught) -> bool {
             Level::Must => result.verdict == Verdict::Fail,
             _ => matches!(result.verdict, Verdict::Fail | Verdict::Warn),
         },
-        Caught::Undecided => result.verdict == Verdict::Unknown,
+        Caught::Undecided(because) => {
+            result.verdict == Verdict::Unknown && result.reason.contains(because)
+        }
     }
 }
 

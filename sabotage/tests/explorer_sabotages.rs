@@ -55,7 +55,7 @@ fn ids(checks: &[CheckResult]) -> Vec<&str> {
 fn wanted(caught_when: Caught) -> Verdict {
     match caught_when {
         Caught::Fails => Verdict::Fail,
-        Caught::Undecided => Verdict::Unknown,
+        Caught::Undecided(_) => Verdict::Unknown,
     }
 }
 
@@ -81,6 +81,13 @@ fn explorer_catches(name: &str) -> Vec<CheckResult> {
         c.verdict,
         wanted(named.caught_when),
         "sabotage:{name}, {}: {}",
+        c.id,
+        c.reason
+    );
+    // Caught for its reason, not for any unknown.
+    assert!(
+        named.caught_when.is_met(c.verdict, &c.reason),
+        "sabotage:{name}, {}: caught, but not for its cause: {}",
         c.id,
         c.reason
     );
