@@ -678,10 +678,17 @@ impl<K: Kind> ReferenceStateMachine for Machine<K> {
 
 /// A generated sequence as scenario steps, and for each transition the index
 /// of the step it became (a skew: of the next step).
+///
+/// A renew or release names its grant by the step of the take that made it
+/// in the reference ([`Patch::EpochOf`]), not by how many grants came
+/// before: a store may answer `busy` where the reference granted (at the
+/// expiry instant), and the grants after it must still name the right takes.
 pub fn to_steps(initial: &RefState, moves: &[Move]) -> (Vec<Step>, Vec<usize>) {
     let mut state = initial.clone();
     let mut steps = Vec::with_capacity(moves.len());
     let mut step_of = Vec::with_capacity(moves.len());
+    // Tree → the step of each of the reference's grants, in order.
+    let mut grant_steps: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for m in moves {
         step_of.push(steps.len());
         match m {
@@ -689,12 +696,36 @@ pub fn to_steps(initial: &RefState, moves: &[Move]) -> (Vec<Step>, Vec<usize>) {
                 instance,
                 request,
                 patch,
-            } => steps.push(Step::Call {
-                instance: instance.clone(),
-                request: request.clone(),
-                skew_ms: state.skew(instance),
-                patch: patch.clone(),
-            }),
+            } => {
+                let patch = match (request, patch) {
+                    (
+                        Request::LeaseRenew { tree, .. } | Request::LeaseRelease { tree, .. },
+                        Some(Patch::Epoch(r)),
+                    ) => grant_steps
+                        .get(tree)
+                        .and_then(|g| g.get(r.grant.checked_sub(1)?))
+                        .map(|&step| Patch::EpochOf { step, plus: r.plus })
+                        .or_else(|| patch.clone()),
+                    _ => patch.clone(),
+                };
+                if let Request::LeaseTake { tree, .. } = request {
+                    let before = state.grants.get(tree).map_or(0, Vec::len);
+                    let mut after = state.clone();
+                    after.apply(m);
+                    if after.grants.get(tree).map_or(0, Vec::len) > before {
+                        grant_steps
+                            .entry(tree.clone())
+                            .or_default()
+                            .push(steps.len());
+                    }
+                }
+                steps.push(Step::Call {
+                    instance: instance.clone(),
+                    request: request.clone(),
+                    skew_ms: state.skew(instance),
+                    patch,
+                })
+            }
             Move::Advance(_) | Move::ToDeadline { .. } => {
                 if let Some(t) = state.target(m) {
                     steps.push(Step::At(t.max(state.now)));
@@ -736,6 +767,52 @@ enum Played {
     Fail(usize, String),
 }
 
+/// What the cases played so far decided, and what each answers proptest.
+#[derive(Default)]
+struct Cases {
+    played: usize,
+    /// The shortest failure seen: proptest's shrinking ends on it.
+    shortest: Option<(usize, Outcome)>,
+    /// A case the harness could not decide (or the store does not support)
+    /// before any failure: it settles the check; later cases are not played.
+    settled: Option<Outcome>,
+    warned: Option<Outcome>,
+}
+
+impl Cases {
+    /// Records one played case (`len` steps) and says what proptest hears.
+    fn record(&mut self, outcome: Outcome, len: usize) -> Played {
+        self.played += 1;
+        match outcome.verdict {
+            Verdict::Fail => {
+                let cx: Option<ScenarioCounterexample> = outcome
+                    .counterexample
+                    .clone()
+                    .and_then(|c| serde_json::from_value(c).ok());
+                let len = cx.as_ref().map_or(len, |c| c.steps.len());
+                let reason = outcome.reason.clone();
+                if self.shortest.as_ref().is_none_or(|(l, _)| len <= *l) {
+                    self.shortest = Some((len, outcome));
+                }
+                Played::Fail(len.saturating_sub(1), reason)
+            }
+            Verdict::Pass => Played::Pass,
+            Verdict::Warn => {
+                self.warned.get_or_insert(outcome);
+                Played::Pass
+            }
+            // While shrinking a failure, a smaller case that cannot be
+            // judged (or is skipped) proves nothing: it does not fail, so
+            // proptest keeps the failure already found.
+            _ if self.shortest.is_some() => Played::Pass,
+            _ => {
+                self.settled = Some(outcome);
+                Played::Pass
+            }
+        }
+    }
+}
+
 /// What the proptest thread ends with.
 enum Ended {
     Passed,
@@ -771,46 +848,23 @@ impl Generated {
             return Outcome::harness_trouble("start the generator's thread", e, Value::Null);
         }
         let base = target.check_prefix(n);
-        let mut played = 0usize;
-        // The shortest failure seen: proptest's shrinking ends on it.
-        let mut shortest: Option<(usize, Outcome)> = None;
-        // A case the harness could not decide (or the store does not
-        // support) settles the check; later cases are not played.
-        let mut settled: Option<Outcome> = None;
-        let mut warned: Option<Outcome> = None;
+        let mut cases_seen = Cases::default();
         while let Some(case) = from_thread.recv().await {
-            if settled.is_some() {
+            if cases_seen.settled.is_some() {
                 let _ = case.answer.send(Played::Pass);
                 continue;
             }
-            let prefix = format!("{base}g{played}:");
-            played += 1;
+            let prefix = format!("{base}g{}:", cases_seen.played);
             let outcome = run_scenario(target, spec, &prefix, &case.steps).await;
-            let answer = match outcome.verdict {
-                Verdict::Fail => {
-                    let cx: Option<ScenarioCounterexample> = outcome
-                        .counterexample
-                        .clone()
-                        .and_then(|c| serde_json::from_value(c).ok());
-                    let len = cx.as_ref().map_or(case.steps.len(), |c| c.steps.len());
-                    let reason = outcome.reason.clone();
-                    if shortest.as_ref().is_none_or(|(l, _)| len <= *l) {
-                        shortest = Some((len, outcome));
-                    }
-                    Played::Fail(len.saturating_sub(1), reason)
-                }
-                Verdict::Pass => Played::Pass,
-                Verdict::Warn => {
-                    warned.get_or_insert(outcome);
-                    Played::Pass
-                }
-                _ => {
-                    settled = Some(outcome);
-                    Played::Pass
-                }
-            };
+            let answer = cases_seen.record(outcome, case.steps.len());
             let _ = case.answer.send(answer);
         }
+        let Cases {
+            played,
+            shortest,
+            settled,
+            warned,
+        } = cases_seen;
         let ended = ended_rx
             .await
             .unwrap_or(Ended::Aborted("the generator's thread stopped".into()));
@@ -939,6 +993,85 @@ mod tests {
         {
             super::super::runner::dry_run(&seq).unwrap_or_else(|e| panic!("{e}: {seq:?}"));
         }
+    }
+
+    #[test]
+    fn renews_and_releases_name_the_step_of_the_take_that_granted() {
+        let take = |h: &str| Move::Call {
+            instance: h.into(),
+            request: Request::LeaseTake {
+                tree: "t1".into(),
+                holder: h.into(),
+                ttl_ms: 50,
+            },
+            patch: None,
+        };
+        let release_second = Move::Call {
+            instance: "b".into(),
+            request: Request::LeaseRelease {
+                tree: "t1".into(),
+                holder: "b".into(),
+                epoch: 0,
+            },
+            patch: Some(Patch::Epoch(EpochRef { grant: 2, plus: -1 })),
+        };
+        // a's take (step 0), a busy take by c (step 1), time to the expiry
+        // instant (step 2), b's take granted in the reference (step 3).
+        let moves = [
+            take("a"),
+            take("c"),
+            Move::Advance(50),
+            take("b"),
+            release_second,
+        ];
+        let (steps, _) = to_steps(&RefState::new(Contract::Lease), &moves);
+        let Step::Call { patch, .. } = &steps[4] else {
+            panic!("{steps:?}")
+        };
+        assert_eq!(patch, &Some(Patch::EpochOf { step: 3, plus: -1 }));
+        super::super::runner::dry_run(&steps).unwrap();
+    }
+
+    fn outcome(verdict: Verdict, reason: &str) -> Outcome {
+        Outcome {
+            verdict,
+            reason: reason.into(),
+            evidence: Value::Null,
+            counterexample: None,
+        }
+    }
+
+    #[test]
+    fn an_unknown_met_while_shrinking_keeps_the_failure_found() {
+        let mut cases = Cases::default();
+        assert!(matches!(
+            cases.record(outcome(Verdict::Pass, ""), 3),
+            Played::Pass
+        ));
+        assert!(matches!(
+            cases.record(outcome(Verdict::Fail, "broke"), 6),
+            Played::Fail(5, _)
+        ));
+        // A shrunk case that can no longer be judged, or is skipped: not a
+        // failure to proptest, and it settles nothing.
+        for v in [Verdict::Unknown, Verdict::Skipped] {
+            assert!(matches!(cases.record(outcome(v, "?"), 2), Played::Pass));
+        }
+        assert!(cases.settled.is_none());
+        assert_eq!(
+            cases
+                .shortest
+                .as_ref()
+                .map(|(l, o)| (*l, o.reason.as_str())),
+            Some((6, "broke"))
+        );
+        // Before any failure, an unknown settles the check.
+        let mut cases = Cases::default();
+        cases.record(outcome(Verdict::Unknown, "no server"), 2);
+        assert_eq!(
+            cases.settled.map(|o| o.reason),
+            Some("no server".to_string())
+        );
     }
 
     #[test]

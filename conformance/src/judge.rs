@@ -76,6 +76,16 @@ pub enum Observation {
         /// Read after the call.
         after: KeyspaceRead,
     },
+    /// storeproof's own `PING`, sent straight to the server (not through the
+    /// store) after the store answered `unavailable` at `step` or could not
+    /// connect there: `error` is `None` when the server answered.
+    ServerPing {
+        /// The scenario step.
+        step: usize,
+        /// Why the server did not answer; `None`: it answered.
+        #[serde(default)]
+        error: Option<String>,
+    },
     /// The instance of `step` could not be connected, so the step was never sent.
     ConnectFailed {
         /// The scenario step.
@@ -92,6 +102,7 @@ impl Observation {
         match self {
             Observation::ServerTime { step, .. }
             | Observation::Keyspace { step, .. }
+            | Observation::ServerPing { step, .. }
             | Observation::ConnectFailed { step, .. } => *step,
         }
     }
@@ -146,13 +157,21 @@ pub fn judge(recorded: &CheckHistory) -> Result<Judged, NotJudgeable> {
 pub(crate) struct Learned {
     grants: HashMap<String, Vec<i64>>,
     slots: HashMap<String, Vec<String>>,
+    /// Scenario step of a take → the epoch it answered (granted, or the
+    /// live lease's it was refused with).
+    takes: HashMap<usize, i64>,
 }
 
 impl Learned {
-    pub(crate) fn learn(&mut self, req: &Request, reply: &Reply) {
+    /// Learns from the store's `reply` to `req`, sent at scenario step `step`.
+    pub(crate) fn learn(&mut self, step: usize, req: &Request, reply: &Reply) {
         match (req, reply) {
             (Request::LeaseTake { tree, .. }, Reply::Granted { epoch, .. }) => {
+                self.takes.insert(step, *epoch);
                 self.grants.entry(tree.clone()).or_default().push(*epoch)
+            }
+            (Request::LeaseTake { .. }, Reply::Busy { epoch, .. }) => {
+                self.takes.insert(step, *epoch);
             }
             (Request::RateAcquireSlot { provider, .. }, Reply::Acquired { slot }) => self
                 .slots
@@ -186,6 +205,20 @@ impl Learned {
                     .ok_or_else(|| format!("tree {tree:?} has no grant number {}", r.grant))?;
                 *epoch = granted + r.plus;
             }
+            (
+                Request::LeaseRenew { epoch, .. }
+                | Request::LeaseRelease { epoch, .. }
+                | Request::EffectApply { epoch, .. }
+                | Request::CallBegin { epoch, .. },
+                Patch::EpochOf { step, plus },
+            ) => {
+                let answered = self
+                    .takes
+                    .get(step)
+                    .ok_or_else(|| format!("the take of step {step} answered no epoch"))?;
+                // A neighbouring epoch below 0 is no valid request: 0 is.
+                *epoch = (answered + plus).max(0);
+            }
             (Request::RateReleaseSlot { provider, slot }, Patch::Slot(k)) => {
                 *slot = self
                     .slots
@@ -212,11 +245,35 @@ struct Walk<'a> {
 }
 
 impl<'a> Walk<'a> {
+    /// The server's time or keyspace read around `step`.
     fn observation(&self, step: usize) -> Option<&'a Observation> {
-        self.recorded
-            .observations
-            .iter()
-            .find(|o| o.step() == step && !matches!(o, Observation::ConnectFailed { .. }))
+        self.recorded.observations.iter().find(|o| {
+            o.step() == step
+                && matches!(
+                    o,
+                    Observation::ServerTime { .. } | Observation::Keyspace { .. }
+                )
+        })
+    }
+
+    /// After an `unavailable` at `step`: why storeproof's own server is to
+    /// blame (it did not answer a PING sent straight to it, or no PING was
+    /// recorded), or `None` when it answered, so the store is.
+    fn server_down(&self, step: usize) -> Option<String> {
+        let ping = self.recorded.observations.iter().find_map(|o| match o {
+            Observation::ServerPing { step: s, error } if *s == step => Some(error),
+            _ => None,
+        });
+        match ping {
+            Some(None) => None,
+            Some(Some(e)) => Some(format!(
+                "storeproof's own server did not answer a PING sent straight to it either ({e}): the harness's trouble, not the store's"
+            )),
+            None => Some(
+                "the history records no PING of storeproof's own server after it, so whether the server or the store failed is not known"
+                    .into(),
+            ),
+        }
     }
 
     fn connect_failed(&self, step: usize) -> Option<(&'a str, &'a StoreError)> {
@@ -300,6 +357,16 @@ pub fn judge_steps(steps: &[Step], recorded: &CheckHistory) -> Judged {
             Step::Call { instance, .. } | Step::Raw { instance, .. } => instance,
         };
         if let Some((_, e)) = walk.connect_failed(i) {
+            if e.kind == ErrorKind::Unavailable {
+                if let Some(why) = walk.server_down(i) {
+                    return walk.decided(
+                        i,
+                        Verdict::Unknown,
+                        format!("step {i}: {e}; {why}"),
+                        None,
+                    );
+                }
+            }
             // A store that cannot be connected refused a server it must
             // accept, unless its adapter failed (bad input, not a verdict).
             let verdict = if e.kind == ErrorKind::AdapterFailed {
@@ -319,12 +386,18 @@ pub fn judge_steps(steps: &[Step], recorded: &CheckHistory) -> Judged {
             Step::Call { request, patch, .. } => {
                 let mut req = request.clone();
                 if let Some(p) = patch {
+                    // Every answer before was one the contract allows (the
+                    // judge would have stopped at the first that was not),
+                    // so a grant or slot the store never gave is a choice
+                    // the scenario did not foresee: nothing left to judge.
                     if let Err(e) = learned.patch(&mut req, p, start) {
                         return walk.decided(
                             i,
-                            Verdict::Fail,
-                            format!("step {i}: {e}: the store diverged earlier"),
-                            Some(Value::Null),
+                            Verdict::Unknown,
+                            format!(
+                                "step {i}: {e}: the store made a choice the contract allows that this scenario did not foresee, so the rest cannot be judged"
+                            ),
+                            None,
                         );
                     }
                 }
@@ -471,6 +544,27 @@ pub fn judge_steps(steps: &[Step], recorded: &CheckHistory) -> Judged {
                 );
             }
         }
+        let mut blame = String::new();
+        if let Err(e) = &outcome {
+            if e.kind == ErrorKind::Unavailable {
+                match walk.server_down(i) {
+                    Some(why) => {
+                        return walk.decided(
+                            i,
+                            Verdict::Unknown,
+                            format!(
+                                "step {i}: {} {} answered unavailable ({}); {why}",
+                                call.op, call.args, e.message
+                            ),
+                            None,
+                        )
+                    }
+                    None => {
+                        blame = " (storeproof's own server answered a PING sent straight to it, so the store is to blame)".into()
+                    }
+                }
+            }
+        }
         let clock_ms = invoke.clock_ms;
         let judgement = match window {
             Some((lo, hi)) => judge_within(&mut model, &req, lo, hi, clock_ms, &outcome),
@@ -483,13 +577,13 @@ pub fn judge_steps(steps: &[Step], recorded: &CheckHistory) -> Judged {
                 return walk.decided(
                     i,
                     Verdict::Fail,
-                    format!("step {i}: {} {}: {why}", call.op, call.args),
+                    format!("step {i}: {} {}: {why}{blame}", call.op, call.args),
                     Some(observed),
                 )
             }
         }
         if let Ok(reply) = &outcome {
-            learned.learn(&req, reply);
+            learned.learn(i, &req, reply);
         }
     }
     let events = recorded.history.events.len();
@@ -607,7 +701,7 @@ mod tests {
                     let call = req.to_call();
                     h.invoke(instance, &call, Some(now), now + skew_ms);
                     let reply = model.apply(&req, now, now + skew_ms);
-                    learned.learn(&req, &reply);
+                    learned.learn(i, &req, &reply);
                     h.complete(instance, &call.op, &Ok(reply), Some(now), now + skew_ms);
                 }
                 Step::Raw { instance, call } => {
@@ -755,6 +849,48 @@ mod tests {
         assert_eq!(j.verdict, Verdict::Skipped, "{}", j.reason);
     }
 
+    #[test]
+    fn unavailable_fails_the_store_only_when_storeproof_s_server_answered_its_own_ping() {
+        let steps = [take("a", "t", 1000)];
+        let unavailable = answer(
+            canonical(&steps),
+            1,
+            Err(StoreError::new(ErrorKind::Unavailable, "connection reset")),
+        );
+        let ping = |error: Option<&str>| Observation::ServerPing {
+            step: 0,
+            error: error.map(str::to_string),
+        };
+        let mut answered = unavailable.clone();
+        answered.observations.push(ping(None));
+        let j = judge_steps(&steps, &answered);
+        assert_eq!(j.verdict, Verdict::Fail, "{}", j.reason);
+        assert!(j.reason.contains("store is to blame"), "{}", j.reason);
+
+        let mut down = unavailable.clone();
+        down.observations
+            .push(ping(Some("no answer to PING in 5 s")));
+        let j = judge_steps(&steps, &down);
+        assert_eq!(j.verdict, Verdict::Unknown, "{}", j.reason);
+        assert!(j.reason.contains("harness's trouble"), "{}", j.reason);
+
+        // No PING recorded: nobody knows whose trouble it was.
+        assert_eq!(judge_steps(&steps, &unavailable).verdict, Verdict::Unknown);
+
+        // The same for a store that could not connect.
+        let mut rec = recorded(Level::Must, History::default(), vec![]);
+        rec.observations.push(Observation::ConnectFailed {
+            step: 0,
+            instance: "a".into(),
+            error: StoreError::new(ErrorKind::Unavailable, "refused"),
+        });
+        let mut up = rec.clone();
+        up.observations.insert(0, ping(None));
+        assert_eq!(judge_steps(&steps, &up).verdict, Verdict::Fail);
+        rec.observations.insert(0, ping(Some("refused")));
+        assert_eq!(judge_steps(&steps, &rec).verdict, Verdict::Unknown);
+    }
+
     fn bad_input() -> Vec<Step> {
         vec![
             take("a", "t", 1000),
@@ -854,10 +990,11 @@ mod tests {
     }
 
     #[test]
-    fn a_grant_the_store_never_gave_is_divergence_and_a_foreign_call_is_no_history_of_the_scenario()
-    {
+    fn a_grant_the_store_legitimately_never_gave_is_unknown_and_a_foreign_call_is_no_history_of_the_scenario(
+    ) {
         // At exactly the expiry instant a busy is a conservative answer (a
-        // SHOULD), so the judge goes on; but then b has no grant to release.
+        // SHOULD), so the judge goes on; then b has no grant to release: the
+        // scenario cannot be judged further, which is no failure of the store.
         let steps = [
             take("a", "t", 1000),
             at(1000),
@@ -869,16 +1006,57 @@ mod tests {
             epoch: 1,
             expires_at_ms: START + 1000,
         });
-        let mut rec = answer(canonical(&steps), 3, busy);
+        let mut rec = answer(canonical(&steps), 3, busy.clone());
         rec.history.events.truncate(4);
         let j = judge_steps(&steps, &rec);
-        assert_eq!(j.verdict, Verdict::Fail, "{}", j.reason);
+        assert_eq!(j.verdict, Verdict::Unknown, "{}", j.reason);
         assert!(
-            j.reason.contains("the store diverged earlier"),
+            j.reason.contains("has no grant number 2") && j.reason.contains("did not foresee"),
             "{}",
             j.reason
         );
-        assert_eq!(j.counterexample.map(|c| c.observed), Some(Value::Null));
+        assert_eq!(j.counterexample, None);
+
+        // Named by the step of its take instead, the release follows the
+        // store's choice: b names the epoch it was refused with, is told
+        // not_held, and the case is judged to its end (a warning for the busy).
+        let steps = [
+            take("a", "t", 1000),
+            at(1000),
+            take("b", "t", 1000),
+            Step::Call {
+                instance: "b".into(),
+                request: Request::LeaseRelease {
+                    tree: "t".into(),
+                    holder: "b".into(),
+                    epoch: 0,
+                },
+                skew_ms: 0,
+                patch: Some(Patch::EpochOf { step: 2, plus: 0 }),
+            },
+        ];
+        let mut rec = answer(canonical(&steps), 3, busy);
+        rec.history.events.truncate(4);
+        let release_b = Call {
+            op: "lease.release".into(),
+            args: json!({"tree": "t", "holder": "b", "epoch": 1}),
+        };
+        rec.history
+            .invoke("b", &release_b, Some(START + 1000), START + 1000);
+        rec.history.complete(
+            "b",
+            "lease.release",
+            &Ok(Reply::NotHeld {}),
+            Some(START + 1000),
+            START + 1000,
+        );
+        let j = judge_steps(&steps, &rec);
+        assert_eq!(j.verdict, Verdict::Warn, "{}", j.reason);
+        assert!(
+            j.reason.contains("busy at the exact expiry instant"),
+            "{}",
+            j.reason
+        );
 
         let steps = [take("a", "t", 1000), release("a", "t", 1, 0)];
         let mut foreign = canonical(&steps);

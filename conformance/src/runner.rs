@@ -206,7 +206,7 @@ pub(crate) fn dry_run(steps: &[Step]) -> Result<(), String> {
                 }
                 req.validate().map_err(|e| format!("step {i}: {e}"))?;
                 let reply = model.apply(&req, now, now + skew_ms);
-                learned.learn(&req, &reply);
+                learned.learn(i, &req, &reply);
             }
             Step::Raw { call, .. } => {
                 if Request::parse(call).is_ok() {
@@ -275,6 +275,12 @@ pub(crate) async fn run_scenario(
                     instances.insert(instance.clone(), c);
                 }
                 Err(error) => {
+                    if error.kind == ErrorKind::Unavailable {
+                        recorded.observations.push(Observation::ServerPing {
+                            step: i,
+                            error: ping_server(target).await.err(),
+                        });
+                    }
                     recorded.observations.push(Observation::ConnectFailed {
                         step: i,
                         instance: instance.clone(),
@@ -348,13 +354,24 @@ pub(crate) async fn run_scenario(
                         after,
                     });
                 }
+                if matches!(&outcome, Err(e) if e.kind == ErrorKind::Unavailable) {
+                    // Whose trouble: storeproof's server, or the store?
+                    let error = ping_server(target).await.err();
+                    let down = error.is_some();
+                    recorded
+                        .observations
+                        .push(Observation::ServerPing { step: i, error });
+                    if down {
+                        break;
+                    }
+                }
                 if adapter_failed(&outcome)
                     || (clock.is_none() && (before.is_none() || after.is_none()))
                 {
                     break;
                 }
                 if let Ok(reply) = &outcome {
-                    learned.learn(&req, reply);
+                    learned.learn(i, &req, reply);
                 }
             }
         }
@@ -391,6 +408,29 @@ async fn read_keyspace(admin: &mut MultiplexedConnection, prefix: &str) -> Keysp
 /// violation; nothing after it can be played.
 fn adapter_failed(outcome: &Result<Reply, StoreError>) -> bool {
     matches!(outcome, Err(e) if e.kind == ErrorKind::AdapterFailed)
+}
+
+/// How long storeproof's own PING of the server may take.
+const PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Whether storeproof's own server answers a `PING` sent straight to it on a
+/// fresh connection (not through the store), within [`PING_TIMEOUT`]; the
+/// error says why not. Asked after a store answered `unavailable`: a server
+/// that does not answer is the harness's trouble, one that does leaves the
+/// store to blame.
+pub(crate) async fn ping_server(target: &Subject<'_>) -> Result<(), String> {
+    let ping = async {
+        let mut admin = target.admin().await?;
+        redis::cmd("PING")
+            .query_async::<redis::Value>(&mut admin)
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("PING failed: {e}"))
+    };
+    match tokio::time::timeout(PING_TIMEOUT, ping).await {
+        Ok(answered) => answered,
+        Err(_) => Err(format!("no answer to PING in {} s", PING_TIMEOUT.as_secs())),
+    }
 }
 
 /// The server's `TIME` in ms.

@@ -27,6 +27,17 @@ pub struct EpochRef {
 pub enum Patch {
     /// Set the request's `epoch` from a grant of its tree.
     Epoch(EpochRef),
+    /// Set the request's `epoch` from the store's answer to the take at
+    /// scenario step `step` (+ `plus`): its grant's epoch, or, when it
+    /// answered `busy` (at the expiry instant, a choice the contract allows),
+    /// the live lease's epoch it named. Generated sequences name grants so:
+    /// a grant the store legitimately did not make shifts no later one.
+    EpochOf {
+        /// The scenario step of the take.
+        step: usize,
+        /// Added to that epoch.
+        plus: i64,
+    },
     /// Set the request's `slot` to the k-th slot (1-based) acquired from its provider.
     Slot(usize),
     /// Set `until_ms` to the scenario's start time plus this offset.

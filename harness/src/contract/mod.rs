@@ -121,9 +121,13 @@ impl ContractModel {
         reply.unwrap_or(Reply::Unknown {})
     }
 
-    /// Judges a store's answer to a valid request. An error answer is a
-    /// violation unless it is `unavailable` (outcome unknown; the caller
-    /// decides what an unknown outcome means for its check).
+    /// Judges a store's answer to a valid request. Every error answer is a
+    /// violation here, `unavailable` and `unsupported` included: the model
+    /// knows only replies. The caller settles errors before it asks: an
+    /// `unsupported` skips the check; an `unavailable` (the outcome unknown)
+    /// is counted both ways by the fault suites, and in a conformance check
+    /// blames the store only once storeproof's own server answered a PING
+    /// sent straight to it (else the check is unknown: the harness's trouble).
     pub fn judge(
         &mut self,
         req: &Request,
