@@ -30,8 +30,8 @@ pub(crate) struct MutateArgs {
     /// Only the mutants of these scripts (file names under harness/lua).
     #[arg(long = "script")]
     scripts: Vec<String>,
-    /// Seconds one check may take on a mutant before it is taken to hang
-    /// the store.
+    /// Seconds one check may take on a mutant; a check cut short decides
+    /// nothing (the mutant stays undecided unless another check kills it).
     #[arg(long, default_value_t = 120)]
     check_timeout: u64,
     /// Exit 1 when the score (killed / total) is below this.

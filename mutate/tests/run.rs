@@ -94,3 +94,32 @@ fn the_shared_decimal_prefix_is_never_mutated_and_every_script_is() {
         assert!(!m.body.contains("local function cmp"), "{m:?}");
     }
 }
+
+/// A check cut short by the timeout decides nothing: the mutant is
+/// undecided, never killed (a slow machine is not a broken store).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_check_that_times_out_leaves_the_mutant_undecided() {
+    let all = all_mutants().expect("the built-in scripts tokenize");
+    let expiry = all
+        .iter()
+        .find(|m| {
+            m.script == "lease_take.lua"
+                && m.kind == MutantKind::Comparison
+                && m.after.contains("now <= tonumber(rec[3])")
+        })
+        .expect("the loosened expiry comparison of lease_take.lua")
+        .clone();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options {
+        out: dir.path().to_path_buf(),
+        jobs: 1,
+        seed: 1,
+        cases: 4,
+        check_timeout: Duration::from_millis(1),
+    };
+    let outcome = run(vec![expiry], &opts, |_, _, _| {}).await.expect("run");
+    let result = &outcome.results[0];
+    assert_eq!(result.status, Status::Unknown, "{result:?}");
+    assert_eq!(result.killed_by, None, "{result:?}");
+    assert!(result.reason.contains("not decided"), "{result:?}");
+}
