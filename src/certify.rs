@@ -511,6 +511,19 @@ async fn certify_on(
         checks.extend(results);
     }
     stop_on_adapter_failure()?;
+    // A store that selected another database only after hello (the probe
+    // sees a SELECT while connecting) wrote keys no check could see.
+    if let (Some(server), true) = (&managed, factory.keeps_state_in_redis()) {
+        if let Some((db, keys)) = keys_outside_database_0(server).await {
+            anyhow::bail!(
+                "the store wrote {keys} key{} in database {db}; storeproof reads, snapshots and \
+                 restores database 0 only, so its checks could not see them: keep the store's \
+                 keys in database 0, under the run's prefix (docs/PROTOCOL.md, section 5); no \
+                 report written",
+                if keys == 1 { "" } else { "s" }
+            );
+        }
+    }
     drop(subject);
 
     // Leave the user's server as it was found: the run's keys go (only
@@ -781,6 +794,34 @@ pub fn store_in_workdir(
     Ok((workdir, factory))
 }
 
+/// The first database other than 0 holding keys on a managed server (only
+/// storeproof and the store use it), with its key count, from `INFO
+/// keyspace`; `None` when there is none or the server cannot say.
+async fn keys_outside_database_0(server: &server::ManagedServer) -> Option<(u32, u64)> {
+    let mut conn = server.admin().await.ok()?;
+    let info: String = redis::cmd("INFO")
+        .arg("keyspace")
+        .query_async(&mut conn)
+        .await
+        .ok()?;
+    other_database_keys(&info)
+}
+
+/// From an `INFO keyspace` answer (`db3:keys=2,expires=0,avg_ttl=0`): the
+/// first database other than 0 with keys, and how many.
+fn other_database_keys(info: &str) -> Option<(u32, u64)> {
+    info.lines().find_map(|line| {
+        let (db, rest) = line.trim().strip_prefix("db")?.split_once(':')?;
+        let db: u32 = db.parse().ok()?;
+        let keys: u64 = rest
+            .split(',')
+            .find_map(|kv| kv.strip_prefix("keys="))?
+            .parse()
+            .ok()?;
+        (db != 0 && keys > 0).then_some((db, keys))
+    })
+}
+
 /// Connects one probe instance: the store's hello on the target server. A
 /// refusal here means nothing can be checked (a setup error).
 pub async fn probe(
@@ -979,4 +1020,21 @@ fn check_ids_exist(
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::other_database_keys;
+
+    #[test]
+    fn keys_outside_database_0_are_read_from_info_keyspace() {
+        let info =
+            "# Keyspace\r\ndb0:keys=12,expires=0,avg_ttl=0\r\ndb3:keys=2,expires=1,avg_ttl=5\r\n";
+        assert_eq!(other_database_keys(info), Some((3, 2)));
+        assert_eq!(
+            other_database_keys("# Keyspace\r\ndb0:keys=12,expires=0,avg_ttl=0\r\n"),
+            None
+        );
+        assert_eq!(other_database_keys(""), None);
+    }
 }

@@ -280,6 +280,23 @@ fn a_store_that_selects_another_database_is_refused_at_hello() {
 }
 
 #[test]
+fn a_store_that_writes_in_another_database_later_is_refused_without_a_report() {
+    let marker = format!("sp-marker-select-late-{}", std::process::id());
+    let (out, out_dir, _dir) = certify_with("select-late", &marker);
+    assert_eq!(out.status.code(), Some(2));
+    let line = the_error_line(&out);
+    for n in [
+        "wrote 1 key in database 3",
+        "database 0",
+        "no report written",
+    ] {
+        assert!(line.contains(n), "{line:?} does not say {n:?}");
+    }
+    assert!(!out_dir.exists(), "no report");
+    assert_eq!(leftovers(&marker), Vec::<String>::new());
+}
+
+#[test]
 fn a_durable_store_is_never_judged_on_redis_keys() {
     // A check that reads the store's keys would pass on the 0 keys a
     // durable store writes there: it is settled, with the reason.
