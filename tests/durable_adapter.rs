@@ -127,6 +127,16 @@ fn the_durable_adapter_passes_what_it_is_judged_on_and_the_rest_says_why() {
     // ran and passed: the lease rules on server time (the expiry instant
     // granted, not busy), the fencing set, bad input, the generated
     // sequences.
+    //
+    // In flight elsewhere (issue 19), expectations that may move:
+    // - item 15: `conformance.lease.bad-input` judges "changes nothing" by
+    //   the Redis keyspace (empty for this store) and by the lease read at
+    //   its end (real). If the keyspace half becomes "cannot compare the
+    //   durable state" for a `cmd:` adapter, the check must still not fail;
+    //   this test then wants whatever the lead rules (pass on the read, or
+    //   skipped with the reason), never a FAIL.
+    // - item 1: `conformance.generated.lease` follows the store's legitimate
+    //   choices; this store grants at the expiry instant, as the model.
     let must_pass = [
         "conformance.lease.take-free-tree",
         "conformance.lease.take-busy",
@@ -232,7 +242,7 @@ fn the_durable_adapter_passes_what_it_is_judged_on_and_the_rest_says_why() {
 /// layout (beside storeproof's Redis queue and rate limits), its clock the
 /// fault server it is handed as `redis_url`.
 #[test]
-#[ignore = "harness: the fault suite records a durable subject's history on the run's managed server's clock (lease_clock in faults/src/suite.rs, right for builtin:sqlite) while a cmd: adapter reads TIME from the fault suite's own server, the redis_url it is given, whose clock has another base; faults.lease-linearizable then fails a correct store (busy with expires_at_ms 2000000000150 recorded at server_ms 2021083045210). Left to the lead."]
+#[ignore = "harness: the fault suite records a durable subject's history on the run's managed server's clock (lease_clock in faults/src/suite.rs, right for builtin:sqlite) while a cmd: adapter reads TIME from the fault suite's own server (the redis_url it is handed), whose clock runs ~21083045210 ms behind; faults.lease-linearizable fails this correct store (busy expires_at_ms 2000000000150 recorded at server_ms 2021083045210). With the in-flight fault evidence of item 13 both fault checks are unknown instead (no fault counted as meeting the store). Left to the lead."]
 fn the_durable_adapter_passes_the_fault_suite() {
     let dir = tempfile::tempdir().unwrap();
     let args = ["--suite", "faults", "--fault-rounds", "8", "--faults", "8"];
