@@ -26,7 +26,7 @@
 
 use serde_json::{json, Value};
 
-use super::runner::{outcome_json, Outcome};
+use super::runner::{outcome_json, ping_server, Outcome};
 use harness::contract::{ContractModel, ErrorKind, Judgement, Reply, Request, StoreError};
 use harness::gate::drive::{
     instance_name, next_step, start_operation, DriveError, Operation, Step,
@@ -35,10 +35,11 @@ use harness::gate::{Gate, Held, Mode};
 use harness::store::StoreClient;
 use harness::Subject;
 use harness::Verdict;
-/// The most schedules explored per race. Far above what a store of a few
+/// The most schedules run per race. Far above what a store of a few
 /// commands per operation needs (two operations of four commands each and a
-/// clock move have 630 interleavings); a store that sends more is explored
-/// this far and the reason says how many of how many ran.
+/// clock move have 630 interleavings); a race with more is left undecided
+/// (`unknown`), its reason saying how many of how many ran: a pass claims
+/// every interleaving.
 const MAX_SCHEDULES: usize = 1000;
 /// The schedule's pseudo-instance that moves the server clock.
 const TICK: usize = 2;
@@ -115,8 +116,54 @@ enum ScheduleError {
     /// could not be connected: the check fails.
     Store(String),
     /// The harness could not run the schedule (a gate, a re-run that went
-    /// another way, an adapter that failed): the race is undecided.
+    /// another way, an adapter that failed, storeproof's own server not
+    /// answering): the race is undecided.
     Harness(String),
+    /// The store answered `unsupported` (its message): the race is skipped.
+    Unsupported(String),
+}
+
+impl ScheduleError {
+    /// The race's verdict and the reason.
+    fn settle(self) -> (Verdict, String) {
+        match self {
+            ScheduleError::Store(e) => (Verdict::Fail, e),
+            ScheduleError::Harness(e) => (Verdict::Unknown, e),
+            ScheduleError::Unsupported(e) => (Verdict::Skipped, e),
+        }
+    }
+}
+
+/// What the store's answers of a schedule mean before they are judged:
+/// `unsupported` skips the race with the store's message; an `unavailable`
+/// while storeproof's own server does not answer a PING sent straight to it
+/// is the harness's trouble; an adapter that failed is bad input.
+async fn settle_errors(
+    target: &Subject<'_>,
+    outcomes: &[(&str, &Result<Reply, StoreError>)],
+) -> Result<(), ScheduleError> {
+    for (op, out) in outcomes {
+        let Err(e) = out else { continue };
+        match e.kind {
+            ErrorKind::AdapterFailed => return Err(ScheduleError::Harness(e.message.clone())),
+            ErrorKind::Unsupported => {
+                return Err(ScheduleError::Unsupported(format!(
+                    "the store answered unsupported to {op}: {}",
+                    e.message
+                )))
+            }
+            ErrorKind::Unavailable => {
+                if let Err(why) = ping_server(target).await {
+                    return Err(ScheduleError::Harness(format!(
+                        "{op} answered unavailable ({}), and storeproof's own server did not answer a PING sent straight to it either ({why})",
+                        e.message
+                    )));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// What one schedule did.
@@ -212,7 +259,7 @@ pub(crate) async fn take_races(target: &Subject<'_>, prefix: &str) -> Outcome {
     let in_redis = target.factory.keeps_state_in_redis();
     for race in races() {
         results.push(if in_redis {
-            explore(target, &race, prefix, clock, &mut run).await
+            explore(target, &race, prefix, clock, &mut run, MAX_SCHEDULES).await
         } else {
             concurrent(target, &race, prefix, clock, &mut run).await
         });
@@ -227,6 +274,7 @@ pub(crate) async fn take_races(target: &Subject<'_>, prefix: &str) -> Outcome {
     if let Some(first) = worst(Verdict::Fail).next() {
         let reasons: Vec<&str> = worst(Verdict::Fail)
             .chain(worst(Verdict::Unknown))
+            .chain(worst(Verdict::Skipped))
             .filter_map(|r| r.reason.as_deref())
             .collect();
         return Outcome::fail(
@@ -235,17 +283,27 @@ pub(crate) async fn take_races(target: &Subject<'_>, prefix: &str) -> Outcome {
             first.counterexample.clone(),
         );
     }
-    if worst(Verdict::Unknown).next().is_some() {
+    if worst(Verdict::Unknown).next().is_some() || worst(Verdict::Skipped).next().is_some() {
+        // An undecided race leaves the check undecided; a race the store
+        // does not support (and no race undecided) skips it.
+        let verdict = if worst(Verdict::Unknown).next().is_some() {
+            Verdict::Unknown
+        } else {
+            Verdict::Skipped
+        };
         let reasons: Vec<&str> = worst(Verdict::Unknown)
+            .chain(worst(Verdict::Skipped))
             .filter_map(|r| r.reason.as_deref())
             .collect();
-        return Outcome::unknown(
-            format!("{} (every race: {summary})", reasons.join("; ")),
+        return Outcome {
+            verdict,
+            reason: format!("{} (every race: {summary})", reasons.join("; ")),
             evidence,
-        );
+            counterexample: None,
+        };
     }
     let how = if in_redis {
-        "every interleaving was linearizable"
+        "every interleaving of every race ran, each linearizable"
     } else {
         "every round of concurrent calls was linearizable (the store sends no Redis commands, \
          so no interleaving could be forced through the gate; its own locking ordered them)"
@@ -285,10 +343,7 @@ async fn concurrent(
         {
             Ok(s) => s,
             Err(e) => {
-                let (verdict, e) = match e {
-                    ScheduleError::Store(e) => (Verdict::Fail, e),
-                    ScheduleError::Harness(e) => (Verdict::Unknown, e),
-                };
+                let (verdict, e) = e.settle();
                 return RaceResult {
                     verdict,
                     evidence: json!({
@@ -380,6 +435,7 @@ async fn connect_pair(
 /// The race's set-up on `client` at `start`, each reply judged by the
 /// model; the model after it, and the epochs it granted, in order.
 async fn set_up(
+    target: &Subject<'_>,
     race: &Race,
     client: &mut dyn StoreClient,
     start: i64,
@@ -388,11 +444,7 @@ async fn set_up(
     let mut epochs = Vec::new();
     for req in &race.setup {
         let out = client.call(&req.to_call(), start).await;
-        if let Err(e) = &out {
-            if e.kind == ErrorKind::AdapterFailed {
-                return Err(ScheduleError::Harness(e.message.clone()));
-            }
-        }
+        settle_errors(target, &[(req.op(), &out)]).await?;
         if let Judgement::Violates(w) = model.judge(req, start, start, &out) {
             return Err(ScheduleError::Store(format!(
                 "the set-up {} failed: {w}",
@@ -419,7 +471,7 @@ async fn concurrent_round(
     use ScheduleError::Harness;
     let url = target.server.url();
     let mut clients = connect_pair(target, prefix, [&url, &url], start).await?;
-    let (model, epochs) = set_up(race, clients[0].as_mut(), start).await?;
+    let (model, epochs) = set_up(target, race, clients[0].as_mut(), start).await?;
     let now = start + race.advance_after_setup;
     clock.set_ms(now);
     let requests = [(race.a)(&epochs), (race.b)(&epochs)];
@@ -435,13 +487,11 @@ async fn concurrent_round(
         }
     };
     let (out_a, out_b, ()) = tokio::join!(a.call(&a_call, now), b.call(&b_call, now), tick);
-    for out in [&out_a, &out_b] {
-        if let Err(e) = out {
-            if e.kind == ErrorKind::AdapterFailed {
-                return Err(Harness(e.message.clone()));
-            }
-        }
-    }
+    settle_errors(
+        target,
+        &[(requests[0].op(), &out_a), (requests[1].op(), &out_b)],
+    )
+    .await?;
     // Nothing says when each call took effect relative to the clock move:
     // either side of it.
     let instants = [0, 1].map(|_| match race.tick_ms {
@@ -459,43 +509,76 @@ async fn concurrent_round(
     })
 }
 
-/// Explores every interleaving of one race (up to [`MAX_SCHEDULES`]) and
-/// judges each; stops at the first one no sequential order explains.
+/// The interleavings of a race still to run, depth first: a schedule is run
+/// with a forced prefix of choices and then the first ready actor at every
+/// step; every other ready actor at a step after the prefix is a new prefix
+/// to run. Every interleaving is run exactly once (the store sending the
+/// same commands on a re-run). The shallowest divergence is run first, so a
+/// cap leaves out deep variations of one interleaving, not the schedules
+/// that diverge at the first step.
+#[derive(Debug)]
+struct Interleavings {
+    pending: Vec<Vec<usize>>,
+    ran: usize,
+}
+
+impl Interleavings {
+    fn new() -> Self {
+        Interleavings {
+            pending: vec![vec![]],
+            ran: 0,
+        }
+    }
+
+    /// The forced prefix of the next schedule to run.
+    fn next(&mut self) -> Option<Vec<usize>> {
+        let next = self.pending.pop();
+        self.ran += usize::from(next.is_some());
+        next
+    }
+
+    /// A schedule run from `forced` went `choices`, with `ready` the actors
+    /// that could have gone at each step: its alternatives are pending.
+    fn ran(&mut self, forced: usize, choices: &[usize], ready: &[Vec<usize>]) {
+        // Pushed deepest first, so the shallowest divergence pops first.
+        for i in (forced..choices.len()).rev() {
+            for alt in ready[i].iter().rev().filter(|a| **a != choices[i]) {
+                let mut p = choices[..i].to_vec();
+                p.push(*alt);
+                self.pending.push(p);
+            }
+        }
+    }
+
+    /// Whether every interleaving has run.
+    fn complete(&self) -> bool {
+        self.pending.is_empty()
+    }
+}
+
+/// Explores every interleaving of one race (at most `cap`: a race with more
+/// is undecided) and judges each; stops at the first one no sequential
+/// order explains.
 async fn explore(
     target: &Subject<'_>,
     race: &Race,
     prefix: &str,
     clock: &harness::server::VirtualClock,
     run: &mut usize,
+    cap: usize,
 ) -> RaceResult {
-    let mut stack: Vec<Vec<usize>> = vec![vec![]];
+    let mut todo = Interleavings::new();
     let mut explored = Vec::new();
-    while let Some(prefix_choices) = stack.pop() {
-        if explored.len() >= MAX_SCHEDULES {
-            // Put it back: it counts among the interleavings not run.
-            stack.push(prefix_choices);
-            break;
-        }
+    while explored.len() < cap {
+        let Some(forced) = todo.next() else { break };
         *run += 1;
         let schedule_prefix = format!("{prefix}r{run}:");
         let start = clock.now_ms() + 86_400_000;
         clock.set_ms(start);
-        let s = match run_schedule(
-            target,
-            race,
-            &schedule_prefix,
-            &prefix_choices,
-            clock,
-            start,
-        )
-        .await
-        {
+        let s = match run_schedule(target, race, &schedule_prefix, &forced, clock, start).await {
             Ok(s) => s,
             Err(e) => {
-                let (verdict, e) = match e {
-                    ScheduleError::Store(e) => (Verdict::Fail, e),
-                    ScheduleError::Harness(e) => (Verdict::Unknown, e),
-                };
+                let (verdict, e) = e.settle();
                 let n = explored.len() + 1;
                 return RaceResult {
                     verdict,
@@ -512,15 +595,7 @@ async fn explore(
                 };
             }
         };
-        for i in prefix_choices.len()..s.choices.len() {
-            for alt in &s.ready[i] {
-                if *alt != s.choices[i] {
-                    let mut p = s.choices[..i].to_vec();
-                    p.push(*alt);
-                    stack.push(p);
-                }
-            }
-        }
+        todo.ran(forced.len(), &s.choices, &s.ready);
         let commands: Vec<Value> = s
             .commands
             .iter()
@@ -570,31 +645,42 @@ async fn explore(
         }
     }
     let n = explored.len();
-    let (complete, summary) = if stack.is_empty() {
-        (true, format!("{} (all {n} interleavings)", race.name))
-    } else {
+    if !todo.complete() {
         // Each pending prefix is at least one more interleaving.
-        (
-            false,
-            format!(
-                "{} ({n} of at least {} interleavings: stopped at {MAX_SCHEDULES})",
-                race.name,
-                n + stack.len()
-            ),
-        )
-    };
+        let at_least = n + todo.pending.len();
+        let summary = format!(
+            "{}: {n} of at least {at_least} interleavings ran (stopped at {cap}), each linearizable",
+            race.name
+        );
+        return RaceResult {
+            verdict: Verdict::Unknown,
+            evidence: json!({
+                "race": race.name,
+                "verdict": "unknown",
+                "schedules": n,
+                "at_least": at_least,
+                "complete": false,
+                "interleavings": explored,
+            }),
+            reason: Some(format!(
+                "{summary}: the rest were not run, so the race is not decided"
+            )),
+            counterexample: None,
+            summary,
+        };
+    }
     RaceResult {
         verdict: Verdict::Pass,
         evidence: json!({
             "race": race.name,
             "verdict": "pass",
             "schedules": n,
-            "complete": complete,
+            "complete": true,
             "interleavings": explored,
         }),
         reason: None,
         counterexample: None,
-        summary,
+        summary: format!("{} (all {n} interleavings ran)", race.name),
     }
 }
 
@@ -619,7 +705,7 @@ async fn run_schedule(
     let urls = [gates[0].url(), gates[1].url()];
     let mut clients = connect_pair(target, prefix, [&urls[0], &urls[1]], start).await?;
     // Set-up, judged, through a's gate in pass-through.
-    let (model, epochs) = set_up(race, clients[0].as_mut(), start).await?;
+    let (model, epochs) = set_up(target, race, clients[0].as_mut(), start).await?;
     let now = start + race.advance_after_setup;
     clock.set_ms(now);
     let requests = [(race.a)(&epochs), (race.b)(&epochs)];
@@ -706,13 +792,7 @@ async fn run_schedule(
     let [Some(a), Some(b)] = finished else {
         return Err(Harness("an operation did not finish".into()));
     };
-    for out in [&a, &b] {
-        if let Err(e) = out {
-            if e.kind == ErrorKind::AdapterFailed {
-                return Err(Harness(e.message.clone()));
-            }
-        }
-    }
+    settle_errors(target, &[(requests[0].op(), &a), (requests[1].op(), &b)]).await?;
     // An operation still running when the clock moved may have taken effect
     // on either side of the move; one that finished before, only before.
     let instants = [0, 1].map(|i| match (ticked_at, race.tick_ms) {
@@ -823,6 +903,271 @@ mod tests {
                 .contains("two takes of a free tree: no sequential order"),
             "{}",
             failed.reason
+        );
+        let _ = server.stop().await;
+    }
+
+    /// Which actor goes at each step when a race of `commands[a]` and
+    /// `commands[b]` held commands (and a clock move, with `tick`) is run
+    /// from `forced`, as `run_schedule` drives it; and who was ready.
+    fn simulate(
+        forced: &[usize],
+        commands: [usize; 2],
+        tick: bool,
+    ) -> (Vec<usize>, Vec<Vec<usize>>) {
+        let mut left = commands;
+        let (mut choices, mut ready_sets, mut ticked) = (Vec::new(), Vec::new(), false);
+        loop {
+            let mut ready: Vec<usize> = (0..2).filter(|i| left[*i] > 0).collect();
+            if ready.is_empty() {
+                break;
+            }
+            if tick && !ticked {
+                ready.push(TICK);
+            }
+            let pick = forced.get(choices.len()).copied().unwrap_or(ready[0]);
+            assert!(ready.contains(&pick), "{forced:?}");
+            if pick == TICK {
+                ticked = true;
+            } else {
+                left[pick] -= 1;
+            }
+            choices.push(pick);
+            ready_sets.push(ready);
+        }
+        (choices, ready_sets)
+    }
+
+    /// Every schedule, by brute force.
+    fn every_schedule(
+        sofar: Vec<usize>,
+        commands: [usize; 2],
+        tick: bool,
+        out: &mut Vec<Vec<usize>>,
+    ) {
+        let (_, ready) = simulate(&sofar, commands, tick);
+        match ready.get(sofar.len()) {
+            None => out.push(sofar),
+            Some(r) => {
+                for a in r {
+                    let mut next = sofar.clone();
+                    next.push(*a);
+                    every_schedule(next, commands, tick, out);
+                }
+            }
+        }
+    }
+
+    fn run_all(commands: [usize; 2], tick: bool, cap: usize) -> (Vec<Vec<usize>>, bool) {
+        let mut todo = Interleavings::new();
+        let mut ran = Vec::new();
+        while ran.len() < cap {
+            let Some(forced) = todo.next() else { break };
+            let (choices, ready) = simulate(&forced, commands, tick);
+            todo.ran(forced.len(), &choices, &ready);
+            ran.push(choices);
+        }
+        (ran, todo.complete())
+    }
+
+    #[test]
+    fn the_search_runs_every_interleaving_once_and_the_first_divergences_first() {
+        for (commands, tick) in [
+            ([1, 1], false),
+            ([1, 1], true),
+            ([2, 3], false),
+            ([3, 3], true),
+        ] {
+            let (mut ran, complete) = run_all(commands, tick, usize::MAX);
+            assert!(complete);
+            let mut every = Vec::new();
+            every_schedule(vec![], commands, tick, &mut every);
+            ran.sort();
+            every.sort();
+            assert_eq!(ran, every, "{commands:?} {tick}");
+            let distinct: std::collections::BTreeSet<_> = ran.iter().collect();
+            assert_eq!(distinct.len(), ran.len(), "a schedule ran twice");
+        }
+        // Two takes of four commands each: C(8, 4) = 70 interleavings.
+        assert_eq!(run_all([4, 4], false, usize::MAX).0.len(), 70);
+        // Under a cap, the schedule diverging at the very first step runs
+        // second (it used to be the last: the stack popped the deepest
+        // divergence first), and the search says it is not complete.
+        let (ran, complete) = run_all([3, 3], false, 2);
+        assert!(!complete);
+        assert_eq!(ran[0], [0, 0, 0, 1, 1, 1]);
+        assert_eq!(ran[1][0], 1, "{ran:?}");
+    }
+
+    /// A correct take of five commands: three reads (`EXISTS`), then one
+    /// script that takes the lock or reports its holder.
+    struct ChattyTake;
+
+    struct ChattyClient(redis::aio::MultiplexedConnection, String);
+
+    #[async_trait]
+    impl StoreClient for ChattyClient {
+        async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
+            let unavailable =
+                |e: redis::RedisError| StoreError::new(ErrorKind::Unavailable, e.to_string());
+            let Request::LeaseTake {
+                tree,
+                holder,
+                ttl_ms,
+            } = Request::parse(call)?
+            else {
+                return Err(StoreError::new(ErrorKind::Unsupported, "only takes"));
+            };
+            let tree = format!("{}{tree}", self.1);
+            for _ in 0..3 {
+                let _: i64 = redis::cmd("EXISTS")
+                    .arg(&tree)
+                    .query_async(&mut self.0)
+                    .await
+                    .map_err(unavailable)?;
+            }
+            let expires_at_ms = clock_ms + ttl_ms;
+            let held: Option<String> = redis::cmd("EVAL")
+                .arg("local c = redis.call('GET', KEYS[1]) if c then return c end redis.call('SET', KEYS[1], ARGV[1]) return false")
+                .arg(1)
+                .arg(&tree)
+                .arg(format!("{expires_at_ms}|{holder}"))
+                .query_async(&mut self.0)
+                .await
+                .map_err(unavailable)?;
+            Ok(match held.as_deref().and_then(|h| h.split_once('|')) {
+                None => Reply::Granted {
+                    epoch: 1,
+                    expires_at_ms,
+                },
+                Some((exp, h)) => Reply::Busy {
+                    holder: h.into(),
+                    epoch: 1,
+                    expires_at_ms: exp.parse().unwrap_or(0),
+                },
+            })
+        }
+    }
+
+    #[async_trait]
+    impl StoreFactory for ChattyTake {
+        fn spec(&self) -> String {
+            "chatty-take".into()
+        }
+
+        async fn connect(
+            &self,
+            hello: &Hello,
+            _: i64,
+        ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
+            let conn = redis::Client::open(hello.redis_url.as_str())
+                .map_err(|e| StoreError::new(ErrorKind::Unavailable, e.to_string()))?
+                .get_multiplexed_async_connection()
+                .await
+                .map_err(|e| StoreError::new(ErrorKind::Unavailable, e.to_string()))?;
+            let info = StoreInfo {
+                name: self.spec(),
+                version: "0".into(),
+                contracts: vec![Contract::Lease],
+            };
+            Ok((info, Box::new(ChattyClient(conn, hello.prefix.clone()))))
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_race_with_more_interleavings_than_the_cap_is_unknown_naming_how_many_ran() {
+        let server = ManagedServer::start(ServerOptions::default())
+            .await
+            .unwrap();
+        let clock = server.clock().unwrap().clone();
+        let target = subject(&server, Arc::new(ChattyTake));
+        let race = &races()[0];
+        let mut run = 0;
+        let capped = explore(&target, race, "sp:races:cap:", &clock, &mut run, 5).await;
+        assert_eq!(capped.verdict, Verdict::Unknown, "{:?}", capped.reason);
+        assert!(
+            capped.summary.contains("5 of at least") && capped.summary.contains("stopped at 5"),
+            "{}",
+            capped.summary
+        );
+        // Uncapped, every one of the C(8, 4) interleavings runs, and the
+        // pass says so.
+        let all = explore(
+            &target,
+            race,
+            "sp:races:all:",
+            &clock,
+            &mut run,
+            MAX_SCHEDULES,
+        )
+        .await;
+        assert_eq!(all.verdict, Verdict::Pass, "{:?}", all.reason);
+        assert!(
+            all.summary.ends_with("(all 70 interleavings ran)"),
+            "{}",
+            all.summary
+        );
+        let _ = server.stop().await;
+    }
+
+    /// The built-in store, but `lease.renew` answers `unsupported`.
+    struct NoRenew(harness::store::redis::RedisStoreFactory);
+
+    struct NoRenewClient(Box<dyn StoreClient>);
+
+    #[async_trait]
+    impl StoreClient for NoRenewClient {
+        async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
+            if call.op == "lease.renew" {
+                return Err(StoreError::new(
+                    ErrorKind::Unsupported,
+                    "this store never renews",
+                ));
+            }
+            self.0.call(call, clock_ms).await
+        }
+    }
+
+    #[async_trait]
+    impl StoreFactory for NoRenew {
+        fn spec(&self) -> String {
+            "no-renew".into()
+        }
+
+        async fn connect(
+            &self,
+            hello: &Hello,
+            clock_ms: i64,
+        ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
+            let (info, inner) = self.0.connect(hello, clock_ms).await?;
+            Ok((info, Box::new(NoRenewClient(inner))))
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_race_the_store_answers_unsupported_is_skipped_with_its_message() {
+        let server = ManagedServer::start(ServerOptions::default())
+            .await
+            .unwrap();
+        let store = NoRenew(harness::store::redis::RedisStoreFactory::new(
+            server.dir().join("kept.sqlite"),
+        ));
+        let result = take_races(&subject(&server, Arc::new(store)), "sp:races:norenew:").await;
+        assert_eq!(result.verdict, Verdict::Skipped, "{}", result.reason);
+        assert!(
+            result
+                .reason
+                .contains("unsupported to lease.renew: this store never renews"),
+            "{}",
+            result.reason
+        );
+        // The two races it can run are still run, and said to have passed.
+        assert!(
+            result
+                .reason
+                .contains("two takes of a free tree (all 2 interleavings ran)"),
+            "{}",
+            result.reason
         );
         let _ = server.stop().await;
     }

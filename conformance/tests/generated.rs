@@ -270,3 +270,59 @@ async fn measure_named_sabotages() {
     }
     let _ = server.stop().await;
 }
+
+/// The built-in store, but `lease.renew` answers `unsupported`.
+struct NoRenew(RedisStoreFactory);
+
+struct NoRenewClient(Box<dyn StoreClient>);
+
+#[async_trait]
+impl StoreClient for NoRenewClient {
+    async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
+        if call.op == "lease.renew" {
+            return Err(StoreError::new(
+                harness::contract::ErrorKind::Unsupported,
+                "this store never renews",
+            ));
+        }
+        self.0.call(call, clock_ms).await
+    }
+}
+
+#[async_trait]
+impl StoreFactory for NoRenew {
+    fn spec(&self) -> String {
+        "test:no-renew".into()
+    }
+
+    async fn connect(
+        &self,
+        hello: &Hello,
+        clock_ms: i64,
+    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
+        let (info, inner) = self.0.connect(hello, clock_ms).await?;
+        Ok((info, Box::new(NoRenewClient(inner))))
+    }
+}
+
+#[tokio::test]
+async fn an_operation_answered_unsupported_skips_the_generated_check_with_the_store_s_message() {
+    let server = ManagedServer::start(ServerOptions::default())
+        .await
+        .expect("managed server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store: Arc<dyn StoreFactory> = Arc::new(NoRenew(RedisStoreFactory::new(
+        dir.path().join("kept.sqlite"),
+    )));
+    let target = subject(&server, store, "sp:gen-norenew:", 3);
+    let result = run_check(&target, 0, &generated("conformance.generated.lease", 24)).await;
+    assert_eq!(result.verdict, Verdict::Skipped, "{}", result.reason);
+    assert!(
+        result
+            .reason
+            .contains("unsupported to lease.renew: this store never renews"),
+        "{}",
+        result.reason
+    );
+    let _ = server.stop().await;
+}
