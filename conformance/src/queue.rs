@@ -8,6 +8,8 @@ use harness::contract::Contract::Queue;
 use harness::Level::Must;
 
 const CLAIM: i64 = 1000;
+/// Idle time the records must survive: 31 days, past any TTL of a month.
+const IDLE_MS: i64 = 31 * 86_400_000;
 
 pub(super) fn checks() -> Vec<CheckDef> {
     vec![
@@ -33,6 +35,35 @@ pub(super) fn checks() -> Vec<CheckDef> {
                     save("b", "c", 0, "p"),
                     claim("b", CLAIM),
                     qread("b", "c"),
+                ]
+            },
+        ),
+        scenario_check(
+            "conformance.queue.records-survive-idle",
+            Must,
+            Queue,
+            "a queued, a claimed and a done child each read the same after 31 days idle, a later save re-queues none of them (exists with its state), and they are claimed as before: a claimed child whose claim ran out, then the queued one, never the done one",
+            || {
+                vec![
+                    save("a", "c1", 0, "p1"),
+                    save("a", "c2", 0, "p2"),
+                    save("a", "c3", 0, "p3"),
+                    claim("b", CLAIM),
+                    claim("b", CLAIM),
+                    complete("b", "c2", 1),
+                    // A "safety" TTL of up to a month on queue records
+                    // would be gone by now.
+                    at(IDLE_MS),
+                    qread("a", "c1"),
+                    qread("a", "c2"),
+                    qread("a", "c3"),
+                    save("a", "c2", 0, "again"),
+                    save("a", "c1", 0, "again"),
+                    save("a", "c3", 0, "again"),
+                    claim("a", CLAIM),
+                    claim("a", CLAIM),
+                    claim("a", CLAIM),
+                    qread("b", "c2"),
                 ]
             },
         ),

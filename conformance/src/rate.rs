@@ -278,6 +278,7 @@ pub(super) fn checks() -> Vec<CheckDef> {
                 s
             },
         ),
+        pause_survives_idle(),
         super::special_check(
             "conformance.rate.old-hits-forgotten",
             Should,
@@ -286,4 +287,39 @@ pub(super) fn checks() -> Vec<CheckDef> {
             super::special::Special::OldHitsForgotten,
         ),
     ]
+}
+
+/// A pause ending a year ahead is still in force a day, and a millisecond,
+/// before its end, and over at its end. The clocks move together, so a store
+/// that keeps the pause with a TTL of at least `until_ms − clock_ms` passes;
+/// one whose pause records expire sooner (a "safety" TTL) does not.
+fn pause_survives_idle() -> CheckDef {
+    const DAY_MS: i64 = 86_400_000;
+    let mut def = scenario_check(
+        "conformance.rate.pause-survives-idle",
+        Must,
+        Rate,
+        "a pause ending a year ahead is still in force a day and a millisecond before its end (acquire and hit answer paused, read shows it), and over at its end",
+        || {
+            vec![
+                pause("a", "p", YEAR_MS),
+                at(DAY_MS),
+                rread("b", "p"),
+                at(YEAR_MS - DAY_MS),
+                acquire("b", "p", 5, TTL),
+                hit("b", "p", 5, WINDOW),
+                rread("b", "p"),
+                at(YEAR_MS - 1),
+                acquire("b", "p", 5, TTL),
+                at(YEAR_MS),
+                acquire("b", "p", 5, TTL),
+                rread("b", "p"),
+            ]
+        },
+    );
+    // Rate limits decide on the instance clock, but a pause kept with a
+    // Redis TTL is lost only as the server's clock moves: only on a server
+    // whose clock storeproof moves is the idle year really spent.
+    def.spec.needs = harness::Needs::ManagedServer;
+    def
 }
