@@ -155,6 +155,7 @@ fn a_store_offering_only_rate_limits_gets_the_rest_skipped_with_reasons() {
     // rate limits alone.
     let decided = [
         "crash.acknowledged-pauses-survive",
+        "crash.down-server-unavailable",
         "crash.opt-out-loses",
         "crash.power-loss-always-keeps",
     ];

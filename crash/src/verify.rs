@@ -75,6 +75,9 @@ pub enum Answer {
     /// An error of the store's own (not the harness's), in words:
     /// `lease.read after the restart answered bad_request: …`.
     Refused(String),
+    /// The store does not offer the operation (PROTOCOL: that check is
+    /// skipped), in words: never a loss, what it reads is not judged.
+    Unsupported(String),
 }
 
 /// A tree's record read after the restart.
@@ -98,6 +101,8 @@ pub enum TakeOutcome {
     Refused(String),
     /// Busy every time, though each holder's lease was released in between.
     AlwaysBusy,
+    /// The take was answered `unsupported`, in words: not judged.
+    Unsupported(String),
 }
 
 /// The verifier's first take of a tree after the restart.
@@ -108,6 +113,10 @@ pub struct NextTake {
     /// Releases (of a live holder, or of the verifier's own grant) the store
     /// refused, in words.
     pub refused_releases: Vec<String>,
+    /// A release answered `unsupported`, in words: a take kept busy by it
+    /// is not judged.
+    #[serde(default)]
+    pub release_unsupported: Option<String>,
 }
 
 /// A child the verifier could claim after the restart.
@@ -136,6 +145,10 @@ pub struct Observed {
     pub drained: Vec<Drained>,
     /// A claim of the drain the store refused, if any (it stops the drain).
     pub drain_refused: Option<String>,
+    /// A claim of the drain answered `unsupported`, if any (it stops the
+    /// drain; nothing is judged on it).
+    #[serde(default)]
+    pub drain_unsupported: Option<String>,
 }
 
 /// What a finding is about.
@@ -198,9 +211,34 @@ pub struct Round {
     /// [`SHOWN_REQUESTS`] of them), invoke and completion together, each
     /// event keeping its index in the whole history. Empty when nothing broke.
     pub shown: History,
+    /// Per check, the acknowledged writes of its kind it judged (epochs for
+    /// the next take): a check with none judged in any kill is undecided.
+    pub judged: BTreeMap<Kept, usize>,
+    /// Per check, the first `unsupported` answer that left writes of its
+    /// kind unjudged (or unsent), in words.
+    pub unsupported: BTreeMap<Kept, String>,
 }
 
 impl Round {
+    /// `n` more writes of `check`'s kind judged.
+    fn judge(&mut self, check: Kept, n: usize) {
+        *self.judged.entry(check).or_default() += n;
+    }
+
+    /// The writes of `check`'s kind judged in this kill.
+    pub fn judged_of(&self, check: Kept) -> usize {
+        self.judged.get(&check).copied().unwrap_or(0)
+    }
+
+    /// Keeps the first `unsupported` answer about `checks`.
+    fn unsupported(&mut self, checks: &[Kept], what: &str) {
+        for c in checks {
+            self.unsupported
+                .entry(*c)
+                .or_insert_with(|| what.to_string());
+        }
+    }
+
     fn find(&mut self, check: Kept, item: Item, what: String) {
         self.findings.entry(check).or_default().push(what);
         let items = self.items.entry(check).or_default();
@@ -301,6 +339,20 @@ pub fn judge_round(kill: usize, history: &History, seen: &Observed) -> Round {
         },
         ..Round::default()
     };
+    // What the store said it does not offer while it was written to: those
+    // writes were never made, their checks have nothing of theirs to judge.
+    for (op, message) in &acked.unsupported {
+        let what = format!("{op} answered unsupported: {message}");
+        match op.as_str() {
+            "lease.take" => round.unsupported(&[Kept::Epochs, Kept::NextTake], &what),
+            "lease.renew" => round.unsupported(&[Kept::Renews], &what),
+            "queue.save" => round.unsupported(&[Kept::Children], &what),
+            "queue.claim" => round.unsupported(&[Kept::Claims], &what),
+            "queue.complete" => round.unsupported(&[Kept::CompletedOnce], &what),
+            "rate.pause" => round.unsupported(&[Kept::Pauses], &what),
+            _ => {}
+        }
+    }
     let mut lost_epochs: BTreeSet<(String, i64)> = BTreeSet::new();
     judge_leases(acked, seen, &mut round, &mut lost_epochs);
     judge_next_takes(acked, seen, &mut round, &mut lost_epochs);
@@ -325,11 +377,29 @@ fn judge_leases(
 ) {
     for (tree, grants) in &acked.grants {
         let top = grants.iter().map(|g| g.epoch).max().unwrap_or(0);
+        let renews_of_tree = || {
+            acked
+                .renews
+                .range((tree.clone(), i64::MIN)..)
+                .take_while(|((t, _), _)| t == tree)
+                .map(|(_, x)| x.len())
+                .sum::<usize>()
+        };
         let (read_at, view) = match seen.leases.get(tree) {
             Some(LeaseRead {
                 read_at_ms,
                 answer: Answer::Reply(Reply::Lease(v)),
             }) => (*read_at_ms, v),
+            // Not offered: neither its epochs nor its renews can be read.
+            Some(LeaseRead {
+                answer: Answer::Unsupported(what),
+                ..
+            }) => {
+                round.figures.epochs_not_judged += grants.len();
+                round.figures.renews_not_judged += renews_of_tree();
+                round.unsupported(&[Kept::Epochs, Kept::Renews], what);
+                continue;
+            }
             other => {
                 let what = match other {
                     Some(LeaseRead {
@@ -337,11 +407,12 @@ fn judge_leases(
                         ..
                     }) => format!("lease.read answered {}", words(r)),
                     Some(LeaseRead {
-                        answer: Answer::Refused(e),
+                        answer: Answer::Refused(e) | Answer::Unsupported(e),
                         ..
                     }) => e.clone(),
                     None => NOT_READ.to_string(),
                 };
+                round.judge(Kept::Epochs, grants.len());
                 round.find(
                     Kept::Epochs,
                     Item::Tree(tree.clone()),
@@ -351,6 +422,7 @@ fn judge_leases(
                 continue;
             }
         };
+        round.judge(Kept::Epochs, grants.len());
         let on_server = view.as_ref().map_or(0, |v| v.epoch);
         if on_server < top {
             round.find(
@@ -386,6 +458,7 @@ fn judge_leases(
                 continue;
             }
             round.figures.renews_not_judged += expiries.len() - judged.len();
+            round.judge(Kept::Renews, judged.len());
             let holder = grants
                 .iter()
                 .find(|g| g.epoch == *epoch)
@@ -438,6 +511,14 @@ fn judge_next_takes(
                 format!("{tree}: {e}"),
             );
         }
+        match (&take.outcome, &take.release_unsupported) {
+            // Not offered, or kept busy by a release that is not: not judged.
+            (TakeOutcome::Unsupported(what), _) | (TakeOutcome::AlwaysBusy, Some(what)) => {
+                round.unsupported(&[Kept::NextTake], what);
+                continue;
+            }
+            _ => round.judge(Kept::NextTake, grants.len()),
+        }
         match &take.outcome {
             TakeOutcome::Granted(got) if *got <= top => {
                 round.find(
@@ -473,6 +554,7 @@ fn judge_next_takes(
                 Item::Tree(tree.clone()),
                 format!("{tree}: the take after the restart was refused five times"),
             ),
+            TakeOutcome::Unsupported(_) => {}
         }
     }
 }
@@ -480,14 +562,24 @@ fn judge_next_takes(
 /// Children, claims and completions, and the drain of the queue.
 fn judge_queue(acked: &Acked, seen: &Observed, round: &mut Round) {
     let read = |child: &str| seen.children.get(child);
+    let unsupported = |child: &str| match seen.children.get(child) {
+        Some(Answer::Unsupported(what)) => Some(what.clone()),
+        _ => None,
+    };
     let trouble = |answer: Option<&Answer>, what: &str| -> String {
         match answer {
-            Some(Answer::Refused(e)) => e.clone(),
+            Some(Answer::Refused(e) | Answer::Unsupported(e)) => e.clone(),
             Some(Answer::Reply(r)) => format!("{what}, the restarted server reads {}", words(r)),
             None => format!("{what}, but it {NOT_READ}"),
         }
     };
     for child in &acked.saved {
+        if let Some(what) = unsupported(child) {
+            round.figures.children_not_judged += 1;
+            round.unsupported(&[Kept::Children], &what);
+            continue;
+        }
+        round.judge(Kept::Children, 1);
         let answer = read(child);
         if !matches!(answer, Some(Answer::Reply(Reply::Child(Some(_))))) {
             round.figures.children_lost += 1;
@@ -507,6 +599,12 @@ fn judge_queue(acked: &Acked, seen: &Observed, round: &mut Round) {
         let Some(last) = claims.iter().max_by_key(|c| c.attempt) else {
             continue;
         };
+        if let Some(what) = unsupported(child) {
+            round.figures.claims_not_judged += claims.len();
+            round.unsupported(&[Kept::Claims], &what);
+            continue;
+        }
+        round.judge(Kept::Claims, claims.len());
         let answer = read(child);
         let shown = match answer {
             Some(Answer::Reply(Reply::Child(Some(v))))
@@ -538,7 +636,13 @@ fn judge_queue(acked: &Acked, seen: &Observed, round: &mut Round) {
     }
 
     let mut lost_completions: BTreeSet<String> = BTreeSet::new();
-    for child in acked.completed.keys() {
+    for (child, n) in &acked.completed {
+        if let Some(what) = unsupported(child) {
+            round.figures.completions_not_judged += *n as usize;
+            round.unsupported(&[Kept::CompletedOnce], &what);
+            continue;
+        }
+        round.judge(Kept::CompletedOnce, *n as usize);
         let answer = read(child);
         if !matches!(answer, Some(Answer::Reply(Reply::Child(Some(v)))) if v.state == ChildState::Done)
         {
@@ -592,6 +696,9 @@ fn judge_queue(acked: &Acked, seen: &Observed, round: &mut Round) {
     if let Some(e) = &seen.drain_refused {
         round.find(Kept::Claims, Item::Queue, format!("the queue: {e}"));
     }
+    if let Some(what) = &seen.drain_unsupported {
+        round.unsupported(&[Kept::Claims, Kept::CompletedOnce], what);
+    }
     round.figures.claims_lost = lost_claims.values().sum();
     round.figures.completions_lost = lost_completions.len();
     for (child, n) in &acked.completed_again {
@@ -607,6 +714,12 @@ fn judge_queue(acked: &Acked, seen: &Observed, round: &mut Round) {
 fn judge_pauses(acked: &Acked, seen: &Observed, round: &mut Round) {
     for (provider, untils) in &acked.pauses {
         let until = untils.iter().copied().max().unwrap_or(0);
+        if let Some(Answer::Unsupported(what)) = seen.pauses.get(provider) {
+            round.figures.pauses_not_judged += untils.len();
+            round.unsupported(&[Kept::Pauses], what);
+            continue;
+        }
+        round.judge(Kept::Pauses, untils.len());
         let (in_force, said) = match seen.pauses.get(provider) {
             Some(Answer::Reply(Reply::RateState {
                 paused_until_ms, ..
@@ -614,7 +727,7 @@ fn judge_pauses(acked: &Acked, seen: &Observed, round: &mut Round) {
             Some(Answer::Reply(other)) => {
                 (None, Some(format!("rate.read answered {}", words(other))))
             }
-            Some(Answer::Refused(e)) => (None, Some(e.clone())),
+            Some(Answer::Refused(e) | Answer::Unsupported(e)) => (None, Some(e.clone())),
             None => (None, Some(NOT_READ.to_string())),
         };
         let lost = untils
@@ -657,6 +770,10 @@ async fn ask(
         Err(e) if matches!(e.kind, ErrorKind::AdapterFailed | ErrorKind::Unavailable) => Err(
             format!("{} of {item} after the restart answered {e}", req.op()),
         ),
+        Err(e) if e.kind == ErrorKind::Unsupported => Ok(Answer::Unsupported(format!(
+            "{} after the restart answered {e}",
+            req.op()
+        ))),
         Err(e) => Ok(Answer::Refused(format!(
             "{} after the restart answered {e}",
             req.op()
@@ -728,6 +845,10 @@ pub async fn observe(
                 seen.drain_refused = Some(e);
                 break;
             }
+            Answer::Unsupported(e) => {
+                seen.drain_unsupported = Some(e);
+                break;
+            }
         };
         let done = Request::QueueComplete {
             child: child.clone(),
@@ -736,7 +857,7 @@ pub async fn observe(
         };
         let complete_refused = match ask(client, &done, &child).await? {
             Answer::Refused(e) => Some(e),
-            Answer::Reply(_) => None,
+            Answer::Reply(_) | Answer::Unsupported(_) => None,
         };
         seen.drained.push(Drained {
             child,
@@ -760,6 +881,7 @@ async fn next_take(
         ttl_ms: LEASE_MS,
     };
     let mut refused_releases = Vec::new();
+    let mut release_unsupported = None;
     let mut outcome = TakeOutcome::AlwaysBusy;
     for _ in 0..5 {
         match ask(client, &take, tree).await? {
@@ -773,8 +895,13 @@ async fn next_take(
                     holder,
                     epoch,
                 };
-                if let Answer::Refused(e) = ask(client, &release, tree).await? {
-                    refused_releases.push(e);
+                match ask(client, &release, tree).await? {
+                    Answer::Refused(e) => refused_releases.push(e),
+                    Answer::Unsupported(e) => {
+                        release_unsupported = Some(e);
+                        break;
+                    }
+                    Answer::Reply(_) => {}
                 }
             }
             Answer::Reply(other) => {
@@ -785,6 +912,10 @@ async fn next_take(
                 outcome = TakeOutcome::Refused(e);
                 break;
             }
+            Answer::Unsupported(e) => {
+                outcome = TakeOutcome::Unsupported(e);
+                break;
+            }
         }
     }
     if let TakeOutcome::Granted(epoch) = outcome {
@@ -793,13 +924,16 @@ async fn next_take(
             holder: verifier.into(),
             epoch,
         };
-        if let Answer::Refused(e) = ask(client, &release, tree).await? {
-            refused_releases.push(e);
+        match ask(client, &release, tree).await? {
+            Answer::Refused(e) => refused_releases.push(e),
+            // The verifier's own lease runs out on its own (LEASE_MS).
+            Answer::Unsupported(_) | Answer::Reply(_) => {}
         }
     }
     Ok(NextTake {
         outcome,
         refused_releases,
+        release_unsupported,
     })
 }
 
@@ -967,6 +1101,7 @@ mod tests {
             NextTake {
                 outcome: TakeOutcome::Granted(5),
                 refused_releases: vec![],
+                release_unsupported: None,
             },
         );
         s.children
@@ -1195,6 +1330,95 @@ mod tests {
         let round = judge_round(1, &h, &seen);
         assert!(round.findings.is_empty(), "{:?}", round.findings);
         assert_eq!(round.figures.renews_not_judged, 1);
+    }
+
+    #[test]
+    fn an_unsupported_answer_is_never_a_loss_and_leaves_its_kind_unjudged() {
+        let not_offered = |op: &str| {
+            Answer::Unsupported(format!("{op} after the restart answered unsupported: no"))
+        };
+        let mut seen = kept();
+        seen.leases.get_mut("tree-1").unwrap().answer = not_offered("lease.read");
+        seen.children
+            .insert("child-a".into(), not_offered("queue.read"));
+        seen.pauses
+            .insert("provider-0".into(), not_offered("rate.read"));
+        let round = judge_round(1, &history(), &seen);
+        assert!(round.findings.is_empty(), "{:?}", round.findings);
+        let f = &round.figures;
+        assert_eq!(f.lost(), 0);
+        assert_eq!(
+            (
+                f.epochs_not_judged,
+                f.renews_not_judged,
+                f.children_not_judged,
+                f.pauses_not_judged
+            ),
+            (2, 1, 1, 1)
+        );
+        assert_eq!(round.judged_of(Kept::Epochs), 0);
+        assert_eq!(round.judged_of(Kept::Renews), 0);
+        // The next take still judges the epochs; the other children are read.
+        assert_eq!(round.judged_of(Kept::NextTake), 2);
+        assert_eq!(round.judged_of(Kept::Children), 2);
+        assert_eq!(round.judged_of(Kept::Pauses), 0);
+        for k in [Kept::Epochs, Kept::Renews, Kept::Children, Kept::Pauses] {
+            assert!(round.unsupported[&k].contains("unsupported: no"), "{k:?}");
+        }
+        // A take, or a release that keeps it busy, answered unsupported.
+        let mut seen = kept();
+        seen.next_takes.get_mut("tree-1").unwrap().outcome =
+            TakeOutcome::Unsupported("lease.take answered unsupported".into());
+        let round = judge_round(1, &history(), &seen);
+        assert!(round.findings.is_empty(), "{:?}", round.findings);
+        assert_eq!(round.judged_of(Kept::NextTake), 0);
+        let take = seen.next_takes.get_mut("tree-1").unwrap();
+        take.outcome = TakeOutcome::AlwaysBusy;
+        take.release_unsupported = Some("lease.release answered unsupported".into());
+        let round = judge_round(1, &history(), &seen);
+        assert!(round.findings.is_empty(), "{:?}", round.findings);
+        // A write answered unsupported in the workload: not in flight, its kind named.
+        let mut h = history();
+        let renew = Request::LeaseRenew {
+            tree: "tree-1".into(),
+            holder: "w0".into(),
+            epoch: 3,
+            ttl_ms: 30_000,
+        };
+        send(
+            &mut h,
+            "w0",
+            &renew,
+            Err(StoreError::new(
+                ErrorKind::Unsupported,
+                "renews are not offered",
+            )),
+        );
+        let acked = Acked::from_history(&h);
+        assert!(!acked.in_flight.iter().any(|r| r.op() == "lease.renew"));
+        assert_eq!(acked.unsupported["lease.renew"], "renews are not offered");
+        let round = judge_round(1, &h, &kept());
+        assert!(round.unsupported[&Kept::Renews].contains("renews are not offered"));
+    }
+
+    #[test]
+    fn every_check_counts_the_writes_of_its_kind_it_judged() {
+        let round = judge_round(1, &history(), &kept());
+        let judged: Vec<usize> = Kept::ALL.iter().map(|k| round.judged_of(*k)).collect();
+        // Epochs 2 (read, next take), renews 1, children 3, claims 2,
+        // completions 1, pauses 1.
+        assert_eq!(judged, vec![2, 2, 1, 3, 2, 1, 1]);
+        // No renew: the renew check judged nothing.
+        let h = History {
+            events: history()
+                .events
+                .into_iter()
+                .filter(|e| e.op() != "lease.renew")
+                .collect(),
+        };
+        let round = judge_round(1, &h, &kept());
+        assert_eq!(round.judged_of(Kept::Renews), 0);
+        assert_eq!(round.figures.renews_acknowledged, 0);
     }
 
     #[test]

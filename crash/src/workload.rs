@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use harness::contract::{Call, Contract, Reply, Request};
+use harness::contract::{Call, Contract, ErrorKind, Reply, Request};
 use harness::store::{StoreClient, StoreFactory};
 use harness::{Event, Happened, History};
 use rand::rngs::StdRng;
@@ -139,6 +139,10 @@ pub struct Acked {
     /// Children completed again before the kill (a bug of the store): the
     /// child and how many completes had been acknowledged, once per extra one.
     pub completed_again: Vec<(String, u32)>,
+    /// Operation → the store's message, for each operation it answered
+    /// `unsupported` (PROTOCOL: nothing changed, and that check is skipped):
+    /// never in flight, never a loss.
+    pub unsupported: BTreeMap<String, String>,
 }
 
 impl Acked {
@@ -152,12 +156,56 @@ impl Acked {
             let Ok(req) = Request::parse(x.call) else {
                 continue;
             };
-            match x.reply() {
-                Some(reply) => acked.record(&req, reply),
-                None => acked.in_flight.push(req),
+            match (x.reply(), x.completion.map(|c| &c.what)) {
+                (Some(reply), _) => acked.record(&req, reply),
+                (None, Some(Happened::Fail { op, error }))
+                    if error.kind == ErrorKind::Unsupported =>
+                {
+                    acked
+                        .unsupported
+                        .entry(op.clone())
+                        .or_insert_with(|| error.message.clone());
+                }
+                (None, _) => acked.in_flight.push(req),
             }
         }
         acked
+    }
+
+    /// The kinds of write (their ops) acknowledged at least once; a renew
+    /// only while its lease is not released, so that it can be judged.
+    pub fn kinds(&self) -> BTreeSet<&'static str> {
+        let mut kinds = BTreeSet::new();
+        let mut add = |yes: bool, op: Op| {
+            if yes {
+                kinds.insert(op.name());
+            }
+        };
+        add(!self.grants.is_empty(), Op::Take);
+        add(
+            self.renews.keys().any(|k| !self.released.contains(k)),
+            Op::Renew,
+        );
+        add(!self.released.is_empty(), Op::Release);
+        add(!self.saved.is_empty(), Op::Save);
+        add(!self.claims.is_empty(), Op::Claim);
+        add(!self.completed.is_empty(), Op::Complete);
+        add(!self.pauses.is_empty(), Op::Pause);
+        kinds
+    }
+
+    /// The kinds of write a store claiming `contracts` is sent that this
+    /// history has not acknowledged yet (nor been told are unsupported).
+    pub fn kinds_missing(&self, contracts: &[Contract]) -> Vec<&'static str> {
+        let have = self.kinds();
+        let mut missing: Vec<&'static str> = OPS
+            .iter()
+            .filter(|(c, _)| contracts.contains(c))
+            .map(|(_, op)| op.name())
+            .filter(|op| !have.contains(op) && !self.unsupported.contains_key(*op))
+            .collect();
+        missing.dedup();
+        missing
     }
 
     /// Records the answer to a write; reads and refusals change nothing.
@@ -248,6 +296,21 @@ enum Op {
     Pause,
 }
 
+impl Op {
+    /// Its operation's wire name.
+    fn name(self) -> &'static str {
+        match self {
+            Op::Take => "lease.take",
+            Op::Renew => "lease.renew",
+            Op::Release => "lease.release",
+            Op::Save => "queue.save",
+            Op::Claim => "queue.claim",
+            Op::Complete => "queue.complete",
+            Op::Pause => "rate.pause",
+        }
+    }
+}
+
 /// The writes of each contract, each as often as it appears (a roll picks
 /// one entry): with every contract claimed, 3 in 10 are takes and 1 in 10
 /// a pause, as before contracts were narrowed.
@@ -264,24 +327,56 @@ const OPS: [(Contract, Op); 10] = [
     (Contract::Rate, Op::Pause),
 ];
 
-/// The writes a store claiming `contracts` is sent, and the write issued
-/// when the one rolled needs a lease or claim the instance does not hold
-/// (`None` when no contract is claimed: nothing to write).
-fn ops_of(contracts: &[Contract]) -> Option<(Vec<Op>, Op)> {
+/// The writes a store claiming `contracts` is sent, each as often as it
+/// appears (`None` when no contract is claimed: nothing to write).
+fn ops_of(contracts: &[Contract]) -> Option<Vec<Op>> {
     let ops: Vec<Op> = OPS
         .iter()
         .filter(|(c, _)| contracts.contains(c))
         .map(|(_, op)| *op)
         .collect();
-    // A pause needs nothing held; so do a take and a save.
-    let fallback = [Op::Pause, Op::Take, Op::Save]
-        .into_iter()
-        .find(|op| ops.contains(op))?;
-    Some((ops, fallback))
+    (!ops.is_empty()).then_some(ops)
+}
+
+/// A lease an instance holds: its tree, epoch and expiry (server time,
+/// which is the host's real clock here).
+type Held = (String, i64, i64);
+
+/// What one instance holds and what its store does not offer: its own
+/// run-time state, to choose the next write; never judged.
+#[derive(Default)]
+struct Mine {
+    held: Vec<Held>,
+    claimed: Vec<(String, i64)>,
+    /// Ops the store answered `unsupported`: never sent again.
+    unsupported: BTreeSet<&'static str>,
+}
+
+impl Mine {
+    /// Whether `op` can be sent now: offered, and what it needs is held (a
+    /// renew needs a lease still running: one that ran out answers `lost`,
+    /// and a renew is what the crash check of renews judges).
+    fn can(&self, op: Op, now_ms: i64) -> bool {
+        !self.unsupported.contains(op.name())
+            && match op {
+                Op::Renew => self.live(now_ms).is_some(),
+                Op::Release => !self.held.is_empty(),
+                Op::Complete => !self.claimed.is_empty(),
+                _ => true,
+            }
+    }
+
+    /// The newest held lease still running a little past `now_ms`.
+    fn live(&self, now_ms: i64) -> Option<usize> {
+        self.held
+            .iter()
+            .rposition(|(_, _, until)| *until > now_ms + 20)
+    }
 }
 
 /// One instance writing until `stop` is set or the server goes away; it
-/// writes only to the `contracts` the store claims (none: it writes nothing).
+/// writes only to the `contracts` the store claims (none: it writes nothing),
+/// and stops sending an operation the store answers `unsupported`.
 /// It records every request and its outcome in `history` and nothing else:
 /// what was acknowledged is read from there ([`Acked::from_history`]).
 pub async fn instance(
@@ -292,19 +387,25 @@ pub async fn instance(
     history: Arc<Mutex<History>>,
     stop: Arc<AtomicBool>,
 ) {
-    let Some((ops, fallback)) = ops_of(&contracts) else {
+    let Some(ops) = ops_of(&contracts) else {
         return;
     };
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut held: Vec<(String, i64)> = Vec::new();
-    let mut claimed: Vec<(String, i64)> = Vec::new();
+    let mut mine = Mine::default();
     let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
         n += 1;
-        let op = match ops[rng.random_range(0..ops.len())] {
-            Op::Renew | Op::Release if held.is_empty() => fallback,
-            Op::Complete if claimed.is_empty() => fallback,
-            op => op,
+        let now = wall_ms();
+        let rolled = ops[rng.random_range(0..ops.len())];
+        // A write that needs a lease or claim not held (or is not offered)
+        // gives way to one that needs nothing: a take, a save or a pause.
+        let Some(op) = std::iter::once(rolled)
+            .chain([Op::Take, Op::Save, Op::Pause])
+            .filter(|op| ops.contains(op))
+            .find(|op| mine.can(*op, now))
+        else {
+            // Nothing the store offers is left to send.
+            break;
         };
         let req = match op {
             Op::Take => Request::LeaseTake {
@@ -313,7 +414,8 @@ pub async fn instance(
                 ttl_ms: LEASE_MS,
             },
             Op::Renew => {
-                let (tree, epoch) = held[rng.random_range(0..held.len())].clone();
+                let i = mine.live(now).unwrap_or(0);
+                let (tree, epoch, _) = mine.held[i].clone();
                 Request::LeaseRenew {
                     tree,
                     holder: name.clone(),
@@ -322,7 +424,7 @@ pub async fn instance(
                 }
             }
             Op::Release => {
-                let (tree, epoch) = held.swap_remove(rng.random_range(0..held.len()));
+                let (tree, epoch, _) = mine.held.swap_remove(rng.random_range(0..mine.held.len()));
                 Request::LeaseRelease {
                     tree,
                     holder: name.clone(),
@@ -339,7 +441,7 @@ pub async fn instance(
                 claim_ttl_ms: CLAIM_MS,
             },
             Op::Complete => {
-                let (child, attempt) = claimed.swap_remove(0);
+                let (child, attempt) = mine.claimed.swap_remove(0);
                 Request::QueueComplete {
                     child,
                     instance: name.clone(),
@@ -362,17 +464,40 @@ pub async fn instance(
             Ok(mut h) => h.complete(&name, &call.op, &outcome, None, clock_ms),
             Err(_) => break,
         }
-        // The server is gone (killed) or refused: this instance stops; the
-        // history says why, and an unknown outcome is never acknowledged.
-        let Ok(reply) = outcome else { break };
-        // What this instance holds, to renew, release and complete: its own
-        // run-time state, never judged.
+        let reply = match outcome {
+            Ok(reply) => reply,
+            // Not offered: nothing changed (PROTOCOL), the rest goes on.
+            Err(e) if e.kind == ErrorKind::Unsupported => {
+                mine.unsupported.insert(op.name());
+                continue;
+            }
+            // The server is gone (killed) or refused: this instance stops;
+            // the history says why, and an unknown outcome is never
+            // acknowledged.
+            Err(_) => break,
+        };
         match (&req, &reply) {
-            (Request::LeaseTake { tree, .. }, Reply::Granted { epoch, .. }) => {
-                held.push((tree.clone(), *epoch))
+            (
+                Request::LeaseTake { tree, .. },
+                Reply::Granted {
+                    epoch,
+                    expires_at_ms,
+                },
+            ) => mine.held.push((tree.clone(), *epoch, *expires_at_ms)),
+            (Request::LeaseRenew { tree, epoch, .. }, Reply::Renewed { expires_at_ms }) => {
+                for h in mine
+                    .held
+                    .iter_mut()
+                    .filter(|h| &h.0 == tree && h.1 == *epoch)
+                {
+                    h.2 = *expires_at_ms;
+                }
+            }
+            (Request::LeaseRenew { tree, epoch, .. }, Reply::Lost { .. }) => {
+                mine.held.retain(|h| !(&h.0 == tree && h.1 == *epoch))
             }
             (Request::QueueClaim { .. }, Reply::Claimed { child, attempt, .. }) => {
-                claimed.push((child.clone(), *attempt))
+                mine.claimed.push((child.clone(), *attempt))
             }
             _ => {}
         }
@@ -462,6 +587,77 @@ mod tests {
         assert_eq!(why.len(), 1, "{why:?}");
         assert!(why[0].starts_with("w0: rate.pause answered"), "{why:?}");
         assert!(why[0].contains("connection reset"), "{why:?}");
+    }
+
+    /// Offers no renew and nothing of the queue; takes and pauses after
+    /// the built-in model, until the server dies after `left` calls.
+    struct NoRenews {
+        left: usize,
+        model: harness::contract::ContractModel,
+    }
+
+    #[async_trait::async_trait]
+    impl StoreClient for NoRenews {
+        async fn call(&mut self, call: &Call, _: i64) -> Result<Reply, StoreError> {
+            if self.left == 0 {
+                return Err(StoreError::new(ErrorKind::Unavailable, "connection reset"));
+            }
+            self.left -= 1;
+            let req = Request::parse(call)?;
+            match req.contract() {
+                Contract::Lease if req.op() != "lease.renew" => {
+                    self.model.lease.apply(&req, wall_ms())
+                }
+                Contract::Rate => self.model.rate.apply(&req, wall_ms()),
+                _ => None,
+            }
+            .ok_or_else(|| {
+                StoreError::new(
+                    ErrorKind::Unsupported,
+                    format!("{} is not offered", req.op()),
+                )
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn an_unsupported_write_stops_its_kind_not_the_instance() {
+        let history = Arc::new(Mutex::new(History::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        instance(
+            Box::new(NoRenews {
+                left: 300,
+                model: Default::default(),
+            }),
+            "w0".into(),
+            3,
+            Contract::COORDINATION.to_vec(),
+            history.clone(),
+            stop,
+        )
+        .await;
+        let h = history.lock().unwrap();
+        let a = Acked::from_history(&h);
+        // It wrote on until the server died, each unsupported kind tried once.
+        assert!(a.writes > 100, "{} writes", a.writes);
+        assert_eq!(
+            a.unsupported.keys().map(String::as_str).collect::<Vec<_>>(),
+            vec!["lease.renew", "queue.claim", "queue.save"]
+        );
+        let sent = |op: &str| {
+            h.events
+                .iter()
+                .filter(|e| e.op() == op && e.kind() == harness::EventKind::Invoke)
+                .count()
+        };
+        assert_eq!(
+            (sent("lease.renew"), sent("queue.save"), sent("queue.claim")),
+            (1, 1, 1)
+        );
+        assert_eq!(a.in_flight.len(), 1, "only the write the server died on");
+        assert!(a
+            .kinds_missing(&[Contract::Lease, Contract::Rate])
+            .is_empty());
     }
 
     fn call(req: &Request) -> Call {

@@ -151,6 +151,14 @@ pub(crate) fn answered(
                 e.message
             ));
         }
+        (_, Err(e)) if e.kind == ErrorKind::Unsupported => {
+            // PROTOCOL: an operation may answer `unsupported`, which skips
+            // the checks about it. Not a violation, and nothing happened:
+            // the instance believes what it believed.
+            if !next.unsupported.iter().any(|(o, _)| *o == op) {
+                next.unsupported.push((op, e.message.clone()));
+            }
+        }
         (_, Err(e)) => {
             next.violate(
                 Property::Answered,
@@ -643,6 +651,32 @@ mod tests {
         assert!(next.harness_error.is_none());
         assert!(discovers(&next, Property::Answered));
         assert!(!discovers(&next, Property::HarnessOk));
+    }
+
+    #[test]
+    fn an_unsupported_answer_is_no_violation_and_changes_no_belief() {
+        let mut s = two(0);
+        s.ghost.push(grant(0, 1, START + 500));
+        s.insts[0].held = Some(1);
+        let no = || Err(StoreError::new(ErrorKind::Unsupported, "no renew here"));
+        let next = answer(&s, 0, Op::Renew, no());
+        assert!(next.violations.is_empty(), "{:?}", next.violations);
+        assert!(next.harness_error.is_none());
+        assert!(Property::ALL.iter().all(|p| !discovers(&next, *p)));
+        assert_eq!(next.insts[0].held, Some(1));
+        assert_eq!(next.ghost[0].valid_until, START + 500);
+        assert_eq!(
+            next.unsupported(),
+            &[(Op::Renew, "no renew here".to_string())]
+        );
+        // Recorded once per operation, and part of the fingerprint.
+        let again = answer(&next, 0, Op::Renew, no());
+        assert_eq!(again.unsupported().len(), 1);
+        assert_ne!(next.fingerprint(), s.fingerprint());
+        // A take answered unsupported grants nothing.
+        let next = answer(&two(0), 1, Op::Take, no());
+        assert!(next.violations.is_empty(), "{:?}", next.violations);
+        assert!(next.ghost.is_empty() && next.insts[1].held.is_none());
     }
 
     #[test]

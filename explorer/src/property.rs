@@ -7,6 +7,8 @@ use harness::Level;
 use harness::{CheckSpec, Needs};
 use serde::{Deserialize, Serialize};
 
+use crate::state::Op;
+
 /// A property the explorer looks for: one that must always hold, the
 /// harness's own trouble, or a race that must sometimes be reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -125,8 +127,23 @@ impl Property {
             ),
             Property::HarnessOk => spec(
                 "explorer.exploration-complete",
-                "every transition ran against the real server and re-ran identically",
+                "every transition's outcome came from the real server, directly or from the transition cache of its earlier outcomes for the same state, time and input (a seeded sample of which was sent to the server again and agreed), and every re-run of an operation sent the same commands",
             ),
+        }
+    }
+
+    /// The operations the property is about: an `unsupported` answer to
+    /// one of them skips its check (PROTOCOL: "which skips that check").
+    pub(crate) const fn ops(self) -> &'static [Op] {
+        match self {
+            Property::OneLiveHolder => &[Op::Take, Op::Renew],
+            Property::EpochMonotonic => &[Op::Take],
+            Property::ZombieRefused => &[Op::Renew, Op::Release],
+            Property::NoTreeStuck => &[Op::Take, Op::Release],
+            Property::Answered => &[Op::Take, Op::Renew, Op::Release, Op::Read],
+            Property::ZombieRenewRace => &[Op::Take, Op::Renew],
+            Property::ZombieReleaseRace => &[Op::Take, Op::Release],
+            Property::HarnessOk => &[],
         }
     }
 

@@ -56,6 +56,10 @@ pub struct ExplorerConfig {
     /// time and command bytes (the same states; off only to measure it, or
     /// to prove it changes nothing).
     pub cache: bool,
+    /// One transition cache entry in this many (a sample seeded with
+    /// `seed`) is sent to the real server again when next used, which must
+    /// give the same reply and keys after (0: none).
+    pub cache_check_one_in: u64,
 }
 
 impl Default for ExplorerConfig {
@@ -71,6 +75,7 @@ impl Default for ExplorerConfig {
             fail_fast: false,
             skip_restore: true,
             cache: true,
+            cache_check_one_in: 16,
         }
     }
 }
@@ -384,7 +389,14 @@ pub fn explore_part(
     progress: &mut dyn FnMut(&str),
 ) -> ExplorerOutcome {
     let run = RUNS.fetch_add(1, Ordering::Relaxed);
-    let shared = Shared::with_speed(factory, prefix, opt_out, config.speed());
+    let shared = Shared::checking(
+        factory,
+        prefix,
+        opt_out,
+        config.speed(),
+        config.seed,
+        config.cache_check_one_in,
+    );
     let mut findings: Vec<Finding> = Vec::new();
     // What fail-fast left out, part by part.
     let mut not_explored: Vec<String> = Vec::new();
@@ -414,6 +426,16 @@ pub fn explore_part(
         }
     };
     let mut skews_left_out: Vec<String> = Vec::new();
+    // The operations the store answered `unsupported`, first message kept.
+    let mut unsupported: Vec<(Op, String)> = Vec::new();
+    let mut saw_unsupported = |said: &[(Op, String)]| {
+        for (op, message) in said {
+            if !unsupported.iter().any(|(o, _)| o == op) {
+                unsupported.push((*op, message.clone()));
+            }
+        }
+    };
+    let mut walks_cut = 0;
     for (index, &skew) in config.skews.iter().enumerate() {
         if !part.searches(index) {
             continue;
@@ -440,6 +462,7 @@ pub fn explore_part(
             absolute_times: config.absolute_times,
         };
         let searched = search(&model, pool, config.fail_fast);
+        saw_unsupported(&searched.unsupported);
         if let Some(level) = searched.stopped_at {
             not_explored.push(format!(
                 "the search under second clock {skew:+} ms past depth {level} (of {})",
@@ -486,6 +509,8 @@ pub fn explore_part(
         row.zombie_renew_reached = searched
             .discoveries
             .contains_key(&Property::ZombieRenewRace);
+        row.violating_states_cut = searched.violating_states_cut;
+        row.shallowest_cut = searched.shallowest_cut;
         row.zombie_release_reached = searched
             .discoveries
             .contains_key(&Property::ZombieReleaseRace);
@@ -533,6 +558,10 @@ pub fn explore_part(
         };
         let w = walk(&model, config.walk_steps, &mut rng);
         walk_steps += w.actions.len();
+        saw_unsupported(&w.last.unsupported);
+        if !w.last.violations.is_empty() && w.actions.len() < config.walk_steps {
+            walks_cut += 1;
+        }
         std::hash::Hash::hash(&(&w.skews, &w.actions), &mut digest);
         let broken: Vec<Property> = w
             .last
@@ -569,7 +598,36 @@ pub fn explore_part(
         transitions: shared.transitions.load(Ordering::Relaxed),
         round_trips: shared.round_trips.load(Ordering::Relaxed),
         wall_seconds: None,
+        walks_cut,
+        ..ExplorerFigures::default()
     };
+    let mut figures = figures;
+    figures.cache.answered = shared.cache_answers.load(Ordering::Relaxed);
+    figures.cache.verified = shared.cache_checked.load(Ordering::Relaxed);
+    figures.cache.differed = shared.cache_differed.load(Ordering::Relaxed);
+    figures.cache.first_difference = shared.first_difference.lock().ok().and_then(|d| d.clone());
+    if figures.cache.differed > 0 && !findings.iter().any(|f| f.property == Property::HarnessOk) {
+        // The server answered an input differently from the answer cached
+        // for it: the states reached through cached answers may not be the
+        // server's, so nothing that held is known to hold.
+        findings.push(Finding {
+            property: Property::HarnessOk,
+            message: format!(
+                "the server did not repeat itself: {} of the {} cached outcomes compared with the server's for the same input in the same state differed (first: {})",
+                figures.cache.differed,
+                figures.cache.verified,
+                figures.cache.first_difference.as_deref().unwrap_or("not recorded")
+            ),
+            found_in: "the transition cache's check against the server".into(),
+            schedule: Schedule {
+                skews: vec![],
+                actions: vec![],
+            },
+            steps: Value::Array(vec![]),
+            history: History::default(),
+            replays: false,
+        });
+    }
     // A store with no Redis wire is explored an operation a step: say so
     // wherever the scope is written.
     let step = (!shared.factory.keeps_state_in_redis()).then_some(crate::local::ONE_OPERATION);
@@ -591,9 +649,12 @@ pub fn explore_part(
             &unreached,
             &figures,
             config,
-            step,
-            part.describe(config).as_deref(),
-            not_explored.as_deref(),
+            &Context {
+                step,
+                part: part.describe(config).as_deref(),
+                cut: not_explored.as_deref(),
+                unsupported: &unsupported,
+            },
         ),
         figures,
         savings,
@@ -656,16 +717,92 @@ fn counterexample(f: &Finding) -> Option<Value> {
     .ok()
 }
 
+/// What is known of how an exploration ran, beside its findings, that the
+/// checks' verdicts and words depend on.
+#[derive(Debug, Default)]
+struct Context<'a> {
+    /// What a step is, for a store with no Redis wire.
+    step: Option<&'a str>,
+    /// The shard's part, in words (`None`: the whole).
+    part: Option<&'a str>,
+    /// What fail-fast left out, in words.
+    cut: Option<&'a str>,
+    /// The operations the store answered `unsupported`, with its message.
+    unsupported: &'a [(Op, String)],
+}
+
+impl Context<'_> {
+    /// The operations of `property` the store does not support, in words
+    /// with its message, if any.
+    fn unsupported_of(&self, property: Property) -> Option<String> {
+        let said: Vec<String> = self
+            .unsupported
+            .iter()
+            .filter(|(op, _)| property.ops().contains(op))
+            .map(|(op, message)| format!("{} (\"{message}\")", op_name(*op)))
+            .collect();
+        (!said.is_empty()).then(|| said.join(", "))
+    }
+}
+
+/// An operation's wire name.
+fn op_name(op: Op) -> &'static str {
+    match op {
+        Op::Take => "lease.take",
+        Op::Renew => "lease.renew",
+        Op::Release => "lease.release",
+        Op::Read => "lease.read",
+    }
+}
+
+/// Where the schedules through a violating state were cut, in words, for
+/// the scope of what held: `None` when no search or walk was cut.
+fn cuts_of(figures: &ExplorerFigures) -> Option<String> {
+    let rows: Vec<String> = figures
+        .per_skew
+        .iter()
+        .filter(|r| r.violating_states_cut > 0)
+        .map(|r| {
+            format!(
+                "{} under second clock {:+} ms, the shallowest at depth {}",
+                r.violating_states_cut,
+                r.skew_ms,
+                r.shallowest_cut.unwrap_or(0)
+            )
+        })
+        .collect();
+    let mut said = Vec::new();
+    if !rows.is_empty() {
+        let total: usize = figures
+            .per_skew
+            .iter()
+            .map(|r| r.violating_states_cut)
+            .sum();
+        said.push(format!(
+            "schedules through a state that broke a property were not followed past it ({total} such states: {})",
+            rows.join("; ")
+        ));
+    }
+    if figures.walks_cut > 0 {
+        said.push(format!(
+            "{} of the {} walks ended early at a state that broke a property",
+            figures.walks_cut, figures.walks
+        ));
+    }
+    (!said.is_empty()).then(|| said.join("; "))
+}
+
 /// One result per property, in [`Property::ALL`] order.
 fn checks(
     findings: &[Finding],
     unreached: &[(Property, i64)],
     figures: &ExplorerFigures,
     config: &ExplorerConfig,
-    step: Option<&str>,
-    part: Option<&str>,
-    cut: Option<&str>,
+    context: &Context<'_>,
 ) -> Vec<CheckResult> {
+    let Context {
+        step, part, cut, ..
+    } = *context;
     let evidence = match step {
         Some(step) => json!({ "figures": figures, "step": step }),
         None => json!({ "figures": figures }),
@@ -683,6 +820,12 @@ fn checks(
     if let Some(part) = part {
         scope.push_str(&format!("; {part}"));
     }
+    // Schedules through a violating state stop there: what held, held
+    // only as far as they went.
+    let scope = match cuts_of(figures) {
+        Some(cuts) => format!("every schedule explored ({scope}), but {cuts}"),
+        None => scope,
+    };
     // The harness's own trouble: the schedules past it were not explored,
     // so what did not break is not known to hold.
     let harness = findings.iter().find(|f| f.property == Property::HarnessOk);
@@ -695,7 +838,18 @@ fn checks(
     // With fail-fast cutting the exploration short, what would pass is
     // only not known to fail: not judged, with what was left out.
     let result = |property: Property, verdict: Verdict, reason: String| {
-        let (verdict, reason) = match cut {
+        // An operation the store does not offer skips the checks about it
+        // (PROTOCOL); what it did break with the others still fails.
+        let unsupported = context.unsupported_of(property);
+        let (verdict, reason) = match (cut, unsupported) {
+            (_, Some(ops)) if verdict != Verdict::Fail => (
+                Verdict::Skipped,
+                format!(
+                    "skipped: the store does not support {ops}: it answered `unsupported`, and this check is about {}",
+                    property.check().about
+                ),
+            ),
+            (cut, _) => match cut {
             Some(cut) if verdict == Verdict::Pass => (
                 Verdict::Skipped,
                 format!(
@@ -704,6 +858,7 @@ fn checks(
                 ),
             ),
             _ => (verdict, reason),
+            },
         };
         CheckResult {
             evidence: evidence.clone(),
@@ -726,7 +881,17 @@ fn checks(
                                 "not decided: the exploration could not go on: {} ({})",
                                 f.message, f.found_in
                             ),
-                            None => what.to_string(),
+                            None if !config.cache => format!(
+                                "{what}: {} transitions, every one against the server (the transition cache was off)",
+                                figures.transitions
+                            ),
+                            None => format!(
+                                "{what}: {} transitions; {} commands and ticks answered from the transition cache, {} cached outcomes compared with the server's for the same input (a seeded sample, one entry in {}, and every entry met again when its input went to the server), none differed",
+                                figures.transitions,
+                                figures.cache.answered,
+                                figures.cache.verified,
+                                config.cache_check_one_in
+                            ),
                         },
                     )
                 },
@@ -974,9 +1139,7 @@ mod tests {
             unreached,
             &figures,
             &ExplorerConfig::default(),
-            None,
-            None,
-            None,
+            &Context::default(),
         );
         assert_eq!(results.len(), Property::ALL.len());
         Property::ALL
@@ -1007,9 +1170,7 @@ mod tests {
             &[],
             &figures,
             &ExplorerConfig::default(),
-            None,
-            None,
-            None,
+            &Context::default(),
         );
         let of = |p: Property| results.iter().find(|r| r.id == p.id()).unwrap();
         assert_eq!(of(Property::OneLiveHolder).verdict, Verdict::Fail);
@@ -1055,9 +1216,7 @@ mod tests {
             &unreached,
             &ExplorerFigures::default(),
             &ExplorerConfig::default(),
-            None,
-            None,
-            None,
+            &Context::default(),
         );
         let race = results
             .iter()
@@ -1075,6 +1234,108 @@ mod tests {
         let all = verdicts(&[found(Property::NoTreeStuck, true)], &unreached);
         assert!(all.contains(&(Property::ZombieReleaseRace, Verdict::Skipped)));
         assert!(all.contains(&(Property::NoTreeStuck, Verdict::Fail)));
+    }
+
+    #[test]
+    fn an_unsupported_operation_skips_the_checks_about_it_with_the_stores_message() {
+        let said = [(Op::Read, "no reads here".to_string())];
+        let context = Context {
+            unsupported: &said,
+            ..Context::default()
+        };
+        let results = checks(
+            &[],
+            &[],
+            &ExplorerFigures::default(),
+            &ExplorerConfig::default(),
+            &context,
+        );
+        let of = |p: Property| results.iter().find(|r| r.id == p.id()).unwrap();
+        let answered = of(Property::Answered);
+        assert_eq!(answered.verdict, Verdict::Skipped, "{}", answered.reason);
+        assert!(
+            answered.reason.contains("lease.read") && answered.reason.contains("no reads here"),
+            "{}",
+            answered.reason
+        );
+        // The checks that are not about reads are judged.
+        for p in [
+            Property::OneLiveHolder,
+            Property::EpochMonotonic,
+            Property::ZombieRefused,
+            Property::NoTreeStuck,
+            Property::ZombieRenewRace,
+            Property::ZombieReleaseRace,
+            Property::HarnessOk,
+        ] {
+            assert_eq!(of(p).verdict, Verdict::Pass, "{p}: {}", of(p).reason);
+        }
+        // A renew the store does not offer: what broke with the others
+        // still fails, what did not is skipped.
+        let said = [(Op::Renew, "no renew".to_string())];
+        let context = Context {
+            unsupported: &said,
+            ..Context::default()
+        };
+        let results = checks(
+            &[found(Property::OneLiveHolder, true)],
+            &[],
+            &ExplorerFigures::default(),
+            &ExplorerConfig::default(),
+            &context,
+        );
+        let of = |p: Property| results.iter().find(|r| r.id == p.id()).unwrap();
+        assert_eq!(of(Property::OneLiveHolder).verdict, Verdict::Fail);
+        assert_eq!(of(Property::ZombieRefused).verdict, Verdict::Skipped);
+        assert_eq!(of(Property::ZombieRenewRace).verdict, Verdict::Skipped);
+        assert_eq!(of(Property::EpochMonotonic).verdict, Verdict::Pass);
+    }
+
+    #[test]
+    fn what_held_says_where_schedules_through_a_violation_were_cut() {
+        let mut figures = ExplorerFigures {
+            walks: 200,
+            walks_cut: 3,
+            ..ExplorerFigures::default()
+        };
+        let mut row = ExplorerFigures::skew_row(LEASE_MS);
+        row.violating_states_cut = 12;
+        row.shallowest_cut = Some(3);
+        figures.per_skew.push(row);
+        figures.per_skew.push(ExplorerFigures::skew_row(0));
+        let results = checks(
+            &[found(Property::OneLiveHolder, true)],
+            &[],
+            &figures,
+            &ExplorerConfig::default(),
+            &Context::default(),
+        );
+        let epoch = results
+            .iter()
+            .find(|r| r.id == Property::EpochMonotonic.id())
+            .unwrap();
+        assert_eq!(epoch.verdict, Verdict::Pass);
+        assert!(
+            epoch.reason.contains("held in every schedule explored (")
+                && epoch
+                    .reason
+                    .contains("not followed past it (12 such states")
+                && epoch.reason.contains("+1000 ms, the shallowest at depth 3")
+                && epoch.reason.contains("3 of the 200 walks ended early"),
+            "{}",
+            epoch.reason
+        );
+        // Nothing cut: the plain scope.
+        let results = checks(
+            &[],
+            &[],
+            &ExplorerFigures::default(),
+            &ExplorerConfig::default(),
+            &Context::default(),
+        );
+        assert!(results
+            .iter()
+            .all(|r| !r.reason.contains("explored (") && !r.reason.contains("cut")));
     }
 
     #[test]

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use crate::judge::discovers;
 use crate::model::LeaseModel;
 use crate::property::Property;
-use crate::state::{Action, State};
+use crate::state::{Action, Op, State};
 use crate::world::{Shared, World};
 
 /// The first state met for a property, and the path to it.
@@ -48,6 +48,14 @@ pub struct Searched {
     pub max_depth: usize,
     /// The first discovery of each property met, in level order.
     pub discoveries: BTreeMap<Property, Discovery>,
+    /// New states that broke a property before the depth ran out: each
+    /// got no successors, so the schedules through it stop there.
+    pub violating_states_cut: usize,
+    /// The least depth of such a state.
+    pub shallowest_cut: Option<usize>,
+    /// The operations the store answered `unsupported`, with its first
+    /// message, in the order first met.
+    pub unsupported: Vec<(Op, String)>,
     /// The search stopped after this level, at a violation (fail fast):
     /// the deeper levels were not explored.
     pub stopped_at: Option<usize>,
@@ -106,6 +114,12 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool) -> Searched 
             }
             out.unique_states += 1;
             out.max_depth = depth;
+            if !next.violations.is_empty() && depth < model.max_steps {
+                // No successors (see `LeaseModel::possible`): what the other
+                // properties were checked on ends here.
+                out.violating_states_cut += 1;
+                out.shallowest_cut = Some(out.shallowest_cut.map_or(depth, |d| d.min(depth)));
+            }
             let mut path = level[k].1.clone();
             path.push(action);
             note(&mut out, &next, &path);
@@ -125,6 +139,11 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool) -> Searched 
 
 /// Records `state` as the discovery of every property it is the first for.
 fn note(out: &mut Searched, state: &State, path: &[Action]) {
+    for (op, message) in &state.unsupported {
+        if !out.unsupported.iter().any(|(o, _)| o == op) {
+            out.unsupported.push((*op, message.clone()));
+        }
+    }
     for property in Property::ALL {
         if discovers(state, property) && !out.discoveries.contains_key(&property) {
             out.discoveries.insert(

@@ -154,6 +154,11 @@ pub struct State {
     /// taken or renewed (the store may have written it; nobody was told),
     /// or being released. A refusal before it is not a stuck tree.
     pub(crate) unacked_until: Option<i64>,
+    /// The operations the store answered `unsupported` (sticky), each with
+    /// the store's first message: PROTOCOL lets an operation say so, which
+    /// skips the checks about it; the answer changed nothing (the store does
+    /// not offer the operation), so the search goes on past it.
+    pub(crate) unsupported: Vec<(Op, String)>,
     /// Why the harness could not go on from this state: its own trouble
     /// (restore, snapshot, clock, a failed connect, a dead adapter, a store
     /// that sends other commands on a re-run), never a property the store
@@ -244,6 +249,7 @@ impl State {
             zombie_renew_reached: false,
             zombie_release_reached: false,
             unacked_until: None,
+            unsupported: Vec::new(),
             harness_error: None,
             note: Note::default(),
             absolute_times: false,
@@ -313,6 +319,9 @@ impl State {
         for (p, _) in &self.violations {
             p.hash(h);
         }
+        for (op, _) in &self.unsupported {
+            op.hash(h);
+        }
         self.zombie_renew_reached.hash(h);
         self.zombie_release_reached.hash(h);
         self.harness_error.is_some().hash(h);
@@ -329,6 +338,11 @@ impl State {
             .iter()
             .find(|(p, _)| *p == property)
             .map(|(_, m)| m.as_str())
+    }
+
+    /// The operations the store answered `unsupported`, with its message.
+    pub fn unsupported(&self) -> &[(Op, String)] {
+        &self.unsupported
     }
 
     pub(crate) fn violate(&mut self, property: Property, what: String) {
@@ -411,6 +425,54 @@ pub(crate) struct Outcome {
     pub reply: Option<harness::gate::Frame>,
     /// Every key under the prefix afterwards.
     pub keys: Vec<KeyDump>,
+    /// Sent to the server again once already (see
+    /// [`TransitionCache::claim_check`]): an entry is checked at most once.
+    checked: std::sync::atomic::AtomicBool,
+}
+
+impl Outcome {
+    /// The server's `reply` and the `keys` it held after.
+    pub(crate) fn new(reply: Option<harness::gate::Frame>, keys: Vec<KeyDump>) -> Outcome {
+        Outcome {
+            reply,
+            keys,
+            checked: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// How `reply` and `keys` (what the server did for the same input in
+    /// the same state) differ from this entry, in words; `None`: they agree.
+    /// `keys` is `None` when the server's keys after could not be read
+    /// exactly (then only the reply is compared).
+    pub(crate) fn differs(
+        &self,
+        reply: Option<&harness::gate::Frame>,
+        keys: Option<&[KeyDump]>,
+    ) -> Option<String> {
+        let short = |f: Option<&harness::gate::Frame>| {
+            f.map_or("no reply".to_string(), |f| {
+                let text = String::from_utf8_lossy(f.as_bytes())
+                    .escape_debug()
+                    .to_string();
+                text.chars().take(120).collect()
+            })
+        };
+        if self.reply.as_ref() != reply {
+            return Some(format!(
+                "the cache held the reply \"{}\", the server answered \"{}\"",
+                short(self.reply.as_ref()),
+                short(reply)
+            ));
+        }
+        match keys {
+            Some(keys) if keyspace_of(keys) != keyspace_of(&self.keys) => Some(format!(
+                "the same reply, but the keys after differ: the cache held {} keys, the server {}",
+                self.keys.len(),
+                keys.len()
+            )),
+            _ => None,
+        }
+    }
 }
 
 /// The transition cache shared by every skew and world of an exploration
@@ -420,6 +482,10 @@ pub(crate) struct Outcome {
 #[derive(Default)]
 pub(crate) struct TransitionCache {
     map: std::sync::Mutex<std::collections::HashMap<CacheKey, std::sync::Arc<Outcome>>>,
+    /// The seed of the sample of entries checked against the server again.
+    check_seed: u64,
+    /// One entry in this many is checked (0: none).
+    check_one_in: u64,
     /// The guess of the command an operation sends next, by what the store
     /// was given (see [`TransitionCache::guess`]).
     guesses: std::sync::Mutex<std::collections::HashMap<GuessKey, Guess>>,
@@ -447,6 +513,63 @@ struct Guess {
 }
 
 impl TransitionCache {
+    /// An empty cache that has one entry in `one_in` (a sample seeded with
+    /// `seed`, the same whatever the threads) checked against the server
+    /// again when it is next used (0: none).
+    pub(crate) fn checking(seed: u64, one_in: u64) -> TransitionCache {
+        TransitionCache {
+            check_seed: seed,
+            check_one_in: one_in,
+            ..TransitionCache::default()
+        }
+    }
+
+    /// Whether the entry `outcome` of `input` on the server holding `keys`
+    /// at `now` is in the seeded sample and not yet checked: the server
+    /// itself must then run that input again and agree with it.
+    fn sampled(&self, keys: &[KeyDump], now: i64, input: &Input, outcome: &Outcome) -> bool {
+        if self.check_one_in == 0 || outcome.checked.load(std::sync::atomic::Ordering::Relaxed) {
+            return false;
+        }
+        // DefaultHasher::new() has fixed keys: the same sample every run.
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.check_seed.hash(&mut h);
+        for k in keys {
+            (&k.name, &k.dump, k.expire_at).hash(&mut h);
+        }
+        now.hash(&mut h);
+        input.hash(&mut h);
+        h.finish().is_multiple_of(self.check_one_in)
+    }
+
+    /// Whether `outcome` would be checked now (nothing is claimed: the
+    /// step that sends the input to the server claims it).
+    pub(crate) fn would_check(
+        &self,
+        keys: &[KeyDump],
+        now: i64,
+        input: &Input,
+        outcome: &Outcome,
+    ) -> bool {
+        self.sampled(keys, now, input, outcome)
+    }
+
+    /// Claims the check of `outcome` if it is in the sample and unchecked:
+    /// `true` once per entry, for the step that then compares it with what
+    /// the server does.
+    pub(crate) fn claim_check(
+        &self,
+        keys: &[KeyDump],
+        now: i64,
+        input: &Input,
+        outcome: &Outcome,
+    ) -> bool {
+        self.sampled(keys, now, input, outcome)
+            && !outcome
+                .checked
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The outcome of `input` on the server holding `keys` at `now`, if
     /// one was recorded.
     pub(crate) fn get(

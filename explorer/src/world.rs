@@ -105,6 +105,14 @@ pub struct Shared {
     pub cache_hits: AtomicU64,
     /// Restores skipped: the server already held the state.
     pub restores_skipped: AtomicU64,
+    /// Cached outcomes compared with what the server did for the same
+    /// input in the same state (the seeded sample, and every entry met
+    /// again when its input went to the server anyway).
+    pub cache_checked: AtomicU64,
+    /// Of those, the ones that differed.
+    pub cache_differed: AtomicU64,
+    /// The first difference, in words.
+    pub first_difference: std::sync::Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -124,6 +132,20 @@ impl Shared {
         opt_out: Option<String>,
         speed: Speed,
     ) -> Arc<Shared> {
+        Shared::checking(factory, prefix, opt_out, speed, 0, 0)
+    }
+
+    /// [`Shared::with_speed`], with one cache entry in `one_in` (a sample
+    /// seeded with `seed`) sent to the server again when next used, to
+    /// check that the same input gives the same reply and keys (0: none).
+    pub fn checking(
+        factory: Arc<dyn StoreFactory>,
+        prefix: String,
+        opt_out: Option<String>,
+        speed: Speed,
+        seed: u64,
+        one_in: u64,
+    ) -> Arc<Shared> {
         Arc::new(Shared {
             factory,
             prefix,
@@ -131,11 +153,27 @@ impl Shared {
             round_trips: AtomicU64::new(0),
             transitions: AtomicU64::new(0),
             speed,
-            cache: TransitionCache::default(),
+            cache: TransitionCache::checking(seed, one_in),
             cache_answers: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
             restores_skipped: AtomicU64::new(0),
+            cache_checked: AtomicU64::new(0),
+            cache_differed: AtomicU64::new(0),
+            first_difference: std::sync::Mutex::new(None),
         })
+    }
+
+    /// Counts one cached outcome compared with the server's; `difference`
+    /// is how they differed, if they did (never kept silently: the
+    /// exploration is then not decided).
+    fn checked(&self, difference: Option<String>) {
+        self.cache_checked.fetch_add(1, Ordering::Relaxed);
+        if let Some(d) = difference {
+            self.cache_differed.fetch_add(1, Ordering::Relaxed);
+            if let Ok(mut first) = self.first_difference.lock() {
+                first.get_or_insert(d);
+            }
+        }
     }
 }
 
@@ -328,12 +366,22 @@ impl Inner {
         }
         let input = Input::Tick { to };
         let cache = self.shared.speed.cache;
+        let mut check = None;
         if cache {
             if let Some(hit) = self.shared.cache.get(&next.keys, next.now, &input) {
-                self.shared.cache_answers.fetch_add(1, Ordering::Relaxed);
-                next.keys = hit.keys.clone();
-                next.now = to;
-                return Ok(());
+                if self
+                    .shared
+                    .cache
+                    .claim_check(&next.keys, next.now, &input, &hit)
+                {
+                    // In the sample: the server moves its time again.
+                    check = Some(hit);
+                } else {
+                    self.shared.cache_answers.fetch_add(1, Ordering::Relaxed);
+                    next.keys = hit.keys.clone();
+                    next.now = to;
+                    return Ok(());
+                }
             }
         }
         let before = next.keys.clone();
@@ -344,16 +392,16 @@ impl Inner {
             c.set_ms(to);
         }
         let clean = self.snapshot(next).await?;
-        if cache && clean {
-            self.shared.cache.put(
-                &before,
-                from,
-                input,
-                Outcome {
-                    reply: None,
-                    keys: next.keys.clone(),
-                },
+        if let Some(hit) = check.filter(|_| clean) {
+            self.shared.checked(
+                hit.differs(None, Some(&next.keys))
+                    .map(|d| format!("a tick from server time {from} to {to}: {d}")),
             );
+        }
+        if cache && clean {
+            self.shared
+                .cache
+                .put(&before, from, input, Outcome::new(None, next.keys.clone()));
         }
         Ok(())
     }
@@ -518,6 +566,15 @@ impl Inner {
                     command: command.clone(),
                 };
                 let outcome = self.shared.cache.get(&next.keys, next.now, &input)?;
+                // An entry in the sample is not answered from the cache:
+                // the command goes to the server, which must agree with it.
+                if self
+                    .shared
+                    .cache
+                    .would_check(&next.keys, next.now, &input, &outcome)
+                {
+                    return None;
+                }
                 let reply = outcome.reply.clone()?;
                 Some((harness::gate::Exchange { command, reply }, outcome))
             })
@@ -568,86 +625,115 @@ impl Inner {
         }
         let first = first?;
         let answered_from_cache = gate.replay_remaining() == 0 && gate.recording().len() > replayed;
-        let (exchange, after) =
-            if let Some((exchange, outcome)) = guessed.filter(|_| answered_from_cache) {
-                // The store sent the guessed command and got the cached reply:
-                // the server was not touched.
-                self.shared.cache_answers.fetch_add(1, Ordering::Relaxed);
-                next.keys = outcome.keys.clone();
-                (exchange, first)
-            } else {
-                if gate.replay_remaining() > 0 {
-                    // Answered before the script ran out: nothing is left to answer.
-                    gate.replay(Vec::new());
+        let (exchange, after) = if let Some((exchange, outcome)) =
+            guessed.filter(|_| answered_from_cache)
+        {
+            // The store sent the guessed command and got the cached reply:
+            // the server was not touched.
+            self.shared.cache_answers.fetch_add(1, Ordering::Relaxed);
+            next.keys = outcome.keys.clone();
+            (exchange, first)
+        } else {
+            if gate.replay_remaining() > 0 {
+                // Answered before the script ran out: nothing is left to answer.
+                gate.replay(Vec::new());
+            }
+            let held = match first {
+                Step::Answered(client, out) => {
+                    // Answered without a scheduled command.
+                    self.keep(i, client, &out);
+                    gate.set_mode(Mode::PassThrough);
+                    answered(next, i, op, &req, out, vec![], invoked);
+                    return Ok(());
                 }
-                let held = match first {
-                    Step::Answered(client, out) => {
-                        // Answered without a scheduled command.
-                        self.keep(i, client, &out);
-                        gate.set_mode(Mode::PassThrough);
-                        answered(next, i, op, &req, out, vec![], invoked);
-                        return Ok(());
-                    }
-                    Step::Held(h) => h,
-                };
-                let input = Input::Command {
-                    instance: i,
-                    command: held.command.clone(),
-                };
-                let before = next.keys.clone();
-                let cached = if use_cache {
-                    self.shared.cache.saw(guess_key, &held.command);
-                    self.shared.cache.get(&next.keys, next.now, &input)
-                } else {
-                    None
-                };
-                if lazy {
-                    self.ensure(next).await?;
-                    // What the command does to it is known once read back.
-                    self.holds = None;
-                }
-                self.rt();
-                gate.release(held.id).map_err(|e| e.to_string())?;
-                if !gate.wait_recorded(replayed + 1, STEP_TIMEOUT).await {
-                    task.abort();
-                    return Err(format!(
-                        "instance {}'s command {} got no reply within {}s",
-                        instance_name(i),
-                        held.command,
-                        STEP_TIMEOUT.as_secs()
-                    ));
-                }
-                let exchange = gate
-                    .recording()
-                    .last()
-                    .cloned()
-                    .ok_or("the gate recorded nothing")?;
-                if lazy {
-                    match cached {
-                        Some(hit) if hit.reply.as_ref() == Some(&exchange.reply) => {
-                            // The server did what the cache says: no read back.
-                            self.shared.cache_hits.fetch_add(1, Ordering::Relaxed);
-                            next.keys = hit.keys.clone();
-                            self.holds = Some(keyspace_of(&hit.keys));
-                        }
-                        _ => {
-                            let clean = self.snapshot(next).await?;
-                            if use_cache && clean {
-                                self.shared.cache.put(
-                                    &before,
-                                    next.now,
-                                    input,
-                                    Outcome {
-                                        reply: Some(exchange.reply.clone()),
-                                        keys: next.keys.clone(),
-                                    },
-                                );
-                            }
-                        }
-                    }
-                }
-                (exchange, next_event(&gate, &mut task).await?)
+                Step::Held(h) => h,
             };
+            let input = Input::Command {
+                instance: i,
+                command: held.command.clone(),
+            };
+            let before = next.keys.clone();
+            let cached = if use_cache {
+                self.shared.cache.saw(guess_key, &held.command);
+                self.shared.cache.get(&next.keys, next.now, &input)
+            } else {
+                None
+            };
+            if lazy {
+                self.ensure(next).await?;
+                // What the command does to it is known once read back.
+                self.holds = None;
+            }
+            self.rt();
+            gate.release(held.id).map_err(|e| e.to_string())?;
+            if !gate.wait_recorded(replayed + 1, STEP_TIMEOUT).await {
+                task.abort();
+                return Err(format!(
+                    "instance {}'s command {} got no reply within {}s",
+                    instance_name(i),
+                    held.command,
+                    STEP_TIMEOUT.as_secs()
+                ));
+            }
+            let exchange = gate
+                .recording()
+                .last()
+                .cloned()
+                .ok_or("the gate recorded nothing")?;
+            if lazy {
+                // An entry in the sample: its keys after are read back
+                // and compared too.
+                let check = cached
+                    .as_ref()
+                    .filter(|hit| {
+                        self.shared
+                            .cache
+                            .claim_check(&before, next.now, &input, hit)
+                    })
+                    .cloned();
+                match cached {
+                    Some(hit) if check.is_none() && hit.reply.as_ref() == Some(&exchange.reply) => {
+                        // The server did what the cache says: no read back.
+                        self.shared.cache_hits.fetch_add(1, Ordering::Relaxed);
+                        next.keys = hit.keys.clone();
+                        self.holds = Some(keyspace_of(&hit.keys));
+                    }
+                    _ => {
+                        let clean = self.snapshot(next).await?;
+                        // A cached reply the server no longer gives is
+                        // counted and said, whether or not it was in
+                        // the sample: the server went on as it did now.
+                        let compared = match (&cached, &check) {
+                            (_, Some(hit)) => Some(hit.differs(
+                                Some(&exchange.reply),
+                                clean.then_some(next.keys.as_slice()),
+                            )),
+                            (Some(hit), None) => Some(hit.differs(Some(&exchange.reply), None)),
+                            (None, None) => None,
+                        };
+                        if let Some(difference) = compared {
+                            self.shared.checked(difference.map(|d| {
+                                format!(
+                                    "instance {}'s `{}` at server time {}: {d}",
+                                    instance_name(i),
+                                    held.command,
+                                    next.now
+                                )
+                            }));
+                        }
+                        if use_cache && clean {
+                            self.shared.cache.put(
+                                &before,
+                                next.now,
+                                input,
+                                Outcome::new(Some(exchange.reply.clone()), next.keys.clone()),
+                            );
+                        }
+                    }
+                }
+            }
+            (exchange, next_event(&gate, &mut task).await?)
+        };
         let text = vec![format!("{}", exchange.command)];
         match after {
             Step::Answered(client, out) => {

@@ -112,6 +112,7 @@ fn report() -> Report {
                     children_done: 29,
                     trees_judged: 2,
                     seconds: 1.5,
+                    ..WorkloadFigures::default()
                 }],
                 seconds: 3.0,
             }),
@@ -128,6 +129,7 @@ fn report() -> Report {
                     round_trips_per_transition: 2.43,
                     zombie_renew_reached: true,
                     zombie_release_reached: false,
+                    ..SkewFigures::default()
                 }],
                 depth: 8,
                 walks: 200,
@@ -139,6 +141,7 @@ fn report() -> Report {
                 transitions: 27015,
                 round_trips: 65646,
                 wall_seconds: Some(40.0),
+                ..ExplorerFigures::default()
             }),
             crash: Some(serde_json::from_value(json!({
                 "backend": "docker", "docker_unavailable": null, "kills": 1,

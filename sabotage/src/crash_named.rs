@@ -9,20 +9,69 @@
 //! crash suite's queue and pause checks.
 //!
 //! Two keep their state somewhere the killed server is not: in the store's
-//! own process ([`StateInProcess`]) or on a server of their own
-//! ([`IgnoresRedisUrl`]). Every other crash check passes them vacuously;
-//! the loss demonstrations (`crash.opt-out-loses`,
-//! `crash.power-loss-everysec-loses`) must fail on them.
+//! own process ([`state_in_process`], each instance a process of its own as
+//! every adapter instance is) or on a server of their own
+//! ([`IgnoresRedisUrl`]). The loss demonstrations (`crash.opt-out-loses`,
+//! `crash.power-loss-everysec-loses`) cannot catch them: they are decided by
+//! storeproof's reference store, never the store (PROTOCOL never asks a store
+//! to lose writes). What catches them is their own doing: the first keeps
+//! acknowledged epochs from the verifier, a new process, though the server
+//! kept its data (`crash.acknowledged-epochs-survive`); the second answers a
+//! new instance while the server it was given is down
+//! (`crash.down-server-unavailable`).
 
 mod ignores_redis_url;
 mod state_in_process;
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use async_trait::async_trait;
+use harness::contract::StoreError;
+use harness::store::{DurableState, Hello, StoreClient, StoreFactory, StoreInfo};
 
 pub use ignores_redis_url::IgnoresRedisUrl;
 use state_in_process::state_in_process;
 
 use crate::{builtin, lua, Caught, How, LuaPatch, LuaSabotage, Named};
+
+/// `sabotage:state-in-process` as an adapter runs: every instance is a
+/// process of its own (PROTOCOL starts one per instance), so each has a
+/// table of its own, begun empty when it starts; its writes are mirrored to
+/// Redis and never read back.
+struct EachInstanceAProcess {
+    workdir: PathBuf,
+}
+
+impl EachInstanceAProcess {
+    fn new(workdir: &Path) -> Self {
+        EachInstanceAProcess {
+            workdir: workdir.to_path_buf(),
+        }
+    }
+}
+
+#[async_trait]
+impl StoreFactory for EachInstanceAProcess {
+    fn spec(&self) -> String {
+        "sabotage:state-in-process".into()
+    }
+
+    async fn durable_state(&self, prefix: &str) -> Result<Option<DurableState>, StoreError> {
+        builtin(&self.workdir).durable_state(prefix).await
+    }
+
+    async fn connect(
+        &self,
+        hello: &Hello,
+        clock_ms: i64,
+    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
+        // A new process: a new table (its client keeps it alive).
+        state_in_process(builtin(&self.workdir))
+            .connect(hello, clock_ms)
+            .await
+    }
+}
 
 /// The save script with its writes kept out of the AOF and the replicas:
 /// propagation switched off "for the sequence counter" and never back on.
@@ -97,17 +146,17 @@ pub(crate) const NAMED: &[Named] = &[
     ),
     Named {
         name: "state-in-process",
-        breaks: "it answers from a table in its own process, mirroring every write to Redis but never reading it back, so a server that lost everything changes none of its answers: its state does not live on the server it was given",
+        breaks: "each instance answers from a table in its own process, mirroring every write to Redis but never reading it back, so a new process (the verifier after a restart) knows none of the epochs acknowledged though the server kept them: its state does not live on the server it was given",
         real_bug: "a lock or job table kept in the service's own memory (an in-process map or memory cache) and only mirrored to Redis, the single-process design that breaks once a second process or a server restart is involved",
-        caught_by: "crash.opt-out-loses",
+        caught_by: "crash.acknowledged-epochs-survive",
         caught_when: Caught::Fails,
-        how: How::Store(|w, _| Arc::new(state_in_process(builtin(w)))),
+        how: How::Store(|w, _| Arc::new(EachInstanceAProcess::new(w))),
     },
     Named {
         name: "ignores-redis-url",
-        breaks: "it connects to a server of its own instead of the one its hello names, so nothing it keeps is on the server that crashes",
+        breaks: "it connects to a server of its own instead of the one its hello names, so nothing it keeps is on the server that crashes, and while that server is down it still answers ok",
         real_bug: "a Redis client built with the library's default connection (localhost:6379) instead of the configured URL, so it silently uses whatever Redis runs beside it",
-        caught_by: "crash.power-loss-everysec-loses",
+        caught_by: "crash.down-server-unavailable",
         caught_when: Caught::Fails,
         how: How::Store(|w, _| Arc::new(IgnoresRedisUrl::new(builtin(w)))),
     },

@@ -18,19 +18,28 @@ pub struct KillFigures {
     pub children_acknowledged: usize,
     /// Saved children unknown to the restarted server.
     pub children_lost: usize,
+    /// Saved children not judged (their read was answered `unsupported`).
+    pub children_not_judged: usize,
     /// Claims answered `claimed`.
     pub claims_acknowledged: usize,
     /// Claims the restarted server does not show, or hands out again.
     pub claims_lost: usize,
+    /// Acknowledged claims not judged (their read was answered `unsupported`).
+    pub claims_not_judged: usize,
     /// Completes answered `completed`.
     pub completions_acknowledged: usize,
     /// Completed children not done after the restart, or handed out again.
     pub completions_lost: usize,
+    /// Acknowledged completes not judged (their read was answered `unsupported`).
+    pub completions_not_judged: usize,
     /// Takes granted (each a new epoch).
     pub epochs_acknowledged: usize,
     /// Granted epochs the restarted server no longer covers (its record, or
     /// the next take, is at or below them).
     pub epochs_lost: usize,
+    /// Granted epochs whose record could not be read (`lease.read` answered
+    /// `unsupported`); the next take may still judge them.
+    pub epochs_not_judged: usize,
     /// Writes in flight at the kill: their outcome is unknown, nothing is
     /// judged on them.
     pub in_flight: usize,
@@ -40,12 +49,15 @@ pub struct KillFigures {
     pub pauses_acknowledged: usize,
     /// Pauses not in force after the restart.
     pub pauses_lost: usize,
+    /// Acknowledged pauses not judged (their read was answered `unsupported`).
+    pub pauses_not_judged: usize,
     /// Renews answered `renewed`.
     pub renews_acknowledged: usize,
     /// Judged renews whose expiry the restarted server does not honour.
     pub renews_lost: usize,
     /// Acknowledged renews not judged: their lease was released afterwards
-    /// (or a release was in flight), or they ended before the check.
+    /// (or a release was in flight), they ended before the check, or their
+    /// lease could not be read (`unsupported`).
     pub renews_not_judged: usize,
 }
 
@@ -79,17 +91,22 @@ impl KillFigures {
         for k in kills {
             t.epochs_acknowledged += k.epochs_acknowledged;
             t.epochs_lost += k.epochs_lost;
+            t.epochs_not_judged += k.epochs_not_judged;
             t.renews_acknowledged += k.renews_acknowledged;
             t.renews_not_judged += k.renews_not_judged;
             t.renews_lost += k.renews_lost;
             t.children_acknowledged += k.children_acknowledged;
             t.children_lost += k.children_lost;
+            t.children_not_judged += k.children_not_judged;
             t.claims_acknowledged += k.claims_acknowledged;
             t.claims_lost += k.claims_lost;
+            t.claims_not_judged += k.claims_not_judged;
             t.completions_acknowledged += k.completions_acknowledged;
             t.completions_lost += k.completions_lost;
+            t.completions_not_judged += k.completions_not_judged;
             t.pauses_acknowledged += k.pauses_acknowledged;
             t.pauses_lost += k.pauses_lost;
+            t.pauses_not_judged += k.pauses_not_judged;
             t.in_flight += k.in_flight;
         }
         t
@@ -101,33 +118,57 @@ impl KillFigures {
     }
 
     /// The figures of the writes of `contracts` in words (the others are
-    /// never written, so their zeros say nothing).
+    /// never written, so their zeros say nothing); writes acknowledged but
+    /// not judged are named (`renews acknowledged 30, lost 0, not judged 24`).
     pub fn sentence_of(&self, contracts: &[Contract]) -> String {
+        let kind = |name: &str, acked: usize, lost: usize, not_judged: usize| {
+            let mut s = format!("{name} {acked}, lost {lost}");
+            if not_judged > 0 {
+                s.push_str(&format!(", not judged {not_judged}"));
+            }
+            s
+        };
         let mut parts = Vec::new();
         if contracts.contains(&Contract::Lease) {
-            parts.push(format!(
-                "epochs acknowledged {}, lost {}; renews acknowledged {}, lost {}",
+            parts.push(kind(
+                "epochs acknowledged",
                 self.epochs_acknowledged,
                 self.epochs_lost,
+                self.epochs_not_judged,
+            ));
+            parts.push(kind(
+                "renews acknowledged",
                 self.renews_acknowledged,
-                self.renews_lost
+                self.renews_lost,
+                self.renews_not_judged,
             ));
         }
         if contracts.contains(&Contract::Queue) {
-            parts.push(format!(
-                "children saved {}, lost {}; claims acknowledged {}, lost {}; completions acknowledged {}, lost {}",
+            parts.push(kind(
+                "children saved",
                 self.children_acknowledged,
                 self.children_lost,
+                self.children_not_judged,
+            ));
+            parts.push(kind(
+                "claims acknowledged",
                 self.claims_acknowledged,
                 self.claims_lost,
+                self.claims_not_judged,
+            ));
+            parts.push(kind(
+                "completions acknowledged",
                 self.completions_acknowledged,
-                self.completions_lost
+                self.completions_lost,
+                self.completions_not_judged,
             ));
         }
         if contracts.contains(&Contract::Rate) {
-            parts.push(format!(
-                "pauses acknowledged {}, lost {}",
-                self.pauses_acknowledged, self.pauses_lost
+            parts.push(kind(
+                "pauses acknowledged",
+                self.pauses_acknowledged,
+                self.pauses_lost,
+                self.pauses_not_judged,
             ));
         }
         parts.join("; ")
@@ -182,8 +223,28 @@ pub struct PowerLossFigures {
     pub always: SeriesFigures,
     /// Always `process`: only it sees the server's fsyncs.
     pub backend: String,
-    /// With `appendfsync everysec` and the opt-out: the loss should show.
+    /// With `appendfsync everysec` and the opt-out: the store's figures,
+    /// reported beside the reference store's.
     pub everysec_opted_out: SeriesFigures,
+    /// The same power cuts as they hit storeproof's reference store: the
+    /// loss should show there.
+    pub everysec_reference: SeriesFigures,
+}
+
+/// After each kill with the required settings, a new instance of the store
+/// tried while the server was down: its hello, then one write.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DownServerFigures {
+    /// Kills after which its hello and its write were answered ok (a store
+    /// whose state is on that server cannot).
+    pub acknowledged: usize,
+    /// Kills after which it was tried.
+    pub probes: usize,
+    /// Of those, the ones where its hello or its write answered an error.
+    pub refused: usize,
+    /// Of those, the ones where it gave no answer in time.
+    pub silent: usize,
 }
 
 /// The crash suite's figures in the report's `stats.crash`: the kills with
@@ -200,6 +261,9 @@ pub struct CrashFigures {
     pub contracts: Vec<Contract>,
     /// Why Docker was not used when it was wanted (auto fell back).
     pub docker_unavailable: Option<String>,
+    /// What new instances of the store did while the killed server was
+    /// down (`crash.down-server-unavailable`); boxed, as the other series.
+    pub down_server: Box<DownServerFigures>,
     /// Kills done with the required settings.
     pub kills: usize,
     /// Items lost over the kills with the required settings.
@@ -207,6 +271,10 @@ pub struct CrashFigures {
     /// The kills with the append-only file off and the opt-out given
     /// (boxed, as the power cuts: figures of every suite share one enum).
     pub opt_out: Box<SeriesFigures>,
+    /// The same kills as they hit storeproof's reference store (the built-in
+    /// Redis store), written beside the store on the same server: its loss,
+    /// not the store's, is what shows that the kills are real.
+    pub opt_out_reference: Box<SeriesFigures>,
     /// One row per kill with the required settings.
     pub per_kill: Vec<KillFigures>,
     /// The simulated power cuts.

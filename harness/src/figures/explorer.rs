@@ -30,6 +30,33 @@ pub struct ExplorerFigures {
     /// absent from a bare exploration's figures).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_seconds: Option<f64>,
+    /// Walks that ended before their last step at a state that broke a
+    /// property (such a state has no successors).
+    #[serde(default)]
+    pub walks_cut: usize,
+    /// What the transition cache answered and how much of it was checked
+    /// against the real server.
+    #[serde(default)]
+    pub cache: CacheFigures,
+}
+
+/// The transition cache (server state, time and input to reply and keys
+/// after): how many commands and ticks it answered without the server, and
+/// the seeded sample of its entries sent to the server again to check that
+/// the same input gives the same reply and keys.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CacheFigures {
+    /// Commands and ticks answered from the cache, the server untouched.
+    pub answered: u64,
+    /// Cache entries sent to the real server again (a seeded sample).
+    pub verified: u64,
+    /// Of those, the ones whose reply or keys after differed from the
+    /// entry (the server is then not deterministic for that input: the
+    /// harness's trouble, and the exploration is not decided).
+    pub differed: u64,
+    /// The first difference, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_difference: Option<String>,
 }
 
 impl ExplorerFigures {
@@ -68,4 +95,24 @@ pub struct SkewFigures {
     pub zombie_renew_reached: bool,
     /// A zombie release after a takeover was reached.
     pub zombie_release_reached: bool,
+    /// States that broke a property before the depth ran out: each had no
+    /// successors, so the schedules through it were not followed further.
+    #[serde(default)]
+    pub violating_states_cut: usize,
+    /// The least depth of such a state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shallowest_cut: Option<usize>,
+    /// Merges of two states that differ in absolute time (or in a time
+    /// collapsed as far past) whose successors were computed for both to
+    /// check that they agree (a seeded sample).
+    #[serde(default)]
+    pub shift_checked: usize,
+    /// The states were told apart by absolute time: the relative reading
+    /// merged two states that went on differently (the search was run again
+    /// on absolute times, and this row is that search's).
+    #[serde(default)]
+    pub absolute_times: bool,
+    /// Why the relative reading was given up, if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shift_failure: Option<String>,
 }

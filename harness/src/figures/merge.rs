@@ -82,6 +82,15 @@ impl ExplorerFigures {
             transitions: parts.iter().map(|p| p.transitions).sum(),
             round_trips: parts.iter().map(|p| p.round_trips).sum(),
             wall_seconds: (!walls.is_empty()).then(|| millis(walls.iter().sum())),
+            walks_cut: parts.iter().map(|p| p.walks_cut).sum(),
+            cache: super::explorer::CacheFigures {
+                answered: parts.iter().map(|p| p.cache.answered).sum(),
+                verified: parts.iter().map(|p| p.cache.verified).sum(),
+                differed: parts.iter().map(|p| p.cache.differed).sum(),
+                first_difference: parts
+                    .iter()
+                    .find_map(|p| p.cache.first_difference.clone()),
+            },
         }
     }
 }
@@ -136,11 +145,20 @@ impl CrashFigures {
             ..CrashFigures::default()
         };
         *merged.opt_out = SeriesFigures::merged(parts.iter().map(|p| p.opt_out.as_ref()));
+        *merged.opt_out_reference =
+            SeriesFigures::merged(parts.iter().map(|p| p.opt_out_reference.as_ref()));
+        let down = &mut merged.down_server;
+        down.acknowledged = parts.iter().map(|p| p.down_server.acknowledged).sum();
+        down.probes = parts.iter().map(|p| p.down_server.probes).sum();
+        down.refused = parts.iter().map(|p| p.down_server.refused).sum();
+        down.silent = parts.iter().map(|p| p.down_server.silent).sum();
         merged.power_loss.backend = "process".into();
         merged.power_loss.always =
             SeriesFigures::merged(parts.iter().map(|p| &p.power_loss.always));
         merged.power_loss.everysec_opted_out =
             SeriesFigures::merged(parts.iter().map(|p| &p.power_loss.everysec_opted_out));
+        merged.power_loss.everysec_reference =
+            SeriesFigures::merged(parts.iter().map(|p| &p.power_loss.everysec_reference));
         merged
     }
 }

@@ -32,6 +32,11 @@ pub(super) fn section(h: &mut String, report: &Report) {
             &c.opt_out.trouble,
         ),
         (
+            "appendonly no, SIGKILL: storeproof's reference store beside it (decides crash.opt-out-loses)",
+            &c.opt_out_reference.per_kill,
+            &None,
+        ),
+        (
             "appendfsync always, power cut",
             &c.power_loss.always.per_kill,
             &c.power_loss.always.trouble,
@@ -40,6 +45,11 @@ pub(super) fn section(h: &mut String, report: &Report) {
             "appendfsync everysec, opted out, power cut",
             &c.power_loss.everysec_opted_out.per_kill,
             &c.power_loss.everysec_opted_out.trouble,
+        ),
+        (
+            "appendfsync everysec, power cut: storeproof's reference store beside it",
+            &c.power_loss.everysec_reference.per_kill,
+            &None,
         ),
     ];
     for (setting, per_kill, trouble) in settings {
