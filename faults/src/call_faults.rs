@@ -36,6 +36,7 @@ use harness::store::sqlite::SqliteClock;
 use harness::store::StoreClient;
 use harness::History;
 
+use crate::evidence::Boundary;
 use crate::nemesis::{record_end, record_start, Ending, Fault, FaultKind, NemesisError, Plan};
 
 /// How often the call nemesis looks whether a one-shot fault has fired.
@@ -314,7 +315,7 @@ impl CallNemesis {
     ) -> Result<Ending, NemesisError> {
         let gate = self.gate(fault)?;
         let (server_ms, clock_ms) = self.now();
-        record_start(history, fault, server_ms, clock_ms);
+        record_start(history, fault, Boundary::Call, server_ms, clock_ms);
         let ending = match *fault {
             Fault::LoseReplyAfterApply { .. } => {
                 self.fire_once(gate, CallFault::LoseReplyAfterApply).await
@@ -343,7 +344,14 @@ impl CallNemesis {
             }
         };
         let (server_ms, clock_ms) = self.now();
-        record_end::<NemesisError>(history, fault, &Ok(ending), server_ms, clock_ms);
+        record_end::<NemesisError>(
+            history,
+            fault,
+            Boundary::Call,
+            &Ok(ending),
+            server_ms,
+            clock_ms,
+        );
         Ok(ending)
     }
 

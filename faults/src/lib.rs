@@ -12,6 +12,7 @@
 mod bench;
 pub mod call_faults;
 pub mod children;
+pub mod evidence;
 pub mod fencing;
 pub mod full_server;
 pub mod linearizable;

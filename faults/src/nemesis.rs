@@ -35,6 +35,8 @@ use harness::gate::drive::instance_name;
 use harness::gate::{self, FaultRule, Gate, Mode};
 use harness::server::{ManagedServer, ServerError};
 use harness::{History, NemesisNote, NemesisPhase};
+
+use crate::evidence::Boundary;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -329,7 +331,23 @@ pub enum Ending {
 }
 
 impl Ending {
-    fn describe(self) -> &'static str {
+    /// Every ending.
+    const ALL: [Ending; 4] = [
+        Ending::Fired,
+        Ending::Disarmed,
+        Ending::Healed,
+        Ending::Restarted,
+    ];
+
+    /// The ending an end note's line names (`None`: the fault could not be
+    /// applied).
+    pub fn read(line: &str) -> Option<Ending> {
+        Ending::ALL
+            .into_iter()
+            .find(|e| line.ends_with(e.describe()))
+    }
+
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Ending::Fired => "fired on a command",
             Ending::Disarmed => "disarmed: no command came while it was armed",
@@ -436,10 +454,17 @@ impl Nemesis {
             self.gate(fault, i)?;
         }
         let (server_ms, clock_ms) = self.now(server);
-        record_start(history, fault, server_ms, clock_ms);
+        record_start(history, fault, Boundary::Gate, server_ms, clock_ms);
         let outcome = self.effect(server, fault).await;
         let (server_ms, clock_ms) = self.now(server);
-        record_end(history, fault, &outcome, server_ms, clock_ms);
+        record_end(
+            history,
+            fault,
+            Boundary::Gate,
+            &outcome,
+            server_ms,
+            clock_ms,
+        );
         outcome
     }
 
@@ -537,19 +562,31 @@ impl Nemesis {
 }
 
 /// Records `fault`'s start under [`NEMESIS`]: a [`harness::Happened::Nemesis`] event
-/// (kind `nemesis`) whose note holds the fault's fields ([`Fault::args`]).
+/// (kind `nemesis`) whose note holds the fault's fields ([`Fault::args`])
+/// and the boundary it plays at (`at`).
 pub(crate) fn record_start(
     history: &Mutex<History>,
     fault: &Fault,
+    at: Boundary,
     server_ms: Option<i64>,
     clock_ms: i64,
 ) {
     let note = NemesisNote {
         phase: NemesisPhase::Start,
-        fault: fault.args(),
+        fault: args_at(fault, at),
         ending: None,
     };
     lock(history).nemesis(NEMESIS, &fault.op(), note, server_ms, clock_ms);
+}
+
+/// The fault's fields and where it played (`at`): which operations it can
+/// meet ([`crate::evidence`]).
+fn args_at(fault: &Fault, at: Boundary) -> Value {
+    let mut args = fault.args();
+    if let Some(map) = args.as_object_mut() {
+        map.insert("at".into(), json!(at.name()));
+    }
+    args
 }
 
 /// Records `fault`'s end under [`NEMESIS`], saying how it ended (or why it
@@ -557,6 +594,7 @@ pub(crate) fn record_start(
 pub(crate) fn record_end<E: std::fmt::Display>(
     history: &Mutex<History>,
     fault: &Fault,
+    at: Boundary,
     outcome: &Result<Ending, E>,
     server_ms: Option<i64>,
     clock_ms: i64,
@@ -568,7 +606,7 @@ pub(crate) fn record_end<E: std::fmt::Display>(
     };
     let note = NemesisNote {
         phase: NemesisPhase::End,
-        fault: fault.args(),
+        fault: args_at(fault, at),
         ending: Some(ending),
     };
     lock(history).nemesis(NEMESIS, &op, note, server_ms, clock_ms);

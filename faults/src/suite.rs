@@ -26,6 +26,7 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use harness::contract::Contract;
+use harness::contract::Request;
 use harness::figures::{FaultsFigures, Figures, WorkloadFigures};
 use harness::gate::drive::instance_name;
 use harness::gate::{self, FaultRule, Gate};
@@ -34,15 +35,16 @@ use harness::store::redis::RedisStoreFactory;
 use harness::store::sqlite::{SqliteClock, SqliteStoreFactory};
 use harness::store::{Hello, StoreClient, StoreFactory};
 use harness::{
-    CheckResult, CheckSpec, EventKind, Happened, History, Level, Needs, NemesisPhase, Progress,
-    Subject, Suite, SuiteError, SuiteRun, Verdict,
+    CheckResult, CheckSpec, EventKind, Happened, History, Level, Needs, Progress, Subject, Suite,
+    SuiteError, SuiteRun, Verdict,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::call_faults::{CallFault, CallGate, CallNemesis};
+use crate::evidence::{self, Boundary};
 use crate::fencing::DurableEnd;
-use crate::nemesis::{FaultKind, Nemesis, Plan, PlanOptions};
+use crate::nemesis::{Ending, FaultKind, Nemesis, Plan, PlanOptions};
 use crate::workload::{self, Clients, EndState, LayoutKind, Recorder, Ticker, WorkloadOptions};
 use crate::{children, fencing, full_server, linearizable, rate_bounds};
 
@@ -235,9 +237,66 @@ pub struct WorkloadRun {
     pub end: EndState,
     /// The durable end state, when the lease store keeps one.
     pub durable: DurableEnd,
+    /// The lease store runs in-process, without a Redis wire: the gate's
+    /// faults never meet its operations, the call boundary's do.
+    #[serde(default)]
+    pub lease_off_wire: bool,
+    /// Once the faults healed, whether storeproof's own server answered
+    /// `PING` directly and through every instance's gate (`None`), or why
+    /// not: a store that does not answer again is blamed only when it did.
+    #[serde(default)]
+    pub route_trouble: Option<String>,
     /// Its figures.
     pub figures: WorkloadFigures,
 }
+
+/// The operations a fault check is about (its faults must meet one).
+fn about(check: &str) -> fn(&Request) -> bool {
+    match check {
+        id if id == LINEARIZABLE.id => |r| {
+            matches!(
+                r,
+                Request::LeaseTake { .. }
+                    | Request::LeaseRenew { .. }
+                    | Request::LeaseRelease { .. }
+                    | Request::LeaseRead { .. }
+            )
+        },
+        id if id == FENCING.id => lease_side,
+        id if id == CHILDREN_ONCE.id => |r| r.op().starts_with("queue."),
+        _ => |r| r.op().starts_with("rate."),
+    }
+}
+
+/// Served by the lease store (with its fencing set).
+fn lease_side(r: &Request) -> bool {
+    let op = r.op();
+    op.starts_with("lease.") || op.starts_with("effect.") || op.starts_with("call.")
+}
+
+/// Whether `r`'s commands pass `at`: every store talks through its
+/// instance's gate but an in-process lease store, which only the call
+/// boundary's faults reach.
+fn behind(lease_off_wire: bool) -> impl Fn(&Request, Boundary) -> bool {
+    move |r, at| match at {
+        Boundary::Gate => !(lease_off_wire && lease_side(r)),
+        Boundary::Call => lease_off_wire && lease_side(r),
+    }
+}
+
+/// Who played the role `check` judges in `run`, and whether the check is
+/// judged in its layout at all (fencing: the durable layout only).
+fn judged_here(check: &str, run_roles: &Roles, layout: LayoutKind) -> bool {
+    let played = match check {
+        id if id == LINEARIZABLE.id || id == FENCING.id => run_roles.lease,
+        id if id == CHILDREN_ONCE.id => run_roles.queue,
+        _ => run_roles.rate,
+    };
+    played == Player::Subject && (check != FENCING.id || layout == LayoutKind::Durable)
+}
+
+/// The workload checks, in the order judged.
+const WORKLOAD_CHECKS: [CheckSpec; 4] = [LINEARIZABLE, CHILDREN_ONCE, FENCING, RATE_BOUNDS];
 
 /// The seed of `layout`'s workload and plans, from the run's seed.
 fn layout_seed(seed: u64, layout: LayoutKind) -> u64 {
@@ -381,13 +440,19 @@ impl FaultsSuite {
                 let call_gate = CallGate::new();
                 lease = Box::new(call_gate.wrap(lease));
                 let lever = call_gate.clone();
-                levers.push(Box::new(move || lever.arm(CallFault::LoseReplyAfterApply)));
+                levers.push(workload::LoseNextReply {
+                    arm: Box::new(move || lever.arm(CallFault::LoseReplyAfterApply)),
+                    at: Boundary::Call,
+                });
                 call_gates.push(call_gate);
             } else {
                 let lever = gate.clone();
-                levers.push(Box::new(move || {
-                    lever.inject(FaultRule::once(gate::Fault::DropReplyAfterApply))
-                }));
+                levers.push(workload::LoseNextReply {
+                    arm: Box::new(move || {
+                        lever.inject(FaultRule::once(gate::Fault::DropReplyAfterApply))
+                    }),
+                    at: Boundary::Gate,
+                });
             }
             let clients = Clients {
                 lease,
@@ -451,6 +516,20 @@ impl FaultsSuite {
         for g in &gates {
             g.clear_faults();
         }
+        // The instances' reads after the faults healed are judged only if
+        // storeproof's own route answers: directly, and through each gate.
+        let mut route_trouble = Vec::new();
+        for (what, url) in std::iter::once(("directly".to_string(), server.url())).chain(
+            gates
+                .iter()
+                .enumerate()
+                .map(|(i, g)| (format!("through {}'s gate", instance_name(i)), g.url())),
+        ) {
+            if let Err(e) = answers_ping(&url).await {
+                route_trouble.push(format!("{what}: {e}"));
+            }
+        }
+        let route_trouble = (!route_trouble.is_empty()).then(|| route_trouble.join("; "));
         // The drain talks to the server directly: no gate, no fault.
         let direct = server.url();
         let now = lease_clock.now_ms();
@@ -492,6 +571,7 @@ impl FaultsSuite {
             self.config.instances,
             &history,
             &end,
+            sqlite_lease,
             started,
         );
         Ok(WorkloadRun {
@@ -502,6 +582,8 @@ impl FaultsSuite {
             history,
             end,
             durable,
+            lease_off_wire: sqlite_lease,
+            route_trouble,
             figures,
         })
     }
@@ -563,6 +645,20 @@ impl FaultsSuite {
     }
 }
 
+/// Whether the Redis server at `url` answers `PING` (within 5 s).
+async fn answers_ping(url: &str) -> Result<(), String> {
+    let ping = async {
+        let client = redis::Client::open(url)?;
+        let mut conn = client.get_multiplexed_async_connection().await?;
+        redis::cmd("PING").query_async::<String>(&mut conn).await
+    };
+    match tokio::time::timeout(std::time::Duration::from_secs(5), ping).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(format!("PING failed: {e}")),
+        Err(_) => Err("PING had no answer within 5 s".into()),
+    }
+}
+
 async fn set_maxmemory(
     mut admin: redis::aio::MultiplexedConnection,
     value: &'static str,
@@ -582,6 +678,7 @@ fn figures_of(
     instances: usize,
     history: &History,
     end: &EndState,
+    lease_off_wire: bool,
     started: Instant,
 ) -> WorkloadFigures {
     let trees: std::collections::BTreeSet<String> = linearizable::lease_ops(history)
@@ -603,13 +700,24 @@ fn figures_of(
         seconds: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
         ..WorkloadFigures::default()
     };
+    for fault in evidence::played(history) {
+        let name = fault.kind.name().to_string();
+        match fault.ended {
+            Some(Ending::Disarmed) => *f.disarmed.entry(name).or_default() += 1,
+            Some(_) => *f.faults.entry(name).or_default() += 1,
+            // Not applied: the nemesis's trouble says why.
+            None => {}
+        }
+    }
+    for spec in WORKLOAD_CHECKS {
+        if judged_here(spec.id, roles, layout) {
+            let met = evidence::meetings(history, about(spec.id), behind(lease_off_wire));
+            f.met.insert(spec.id.to_string(), met);
+        }
+    }
     let mut invoked = 0;
     for e in &history.events {
         match (&e.what, e.what.kind()) {
-            (Happened::Nemesis { op, note }, _) if note.phase == NemesisPhase::Start => {
-                let name = op.strip_prefix("nemesis.").unwrap_or(op).to_string();
-                *f.faults.entry(name).or_default() += 1;
-            }
             (_, EventKind::Invoke) => invoked += 1,
             (_, EventKind::Ok) => f.ok += 1,
             (_, EventKind::Fail) => f.refused += 1,
@@ -639,13 +747,7 @@ fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
     let mut judged = 0;
     for (i, run) in runs.iter().enumerate() {
         let layout = run.options.layout.name();
-        let played = match spec.id {
-            id if id == LINEARIZABLE.id || id == FENCING.id => run.roles.lease,
-            id if id == CHILDREN_ONCE.id => run.roles.queue,
-            _ => run.roles.rate,
-        };
-        let fenced_here = spec.id != FENCING.id || run.options.layout == LayoutKind::Durable;
-        if played != Player::Subject || !fenced_here {
+        if !judged_here(spec.id, &run.roles, run.options.layout) {
             continue;
         }
         judged += 1;
@@ -656,12 +758,15 @@ fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
             continue;
         }
         // A store that refused every request of the contract leaves nothing
-        // to judge: that is no pass (conformance blames the refusals).
+        // to judge: that is no pass (conformance blames the refusals). The
+        // drain's answers come after the faults, on a direct connection:
+        // they never count.
         let contract = spec.contracts.first().copied();
         let answered = run
             .history
             .events
             .iter()
+            .filter(|e| e.instance != workload::DRAIN)
             .filter(
                 |e| matches!(&e.what, Happened::Ok { op, .. } if Contract::of_op(op) == contract),
             )
@@ -760,6 +865,41 @@ fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
                 )
             }
         };
+        // A violation is the store's doing whatever else happened; a pass
+        // needs more: its faults met the store, and the store answered
+        // again once they healed.
+        let (mut holds, mut summary) = (holds, summary);
+        let met = evidence::meetings(&run.history, about(spec.id), behind(run.lease_off_wire));
+        let stuck = evidence::not_recovered(&run.history, about(spec.id));
+        if holds && !stuck.is_empty() {
+            let who: Vec<String> = stuck
+                .iter()
+                .map(|(instance, n)| format!("instance {instance}'s {n}"))
+                .collect();
+            let who = who.join(", ");
+            match &run.route_trouble {
+                None => {
+                    holds = false;
+                    summary = format!(
+                        "the store did not answer again after the faults healed: {who} operations of this check sent after the last fault ended all ended unknown, while storeproof's server answered PING directly and through every instance's gate; {summary}"
+                    );
+                }
+                Some(trouble) => {
+                    unknown.push(format!(
+                        "{layout} layout: {who} operations after the faults healed ended unknown, and storeproof's own route did not answer ({trouble}): not the store's doing"
+                    ));
+                    continue;
+                }
+            }
+        }
+        if holds && evidence::met(&met) == 0 {
+            let missed: usize = met.values().map(|m| m.missed).sum();
+            let disarmed: usize = met.values().map(|m| m.disarmed).sum();
+            unknown.push(format!(
+                "{layout} layout: none of the faults played met an operation of the store under test this check is about ({missed} took effect elsewhere, {disarmed} one-shot faults disarmed unfired): no fault was judged"
+            ));
+            continue;
+        }
         if !holds {
             failing.get_or_insert(i);
         } else if undecided {
@@ -767,11 +907,21 @@ fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
                 "{layout} layout: the search ran out of its budget on some tree"
             ));
         }
-        parts.push(format!("{layout} layout: {summary}"));
+        let met_by_kind: Vec<String> = met
+            .iter()
+            .filter(|(_, m)| m.met > 0)
+            .map(|(kind, m)| format!("{kind} ×{}", m.met))
+            .collect();
+        parts.push(format!(
+            "{layout} layout: {summary}; faults that met its operations: {}",
+            met_by_kind.join(", ")
+        ));
         evidence.push(json!({
             "layout": layout,
             "holds": holds,
             "detail": detail,
+            "faults_met": met,
+            "not_recovered": stuck,
             "figures": run.figures,
         }));
     }
@@ -1013,23 +1163,138 @@ mod tests {
                 drained: Ok(()),
             },
             durable: DurableEnd::default(),
+            lease_off_wire: false,
+            route_trouble: None,
             figures: WorkloadFigures::default(),
         }
     }
 
     fn take(h: &mut History, outcome: Result<Reply, StoreError>) {
+        take_as(h, "a", outcome);
+    }
+
+    fn take_as(h: &mut History, who: &str, outcome: Result<Reply, StoreError>) {
         let call = Call {
             op: "lease.take".into(),
-            args: json!({"tree": "t", "holder": "a", "ttl_ms": 100}),
+            args: json!({"tree": "t", "holder": who, "ttl_ms": 100}),
         };
-        h.invoke("a", &call, Some(0), 0);
-        h.complete("a", "lease.take", &outcome, Some(1), 1);
+        h.invoke(who, &call, Some(0), 0);
+        h.complete(who, "lease.take", &outcome, Some(1), 1);
+    }
+
+    /// A partition of instance `a` around what `inside` records.
+    fn partitioned(h: &mut History, inside: impl FnOnce(&mut History)) {
+        let fault = crate::nemesis::Fault::Partition {
+            instance: 0,
+            for_ms: 10,
+        };
+        let history = Mutex::new(std::mem::take(h));
+        crate::nemesis::record_start(&history, &fault, Boundary::Gate, None, 0);
+        let mut inner = history.into_inner().unwrap_or_else(|p| p.into_inner());
+        inside(&mut inner);
+        let history = Mutex::new(inner);
+        crate::nemesis::record_end::<String>(
+            &history,
+            &fault,
+            Boundary::Gate,
+            &Ok(Ending::Healed),
+            None,
+            0,
+        );
+        *h = history.into_inner().unwrap_or_else(|p| p.into_inner());
+    }
+
+    fn granted() -> Reply {
+        Reply::Granted {
+            epoch: 1,
+            expires_at_ms: 100,
+        }
+    }
+
+    #[test]
+    fn a_check_whose_faults_met_none_of_its_operations_is_unknown() {
+        // The take was answered, but no fault met it.
+        let mut h = History::default();
+        take(&mut h, Ok(granted()));
+        let judged = judge(&LINEARIZABLE, &[run_with(h)]);
+        assert_eq!(judged.verdict, Verdict::Unknown, "{}", judged.reason);
+        assert!(
+            judged.reason.contains("none of the faults played met"),
+            "{}",
+            judged.reason
+        );
+        // A partition of `a` while its take was in flight: decided.
+        let mut h = History::default();
+        partitioned(&mut h, |h| take(h, Ok(granted())));
+        let judged = judge(&LINEARIZABLE, &[run_with(h)]);
+        assert_eq!(judged.verdict, Verdict::Pass, "{}", judged.reason);
+        assert!(judged.reason.contains("partition ×1"), "{}", judged.reason);
+        // A partition of `a` while only b worked: not decided.
+        let mut h = History::default();
+        partitioned(&mut h, |h| take_as(h, "b", Ok(granted())));
+        assert_eq!(
+            judge(&LINEARIZABLE, &[run_with(h)]).verdict,
+            Verdict::Unknown
+        );
+    }
+
+    #[test]
+    fn a_store_that_never_answers_again_after_the_faults_healed_fails_when_the_route_answers() {
+        let unavailable = || Err(StoreError::new(ErrorKind::Unavailable, "connection reset"));
+        let mut h = History::default();
+        partitioned(&mut h, |h| take(h, Ok(granted())));
+        // Everything after the fault healed ended unknown.
+        for _ in 0..3 {
+            take(&mut h, unavailable());
+        }
+        let judged = judge(&LINEARIZABLE, &[run_with(h.clone())]);
+        assert_eq!(judged.verdict, Verdict::Fail, "{}", judged.reason);
+        assert!(
+            judged.reason.contains("did not answer again"),
+            "{}",
+            judged.reason
+        );
+        // storeproof's own route did not answer: not the store's doing.
+        let mut run = run_with(h);
+        run.route_trouble = Some("directly: PING failed".into());
+        let judged = judge(&LINEARIZABLE, &[run]);
+        assert_eq!(judged.verdict, Verdict::Unknown, "{}", judged.reason);
+    }
+
+    #[test]
+    fn a_violation_fails_even_when_no_fault_met_it() {
+        // Two overlapping grants of one tree: no fault needed to blame it.
+        let mut h = History::default();
+        take_as(&mut h, "a", Ok(granted()));
+        take_as(&mut h, "b", Ok(granted()));
+        let judged = judge(&LINEARIZABLE, &[run_with(h)]);
+        assert_eq!(judged.verdict, Verdict::Fail, "{}", judged.reason);
+    }
+
+    #[test]
+    fn the_drain_s_answers_never_decide_a_check() {
+        // Every operation under the fault was refused; only the drain (after
+        // the faults, on a direct connection) was answered.
+        let mut h = History::default();
+        partitioned(&mut h, |h| {
+            take(h, Err(StoreError::new(ErrorKind::BadRequest, "no")))
+        });
+        take_as(&mut h, workload::DRAIN, Ok(granted()));
+        let judged = judge(&LINEARIZABLE, &[run_with(h)]);
+        assert_eq!(judged.verdict, Verdict::Unknown, "{}", judged.reason);
+        assert!(
+            judged.reason.contains("nothing to judge"),
+            "{}",
+            judged.reason
+        );
     }
 
     #[test]
     fn a_store_that_refused_everything_is_never_a_pass() {
         let mut h = History::default();
-        take(&mut h, Err(StoreError::new(ErrorKind::BadRequest, "no")));
+        partitioned(&mut h, |h| {
+            take(h, Err(StoreError::new(ErrorKind::BadRequest, "no")))
+        });
         let judged = judge(&LINEARIZABLE, &[run_with(h)]);
         assert_eq!(judged.verdict, Verdict::Unknown, "{}", judged.reason);
         assert!(
@@ -1039,11 +1304,7 @@ mod tests {
         );
 
         let mut h = History::default();
-        let granted = Reply::Granted {
-            epoch: 1,
-            expires_at_ms: 100,
-        };
-        take(&mut h, Ok(granted));
+        partitioned(&mut h, |h| take(h, Ok(granted())));
         assert_eq!(judge(&LINEARIZABLE, &[run_with(h)]).verdict, Verdict::Pass);
     }
 }

@@ -35,6 +35,8 @@ use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::children::{AppliedEffect, EndEffects};
+use crate::evidence::Boundary;
+use crate::nemesis::{record_end, record_start, Ending, Fault};
 
 /// The provider every instance's rate slots and hits are counted under.
 pub const PROVIDER: &str = "provider";
@@ -454,6 +456,12 @@ where
                     w.round(n).await;
                     n += 1;
                 }
+                // Every fault has healed once the nemesis is done: then the
+                // store must answer again.
+                while playing.load(Ordering::SeqCst) {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                w.recover().await;
             }
         });
     let nemesis = async {
@@ -582,7 +590,48 @@ pub async fn drain(
     }
 }
 
+/// How many times each store is asked once the faults healed before its
+/// instance counts as not answering again.
+pub const RECOVERY_TRIES: usize = 5;
+
+/// The real wait between two of those tries: time for a store to notice a
+/// broken connection and open a new one.
+const RECOVERY_WAIT: Duration = Duration::from_millis(100);
+
 impl Worker<'_> {
+    /// After every fault healed, a read of each store (the lease store, the
+    /// queue, the rate limits) through the instance's own connections,
+    /// asked again while it answers `unavailable` (at most
+    /// [`RECOVERY_TRIES`] times): a store that never answers again after
+    /// its server is back is judged on these (`crate::evidence::not_recovered`).
+    async fn recover(&mut self) {
+        for role in 0..3 {
+            for _ in 0..RECOVERY_TRIES {
+                let out = match role {
+                    0 => self.lease(Request::LeaseRead { tree: "t0".into() }).await,
+                    1 => {
+                        self.queue(Request::QueueRead {
+                            child: "t0.recovery".into(),
+                        })
+                        .await
+                    }
+                    _ => {
+                        self.rate(Request::RateRead {
+                            provider: PROVIDER.into(),
+                        })
+                        .await
+                    }
+                };
+                let unknown = matches!(&out, Err(e)
+                    if matches!(e.kind, ErrorKind::Unavailable | ErrorKind::MalformedReply | ErrorKind::AdapterFailed));
+                if !unknown {
+                    break;
+                }
+                tokio::time::sleep(RECOVERY_WAIT).await;
+            }
+        }
+    }
+
     /// Processes a child the drain claimed, with no coin flips: always
     /// released, so the next child's tree is free.
     async fn process_for_drain(&mut self, child: &str, tree: &str, attempt: i64) {
@@ -638,7 +687,54 @@ impl Worker<'_> {
 
 /// Loses the reply of an instance's next lease operation: the operation runs,
 /// its answer never comes (a gate's or a call gate's one-shot fault).
-pub type LoseNextReply = Box<dyn Fn() + Send + Sync>;
+pub struct LoseNextReply {
+    /// Arms the fault for the instance's next command (or call).
+    pub arm: Box<dyn Fn() + Send + Sync>,
+    /// Where it plays: the instance's gate, or the call boundary of an
+    /// in-process lease store.
+    pub at: Boundary,
+}
+
+impl Worker<'_> {
+    /// Sends `req` (to the store its op belongs to) with its reply lost by
+    /// `lever`, the fault recorded as the nemesis records its own (start,
+    /// then end: fired when the outcome came back unknown), so that it is
+    /// evidence of a fault that met the operation.
+    async fn with_reply_lost(
+        &mut self,
+        lever: &LoseNextReply,
+        instance: usize,
+        req: Request,
+    ) -> Result<Reply, StoreError> {
+        let fault = Fault::LoseReplyAfterApply { instance };
+        let now = self.rec.clock.now_ms();
+        record_start(&self.rec.history, &fault, lever.at, Some(now), now);
+        (lever.arm)();
+        let op = req.op();
+        let out = if op.starts_with("rate.") {
+            self.rate(req).await
+        } else if op.starts_with("queue.") {
+            self.queue(req).await
+        } else {
+            self.lease(req).await
+        };
+        let ending = if matches!(&out, Err(e) if e.kind == ErrorKind::Unavailable) {
+            Ending::Fired
+        } else {
+            Ending::Disarmed
+        };
+        let now = self.rec.clock.now_ms();
+        record_end::<String>(
+            &self.rec.history,
+            &fault,
+            lever.at,
+            &Ok(ending),
+            Some(now),
+            now,
+        );
+        out
+    }
+}
 
 /// The targeted episodes every workload opens with, sequential and on
 /// known trees, so that each fault a check is about meets the operation it
@@ -702,14 +798,12 @@ pub async fn episodes(
     {
         // 1. A lost take.
         let (a, _) = pair(&mut workers);
-        lose_next_lease_reply[0]();
-        let _ = a
-            .lease(Request::LeaseTake {
-                tree: "t1".into(),
-                holder: a.name.clone(),
-                ttl_ms: opts.lease_ttl_ms,
-            })
-            .await;
+        let take = Request::LeaseTake {
+            tree: "t1".into(),
+            holder: a.name.clone(),
+            ttl_ms: opts.lease_ttl_ms,
+        };
+        let _ = a.with_reply_lost(&lose_next_lease_reply[0], 0, take).await;
         if let Some(epoch) = a.hold("t1").await {
             let _ = a
                 .lease(Request::LeaseRelease {
@@ -873,8 +967,7 @@ async fn lost_rate_refusals(
     for _ in 0..opts.hit_limit {
         let _ = w.rate(hit()).await;
     }
-    lose_next_reply();
-    let _ = w.rate(hit()).await;
+    let _ = w.with_reply_lost(lose_next_reply, 1, hit()).await;
     let acquire = || Request::RateAcquireSlot {
         provider: PROVIDER.into(),
         holder: w.name.clone(),
@@ -889,8 +982,7 @@ async fn lost_rate_refusals(
             slots.push(slot);
         }
     }
-    lose_next_reply();
-    if let Ok(Reply::Acquired { slot }) = w.rate(last).await {
+    if let Ok(Reply::Acquired { slot }) = w.with_reply_lost(lose_next_reply, 1, last).await {
         slots.push(slot);
     }
     for slot in slots {

@@ -36,8 +36,19 @@ pub struct WorkloadFigures {
     pub refused: usize,
     /// Outcome unknown (`unavailable`, or no answer).
     pub unknown: usize,
-    /// Faults applied, by name (`lose_reply_after_apply`, …).
+    /// Faults that took effect (fired, healed, restarted), by name
+    /// (`lose_reply_after_apply`, …); one-shot faults disarmed unfired are
+    /// in `disarmed`, never here.
     pub faults: BTreeMap<String, usize>,
+    /// One-shot faults disarmed unfired (no command came while armed), by
+    /// name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub disarmed: BTreeMap<String, usize>,
+    /// Per fault check the store under test was judged on here (its id),
+    /// per fault name: how its faults met that check's operations. A check
+    /// whose faults met none is `unknown`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub met: BTreeMap<String, BTreeMap<String, FaultMeeting>>,
     /// Children whose save was sent.
     pub children_saved: usize,
     /// Children the end state shows done (or their effect applied).
@@ -46,4 +57,16 @@ pub struct WorkloadFigures {
     pub trees_judged: usize,
     /// Wall time of the workload, drain and end read included, in seconds.
     pub seconds: f64,
+}
+
+/// How the faults of one kind met one fault check's operations of the store
+/// under test.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultMeeting {
+    /// Faults that met at least one of the check's operations.
+    pub met: usize,
+    /// Faults that took effect (fired, healed, restarted) but met none.
+    pub missed: usize,
+    /// One-shot faults disarmed unfired: no command came while armed.
+    pub disarmed: usize,
 }

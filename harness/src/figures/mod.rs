@@ -21,7 +21,7 @@ use crate::check::{CheckResult, Verdict};
 pub use conformance::ConformanceFigures;
 pub use crash::{CrashFigures, KillFigures, PowerLossFigures, SeriesFigures};
 pub use explorer::{ExplorerFigures, SkewFigures};
-pub use faults::{FaultsFigures, WorkloadFigures};
+pub use faults::{FaultMeeting, FaultsFigures, WorkloadFigures};
 pub use layout::{GivenLayout, LayoutFigures};
 pub use sabotage::{SabotageFigures, SabotageRow};
 

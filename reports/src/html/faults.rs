@@ -27,11 +27,17 @@ pub(super) fn section(h: &mut String, report: &Report) {
             .iter()
             .map(|(role, who)| format!("{}: {}", escape(role), escape(who)))
             .collect();
-        let faults: Vec<String> = w
+        let mut faults: Vec<String> = w
             .faults
             .iter()
             .map(|(name, n)| format!("{} ×{n}", escape(name)))
             .collect();
+        // One-shot faults that found no command played nothing: shown apart.
+        faults.extend(
+            w.disarmed
+                .iter()
+                .map(|(name, n)| format!("{} ×{n} disarmed unfired", escape(name))),
+        );
         h.push_str(&format!(
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} / {} / {}</td><td>{}</td>\
              <td>{} / {}</td><td>{}</td><td>{}</td></tr>",
