@@ -106,13 +106,43 @@ impl Outcome {
     }
 
     /// A store's error answer to a valid request: a failure (`what: e`),
-    /// unless its adapter failed (bad input, not a contract violation).
+    /// unless its adapter failed (bad input, not a contract violation) or
+    /// it answered `unsupported`, which skips the check with its message.
     pub fn store_error(what: &str, e: StoreError, evidence: Value) -> Self {
-        if e.kind == ErrorKind::AdapterFailed {
-            Outcome::unknown(format!("{what}: {}", e.message), evidence)
-        } else {
-            Outcome::fail(format!("{what}: {e}"), evidence, None)
+        match e.kind {
+            ErrorKind::AdapterFailed => {
+                Outcome::unknown(format!("{what}: {}", e.message), evidence)
+            }
+            ErrorKind::Unsupported => Outcome {
+                verdict: Verdict::Skipped,
+                reason: format!("the store answered unsupported: {}", e.message),
+                evidence,
+                counterexample: None,
+            },
+            _ => Outcome::fail(format!("{what}: {e}"), evidence, None),
         }
+    }
+
+    /// [`Outcome::store_error`], but an `unavailable` blames the store only
+    /// when storeproof's own server answers a PING sent straight to it; when
+    /// it does not, the check is the harness's trouble (unknown).
+    pub async fn store_error_asking(
+        target: &Subject<'_>,
+        what: &str,
+        e: StoreError,
+        evidence: Value,
+    ) -> Self {
+        if e.kind == ErrorKind::Unavailable {
+            if let Err(why) = ping_server(target).await {
+                return Outcome::unknown(
+                    format!(
+                        "{what}: {e}; storeproof's own server did not answer a PING sent straight to it either ({why}): the harness's trouble, not the store's"
+                    ),
+                    evidence,
+                );
+            }
+        }
+        Outcome::store_error(what, e, evidence)
     }
 
     /// The harness's own trouble reading the server (a connect, scan or

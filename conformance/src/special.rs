@@ -112,7 +112,13 @@ async fn kept_not_in_redis(target: &Subject<'_>, prefix: &str) -> Outcome {
     ];
     for req in steps {
         if let Err(e) = call(&mut client, req, clock_ms, &mut log).await {
-            return Outcome::store_error("the store refused", e, json!({"calls": log}));
+            return Outcome::store_error_asking(
+                target,
+                "the store refused",
+                e,
+                json!({"calls": log}),
+            )
+            .await;
         }
     }
     let listed = call(
@@ -225,11 +231,13 @@ async fn odd_ids_inside_prefix(target: &Subject<'_>, prefix: &str) -> Outcome {
         }
         for req in reqs {
             if let Err(e) = call(&mut client, req, clock_ms, &mut log).await {
-                return Outcome::store_error(
+                return Outcome::store_error_asking(
+                    target,
                     "the store refused an odd id",
                     e,
                     json!({"calls": log}),
-                );
+                )
+                .await;
             }
         }
     }
@@ -284,7 +292,13 @@ async fn bytes_per_tree(target: &Subject<'_>, prefix: &str) -> Outcome {
             log.push(json!({"call": req.to_call(), "answer": outcome_json(&outcome)}));
         }
         if let Err(e) = outcome {
-            return Outcome::store_error("the store refused a take", e, json!({"calls": log}));
+            return Outcome::store_error_asking(
+                target,
+                "the store refused a take",
+                e,
+                json!({"calls": log}),
+            )
+            .await;
         }
     }
     let keys = match keyspace::keys_under(&mut admin, prefix).await {
@@ -382,7 +396,13 @@ async fn old_hits_forgotten(target: &Subject<'_>, prefix: &str) -> Outcome {
                 log.push(json!({"prefix": part, "clock_ms": clock, "call": req.to_call(), "answer": outcome_json(&outcome)}));
             }
             if let Err(e) = outcome {
-                return Outcome::store_error("the store refused a hit", e, json!({"calls": log}));
+                return Outcome::store_error_asking(
+                    target,
+                    "the store refused a hit",
+                    e,
+                    json!({"calls": log}),
+                )
+                .await;
             }
         }
         let keys = match keyspace::keys_under(&mut admin, &sub).await {

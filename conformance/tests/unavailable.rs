@@ -2,7 +2,9 @@
 //! server still answers: a store answering `unavailable` on a server that
 //! answers storeproof's PING fails the check; the same answer while the
 //! server itself does not answer (stopped with SIGSTOP) is `unknown`, the
-//! harness's trouble.
+//! harness's trouble. The same for a check that looks at the server itself
+//! (`conformance.lease.kept-executions-not-in-redis`); and an operation
+//! answered `unsupported` skips either check with the store's message.
 
 use std::process::Command;
 use std::sync::Arc;
@@ -15,18 +17,24 @@ use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 use harness::{ServerRef, Subject, Verdict};
 
 /// Answers `unavailable` to everything; with `stop`, first stops the server
-/// process (as if storeproof's own server had hung).
+/// process (as if storeproof's own server had hung); with `unsupported`,
+/// answers that instead.
 struct Unavailable {
     stop: Option<u32>,
+    unsupported: bool,
 }
 
 struct Client {
     stop: Option<u32>,
+    unsupported: bool,
 }
 
 #[async_trait]
 impl StoreClient for Client {
     async fn call(&mut self, _: &Call, _: i64) -> Result<Reply, StoreError> {
+        if self.unsupported {
+            return Err(StoreError::new(ErrorKind::Unsupported, "not offered here"));
+        }
         if let Some(pid) = self.stop {
             let stopped = Command::new("kill")
                 .args(["-STOP", &pid.to_string()])
@@ -57,7 +65,13 @@ impl StoreFactory for Unavailable {
             version: "0".into(),
             contracts: vec![Contract::Lease],
         };
-        Ok((info, Box::new(Client { stop: self.stop })))
+        Ok((
+            info,
+            Box::new(Client {
+                stop: self.stop,
+                unsupported: self.unsupported,
+            }),
+        ))
     }
 }
 
@@ -67,44 +81,48 @@ async fn unavailable_fails_the_store_only_while_storeproof_s_server_answers() {
         .await
         .expect("managed server");
     let pid = server.pid().expect("the server's pid");
-    let def = all_checks()
-        .into_iter()
-        .find(|d| d.spec.id == "conformance.lease.take-free-tree")
-        .expect("the check");
-    let mut verdicts = Vec::new();
-    for stop in [None, Some(pid)] {
-        let target = Subject {
-            spec: "test:unavailable".into(),
-            factory: Arc::new(Unavailable { stop }),
-            server: ServerRef::Managed(&server),
-            run_prefix: format!("sp:unavail{}:", stop.is_some()),
-            opt_out: None,
-            contracts: vec![Contract::Lease],
-            seed: 0,
-            may_start_servers: true,
-        };
-        let result = run_check(&target, 0, &def).await;
-        if stop.is_some() {
-            let resumed = Command::new("kill")
-                .args(["-CONT", &pid.to_string()])
-                .status()
-                .expect("kill -CONT");
-            assert!(resumed.success());
+    let checks = all_checks();
+    for id in [
+        "conformance.lease.take-free-tree",
+        "conformance.lease.kept-executions-not-in-redis",
+    ] {
+        let def = checks.iter().find(|d| d.spec.id == id).expect("the check");
+        let mut verdicts = Vec::new();
+        for (stop, unsupported) in [(None, false), (Some(pid), false), (None, true)] {
+            let target = Subject {
+                spec: "test:unavailable".into(),
+                factory: Arc::new(Unavailable { stop, unsupported }),
+                server: ServerRef::Managed(&server),
+                run_prefix: format!("sp:unavail{}{unsupported}:", stop.is_some()),
+                opt_out: None,
+                contracts: vec![Contract::Lease],
+                seed: 0,
+                may_start_servers: true,
+            };
+            let result = run_check(&target, 0, def).await;
+            if stop.is_some() {
+                let resumed = Command::new("kill")
+                    .args(["-CONT", &pid.to_string()])
+                    .status()
+                    .expect("kill -CONT");
+                assert!(resumed.success());
+            }
+            eprintln!("{id}: {:?}: {}", result.verdict, result.reason);
+            verdicts.push((result.verdict, result.reason));
         }
-        eprintln!("{:?}: {}", result.verdict, result.reason);
-        verdicts.push((result.verdict, result.reason));
+        assert_eq!(verdicts[0].0, Verdict::Fail, "{id}: {}", verdicts[0].1);
+        assert_eq!(verdicts[1].0, Verdict::Unknown, "{id}: {}", verdicts[1].1);
+        assert!(
+            verdicts[1].1.contains("did not answer a PING"),
+            "{id}: {}",
+            verdicts[1].1
+        );
+        assert_eq!(verdicts[2].0, Verdict::Skipped, "{id}: {}", verdicts[2].1);
+        assert!(
+            verdicts[2].1.contains("not offered here"),
+            "{id}: {}",
+            verdicts[2].1
+        );
     }
-    assert_eq!(verdicts[0].0, Verdict::Fail, "{}", verdicts[0].1);
-    assert!(
-        verdicts[0].1.contains("store is to blame"),
-        "{}",
-        verdicts[0].1
-    );
-    assert_eq!(verdicts[1].0, Verdict::Unknown, "{}", verdicts[1].1);
-    assert!(
-        verdicts[1].1.contains("did not answer a PING"),
-        "{}",
-        verdicts[1].1
-    );
     let _ = server.stop().await;
 }
