@@ -197,7 +197,7 @@ pub fn find(name: &str) -> Option<&'static Named> {
 }
 
 /// The core set: stores of their own and one-script edits of the built-in.
-const CORE: [Named; 30] = [
+const CORE: [Named; 31] = [
     Named {
         name: "read-then-write-take",
         breaks: "its take reads the lease and then writes it in a second command, so two instances can both be granted",
@@ -470,6 +470,15 @@ const CORE: [Named; 30] = [
         "rate_hit.lua",
         "  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf',\n    string.format('%d', now - tonumber(ARGV[4])))\n",
         "",
+    ),
+    lua(
+        "queue-records-expire",
+        "it puts a one-day TTL on every saved child, so queued, claimed and done children vanish after a day idle, and a done child saved again is queued again",
+        "a job queue that sets a \"safety\" EXPIRE on its job records so that abandoned jobs clean themselves up, losing jobs that wait (or sit done) longer than the TTL",
+        "conformance.queue.records-survive-idle",
+        "queue_save.lua",
+        "redis.call('ZADD', KEYS[2], 0, member)\n",
+        "redis.call('ZADD', KEYS[2], 0, member)\nredis.call('PEXPIRE', key, 86400000)\n",
     ),
 ];
 
