@@ -1725,7 +1725,7 @@ async fn run_checks(
         seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
         ..CrashFigures::default()
     };
-    figures.total = KillFigures::total(&figures.per_kill);
+    *figures.total = KillFigures::total(&figures.per_kill);
     figures.acknowledged = figures.total.acknowledged();
     figures.lost = figures.total.lost();
     *figures.opt_out = SeriesFigures::of(opted.figures(), opted.asked, opted.trouble.clone());

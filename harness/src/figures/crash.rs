@@ -283,8 +283,9 @@ pub struct CrashFigures {
     pub seconds: f64,
     /// The seed of the kill moments and writers.
     pub seed: u64,
-    /// The required-settings rows added up.
-    pub total: KillFigures,
+    /// The required-settings rows added up (boxed, as the series: figures
+    /// of every suite share one enum).
+    pub total: Box<KillFigures>,
     /// Harness trouble that stopped the required-settings kills, if any.
     pub trouble: Option<String>,
 }
@@ -339,10 +340,10 @@ mod tests {
     fn the_json_keeps_the_names_reports_and_tests_read() {
         let f = CrashFigures {
             backend: "process".into(),
-            total: KillFigures {
+            total: Box::new(KillFigures {
                 pauses_acknowledged: 20,
                 ..KillFigures::default()
-            },
+            }),
             ..CrashFigures::default()
         };
         let v = serde_json::to_value(&f).unwrap();

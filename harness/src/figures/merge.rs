@@ -140,7 +140,7 @@ impl CrashFigures {
             per_kill: required.per_kill,
             seconds: millis(parts.iter().map(|p| p.seconds).sum()),
             seed: parts.first().map_or(0, |p| p.seed),
-            total: required.total,
+            total: Box::new(required.total),
             trouble: required.trouble,
             ..CrashFigures::default()
         };
