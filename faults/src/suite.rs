@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use harness::contract::Contract;
-use harness::contract::Request;
+use harness::contract::{ErrorKind, Request};
 use harness::figures::{FaultsFigures, Figures, WorkloadFigures};
 use harness::gate::drive::instance_name;
 use harness::gate::{self, FaultRule, Gate};
@@ -293,6 +293,37 @@ fn judged_here(check: &str, run_roles: &Roles, layout: LayoutKind) -> bool {
         _ => run_roles.rate,
     };
     played == Player::Subject && (check != FENCING.id || layout == LayoutKind::Durable)
+}
+
+/// Operations a store may decline (`unsupported`) without leaving the other
+/// rules of its check short: reads, and the pause (its rule then judges
+/// nothing, which the reason says).
+const DECLINABLE: [&str; 4] = ["lease.read", "queue.read", "rate.read", "rate.pause"];
+
+/// The operations `about` accepts that the store declined (`unsupported`),
+/// each op once with the store's first message; the drain's included (it
+/// is the same store).
+fn declined(history: &History, about: fn(&Request) -> bool) -> Vec<(String, String)> {
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    let mut in_flight: BTreeMap<&str, Option<Request>> = BTreeMap::new();
+    for e in &history.events {
+        match &e.what {
+            Happened::Invoke(call) => {
+                in_flight.insert(&e.instance, Request::parse(call).ok().filter(about));
+            }
+            Happened::Fail { op, error } if error.kind == ErrorKind::Unsupported => {
+                if let Some(Some(_)) = in_flight.remove(e.instance.as_str()) {
+                    out.entry(op.clone())
+                        .or_insert_with(|| error.message.clone());
+                }
+            }
+            Happened::Nemesis { .. } => {}
+            _ => {
+                in_flight.remove(e.instance.as_str());
+            }
+        }
+    }
+    out.into_iter().collect()
 }
 
 /// The workload checks, in the order judged.
@@ -744,6 +775,7 @@ fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
     let mut evidence = Vec::new();
     let mut failing = None;
     let mut unknown = Vec::new();
+    let mut skipped: Vec<String> = Vec::new();
     let mut judged = 0;
     for (i, run) in runs.iter().enumerate() {
         let layout = run.options.layout.name();
@@ -757,6 +789,28 @@ fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
             ));
             continue;
         }
+        // `unsupported`: the store declines what it does not offer. A
+        // declined read or pause changes nothing the other rules judge (it
+        // is named); any other declined operation settles this layout as
+        // skipped with the store's message, never failed.
+        let (harmless, blocking): (Vec<_>, Vec<_>) = declined(&run.history, about(spec.id))
+            .into_iter()
+            .partition(|(op, _)| DECLINABLE.contains(&op.as_str()));
+        if !blocking.is_empty() {
+            let said: Vec<String> = blocking
+                .iter()
+                .map(|(op, message)| format!("{op} (unsupported: {message})"))
+                .collect();
+            skipped.push(format!(
+                "{layout} layout: the store declined {}",
+                said.join(", ")
+            ));
+            continue;
+        }
+        let harmless: Vec<String> = harmless
+            .iter()
+            .map(|(op, message)| format!("{op} (unsupported: {message})"))
+            .collect();
         // A store that refused every request of the contract leaves nothing
         // to judge: that is no pass (conformance blames the refusals). The
         // drain's answers come after the faults, on a direct connection:
@@ -907,6 +961,12 @@ fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
                 "{layout} layout: the search ran out of its budget on some tree"
             ));
         }
+        if !harmless.is_empty() {
+            summary.push_str(&format!(
+                "; not judged, the store declined: {}",
+                harmless.join(", ")
+            ));
+        }
         let met_by_kind: Vec<String> = met
             .iter()
             .filter(|(_, m)| m.met > 0)
@@ -925,8 +985,21 @@ fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
             "figures": run.figures,
         }));
     }
-    let reason = parts.join("; ");
+    let reason = parts
+        .iter()
+        .chain(&skipped)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("; ");
     let evidence = Value::Array(evidence);
+    if failing.is_none() && unknown.is_empty() && parts.is_empty() && !skipped.is_empty() {
+        return Judged {
+            verdict: Verdict::Skipped,
+            reason: skipped.join("; "),
+            evidence,
+            failing: None,
+        };
+    }
     if judged == 0 {
         return Judged {
             verdict: Verdict::Skipped,
@@ -1269,6 +1342,52 @@ mod tests {
         take_as(&mut h, "b", Ok(granted()));
         let judged = judge(&LINEARIZABLE, &[run_with(h)]);
         assert_eq!(judged.verdict, Verdict::Fail, "{}", judged.reason);
+    }
+
+    #[test]
+    fn an_unsupported_answer_skips_the_check_with_the_store_s_message_never_fails_it() {
+        let no = || Err(StoreError::new(ErrorKind::Unsupported, "no renewals here"));
+        let mut h = History::default();
+        partitioned(&mut h, |h| take(h, Ok(granted())));
+        let renew = Call {
+            op: "lease.renew".into(),
+            args: json!({"tree": "t", "holder": "a", "epoch": 1, "ttl_ms": 100}),
+        };
+        h.invoke("a", &renew, Some(2), 2);
+        h.complete("a", "lease.renew", &no(), Some(3), 3);
+        // Overlapping grants too: still no failure, the store declined.
+        take_as(&mut h, "b", Ok(granted()));
+        let judged = judge(&LINEARIZABLE, &[run_with(h)]);
+        assert_eq!(judged.verdict, Verdict::Skipped, "{}", judged.reason);
+        assert!(
+            judged
+                .reason
+                .contains("lease.renew (unsupported: no renewals here)"),
+            "{}",
+            judged.reason
+        );
+        // A declined read is named, and the rest is judged.
+        let mut h = History::default();
+        partitioned(&mut h, |h| take(h, Ok(granted())));
+        let read = Call {
+            op: "lease.read".into(),
+            args: json!({"tree": "t"}),
+        };
+        h.invoke("a", &read, Some(2), 2);
+        h.complete(
+            "a",
+            "lease.read",
+            &Err(StoreError::new(ErrorKind::Unsupported, "no reads")),
+            Some(3),
+            3,
+        );
+        let judged = judge(&LINEARIZABLE, &[run_with(h)]);
+        assert_eq!(judged.verdict, Verdict::Pass, "{}", judged.reason);
+        assert!(
+            judged.reason.contains("declined: lease.read"),
+            "{}",
+            judged.reason
+        );
     }
 
     #[test]
