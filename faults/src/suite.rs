@@ -935,7 +935,7 @@ fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
                 None => {
                     holds = false;
                     summary = format!(
-                        "the store did not answer again after the faults healed: {who} operations of this check sent after the last fault ended all ended unknown, while storeproof's server answered PING directly and through every instance's gate; {summary}"
+                        "the store did not answer again after the faults healed: {who} operations of this check sent after the last fault ended (each store read again {} times over about 5 s) all ended unknown, while storeproof's server answered PING directly and through every instance's gate; {summary}", workload::RECOVERY_TRIES
                     );
                 }
                 Some(trouble) => {

@@ -592,11 +592,16 @@ pub async fn drain(
 
 /// How many times each store is asked once the faults healed before its
 /// instance counts as not answering again.
-pub const RECOVERY_TRIES: usize = 5;
+pub const RECOVERY_TRIES: usize = 8;
 
-/// The real wait between two of those tries: time for a store to notice a
-/// broken connection and open a new one.
-const RECOVERY_WAIT: Duration = Duration::from_millis(100);
+/// The real wait after the first of those tries; it doubles after each (at
+/// most [`RECOVERY_WAIT_MAX`]), about 5 s in all: time for a store to
+/// notice a broken connection and open a new one, with a client library's
+/// backoff.
+const RECOVERY_WAIT: Duration = Duration::from_millis(50);
+
+/// The longest wait between two tries.
+const RECOVERY_WAIT_MAX: Duration = Duration::from_secs(2);
 
 impl Worker<'_> {
     /// After every fault healed, a read of each store (the lease store, the
@@ -606,6 +611,7 @@ impl Worker<'_> {
     /// its server is back is judged on these (`crate::evidence::not_recovered`).
     async fn recover(&mut self) {
         for role in 0..3 {
+            let mut wait = RECOVERY_WAIT;
             for _ in 0..RECOVERY_TRIES {
                 let out = match role {
                     0 => self.lease(Request::LeaseRead { tree: "t0".into() }).await,
@@ -627,7 +633,8 @@ impl Worker<'_> {
                 if !unknown {
                     break;
                 }
-                tokio::time::sleep(RECOVERY_WAIT).await;
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(RECOVERY_WAIT_MAX);
             }
         }
     }
