@@ -1142,6 +1142,21 @@ mod tests {
     }
 
     #[test]
+    fn an_apply_answered_malformed_is_judged_as_an_unknown_outcome() {
+        // Its effect landed though its answer went wrong: the stored effect
+        // is explained by it, not "unexplained".
+        let mut h = H::default();
+        h.take("a").granted("a", 1);
+        h.apply("a", 1, "e");
+        let e = StoreError::new(ErrorKind::MalformedReply, "`applied` is not an object");
+        h.h.complete("a", "effect.apply", &Err(e), None, 0);
+        h.stored(1, "e");
+        h.end.reported = true;
+        let v = h.verdict();
+        assert!(v.holds(), "{v:?}");
+    }
+
+    #[test]
     fn refused_and_unreadable_answers_are_never_blamed() {
         let mut h = H::default();
         h.take("a").granted("a", 1);
