@@ -14,6 +14,22 @@
 //! its role: the reference is there to make the workload whole, never to be
 //! blamed.
 //!
+//! **When a check is decided** (a check is about faults meeting the store).
+//! A violation the checker finds fails it, whatever else happened. A pass
+//! needs more, else the check is `unknown` with a sentence saying what was
+//! missing: at least one fault (of the nemesis plans or the targeted
+//! episodes) met an operation of the store under test that the check is
+//! about ([`crate::evidence`]); the store answered some of those operations
+//! other than the drain (which runs after the faults, on a direct
+//! connection); and once every fault healed, every instance's reads of the
+//! store were answered — an instance whose every operation after the last
+//! fault ended unknown, while storeproof's server answers `PING` directly
+//! and through every gate, fails the check (the store did not recover);
+//! when storeproof's route does not answer, that is `unknown`. An operation
+//! the store declined (`unsupported`) settles the check's layout as
+//! skipped with the store's message; a declined read or pause is only
+//! named.
+//!
 //! **Where.** A server of the suite's own (restarts and a full server are
 //! destructive), started from the local `redis-server`. A store that keeps
 //! its state outside Redis (`builtin:sqlite`) follows the virtual clock of

@@ -8,6 +8,10 @@
 //! [`LayoutKind::Coordination`]: leases, queue and rate limits on Redis and
 //! no fencing set; a child's effect is its `completed` answer.
 //!
+//! **After the faults.** Once the nemesis is done, every instance reads each
+//! of its stores through its own connections, asking again while the answer
+//! is unknown (the suite judges a store that never answers again).
+//!
 //! **Time.** Lease and claim expiry run on a virtual clock that follows real
 //! time while the workload runs (a ticker sets it to its start plus the real
 //! time elapsed), so a paused or partitioned instance outlives its lease and
