@@ -1351,6 +1351,48 @@ mod tests {
     }
 
     #[test]
+    fn a_disarmed_fault_is_counted_apart_never_as_played() {
+        let fault = crate::nemesis::Fault::LoseReplyAfterApply { instance: 0 };
+        let history = Mutex::new(History::default());
+        crate::nemesis::record_start(&history, &fault, Boundary::Gate, None, 0);
+        crate::nemesis::record_end::<String>(
+            &history,
+            &fault,
+            Boundary::Gate,
+            &Ok(Ending::Disarmed),
+            None,
+            0,
+        );
+        let mut h = history.into_inner().unwrap_or_else(|p| p.into_inner());
+        partitioned(&mut h, |h| take(h, Ok(granted())));
+        let roles = run_with(History::default()).roles;
+        let end = run_with(History::default()).end;
+        let f = figures_of(
+            LayoutKind::Coordination,
+            &roles,
+            1,
+            &h,
+            &end,
+            false,
+            Instant::now(),
+        );
+        assert_eq!(
+            f.faults,
+            [("partition".to_string(), 1)].into_iter().collect()
+        );
+        assert_eq!(
+            f.disarmed,
+            [("lose_reply_after_apply".to_string(), 1)]
+                .into_iter()
+                .collect()
+        );
+        let met = &f.met[LINEARIZABLE.id];
+        assert_eq!(met["partition"].met, 1);
+        assert_eq!(met["lose_reply_after_apply"].disarmed, 1);
+        assert_eq!(f.met[CHILDREN_ONCE.id]["partition"].missed, 1);
+    }
+
+    #[test]
     fn a_violation_fails_even_when_no_fault_met_it() {
         // Two overlapping grants of one tree: no fault needed to blame it.
         let mut h = History::default();
