@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::runner::{outcome_json, Outcome, SubjectExt};
-use harness::contract::{Reply, Request};
+use harness::contract::{ErrorKind, Reply, Request, StoreError};
 use harness::Subject;
 use harness::Verdict;
 
@@ -90,19 +90,25 @@ async fn measure(
         .connect("a", prefix, clock_ms)
         .await
         .map_err(|e| Outcome::connect_failed(e, Value::Null))?;
-    let refused = |what: &str, req: &Request, outcome: &Result<Reply, _>, log: &[Value]| {
-        let mut calls = log.to_vec();
-        calls.push(json!({"call": req.to_call(), "answer": outcome_json(outcome)}));
-        Outcome {
-            verdict: Verdict::Fail,
-            reason: format!(
-                "{what} was not answered as the contract says: {}",
-                outcome_json(outcome)
-            ),
-            evidence: json!({"calls": calls}),
-            counterexample: Some(json!({"kind": "claim-cost", "calls": calls})),
-        }
-    };
+    let refused =
+        |what: &str, req: &Request, outcome: &Result<Reply, StoreError>, log: &[Value]| {
+            let mut calls = log.to_vec();
+            calls.push(json!({"call": req.to_call(), "answer": outcome_json(outcome)}));
+            if let Err(e) = outcome {
+                if e.kind == ErrorKind::Unsupported {
+                    return Outcome::store_error(what, e.clone(), json!({"calls": calls}));
+                }
+            }
+            Outcome {
+                verdict: Verdict::Fail,
+                reason: format!(
+                    "{what} was not answered as the contract says: {}",
+                    outcome_json(outcome)
+                ),
+                evidence: json!({"calls": calls}),
+                counterexample: Some(json!({"kind": "claim-cost", "calls": calls})),
+            }
+        };
     for i in 0..completed + 2 {
         let req = Request::QueueSave {
             child: format!("c{i:04}"),

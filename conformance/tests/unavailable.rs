@@ -126,3 +126,35 @@ async fn unavailable_fails_the_store_only_while_storeproof_s_server_answers() {
     }
     let _ = server.stop().await;
 }
+
+#[tokio::test]
+async fn the_claim_cost_check_skips_a_store_answering_unsupported() {
+    let server = ManagedServer::start(ServerOptions::default())
+        .await
+        .expect("managed server");
+    let def = all_checks()
+        .into_iter()
+        .find(|d| d.spec.id == "conformance.queue.claim-cost-bounded")
+        .expect("the check");
+    let target = Subject {
+        spec: "test:unsupported".into(),
+        factory: Arc::new(Unavailable {
+            stop: None,
+            unsupported: true,
+        }),
+        server: ServerRef::Managed(&server),
+        run_prefix: "sp:unsup:".into(),
+        opt_out: None,
+        contracts: vec![Contract::Queue],
+        seed: 0,
+        may_start_servers: true,
+    };
+    let result = run_check(&target, 0, &def).await;
+    assert_eq!(result.verdict, Verdict::Skipped, "{}", result.reason);
+    assert!(
+        result.reason.contains("not offered here"),
+        "{}",
+        result.reason
+    );
+    let _ = server.stop().await;
+}
