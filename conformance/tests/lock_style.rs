@@ -75,11 +75,13 @@ async fn a_lock_style_store_passes_every_must_check_and_warns_at_the_expiry_inst
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    // Both met the busy at the expiry instant, and neither failed it.
-    for id in [
-        "conformance.lease.expiry-at-instant",
-        "conformance.generated.lease",
-    ] {
+    // Both met the busy at the expiry instant, and neither failed it (the
+    // generated sequences of seed 0 meet it; another seed's may not).
+    let mut must_warn = vec!["conformance.lease.expiry-at-instant"];
+    if seed == 0 {
+        must_warn.push("conformance.generated.lease");
+    }
+    for id in must_warn {
         assert!(
             warned.iter().any(|w| w == id),
             "{id} did not warn: {warned:?}"
