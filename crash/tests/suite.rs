@@ -383,12 +383,18 @@ impl StoreClient for FaultyClient {
 
 /// Two kills with the required settings on the process backend, nothing else.
 async fn faulty_run(fault: Fault, seed: u64) -> Outcome {
+    faulty_kills(fault, seed, 2).await
+}
+
+/// `kills` kills with the required settings on the process backend, nothing else.
+async fn faulty_kills(fault: Fault, seed: u64, kills: usize) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let factory: Arc<dyn StoreFactory> = Arc::new(Faulty {
         inner: RedisStoreFactory::new(dir.path().join("kept.sqlite")),
         fault,
     });
     let mut config = config(BackendChoice::Process, seed);
+    config.kills = kills;
     config.opt_out_kills = 0;
     config.power_losses = 0;
     run(factory, "sp:crash-faulty:", &config).await
@@ -624,7 +630,7 @@ async fn a_store_claiming_only_rate_limits_gets_its_pauses_checked_across_kills(
 async fn a_check_with_no_write_of_its_kind_acknowledged_is_unknown_not_passed() {
     // Issue 19, item 14: every renew answered `lost`, so none acknowledged;
     // "renews acknowledged 0, lost 0" is no pass.
-    let outcome = faulty_run(Fault::LosesEveryRenew, 25).await;
+    let outcome = faulty_kills(Fault::LosesEveryRenew, 25, 1).await;
     let renews = verdict_of(&outcome, "crash.acknowledged-renews-survive");
     assert_eq!(renews.verdict, Verdict::Unknown, "{}", renews.reason);
     assert!(
@@ -649,7 +655,7 @@ async fn a_check_with_no_write_of_its_kind_acknowledged_is_unknown_not_passed() 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unsupported_operation_skips_its_checks_and_is_never_a_loss() {
     // Issue 19, item 5: no renew, and no queue.read to read children back.
-    let outcome = faulty_run(Fault::DoesNotOffer(&["lease.renew", "queue.read"]), 26).await;
+    let outcome = faulty_kills(Fault::DoesNotOffer(&["lease.renew", "queue.read"]), 26, 1).await;
     for id in [
         "crash.acknowledged-renews-survive",
         "crash.acknowledged-children-survive",
