@@ -24,7 +24,7 @@ use harness::store::{Hello, StoreClient, StoreFactory};
 use serde_json::json;
 
 use crate::judge;
-use crate::state::{Action, KeyDump, State};
+use crate::state::{Action, KeyDump, Logical, State};
 use crate::world::{answered, request, tick_target, Shared};
 
 /// What every step of such a world is, for the report.
@@ -174,12 +174,12 @@ impl Local {
                     expire_at: None,
                     // Epochs are small numbers, the expiry an instant: the
                     // fingerprint reads the latter relative to now.
-                    logical: json!({"lease": {
+                    logical: Logical::Json(json!({"lease": {
                         "holder": r.holder,
                         "epoch": r.epoch,
                         "expires_at_ms": r.expires_at_ms,
                         "released": r.released,
-                    }}),
+                    }})),
                 })
             })
             .collect::<Result<_, String>>()?;

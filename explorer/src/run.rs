@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use crate::model::{drop_world, LeaseModel};
 use crate::property::Property;
-use crate::search::{search, Pool};
+use crate::search::{search, Pool, ShiftCheck};
 use crate::state::{Action, Op, State, Tick};
 use crate::walk::{play, rng_for, shrink, walk};
 use crate::world::{request, Shared, Speed};
@@ -60,6 +60,11 @@ pub struct ExplorerConfig {
     /// `seed`) is sent to the real server again when next used, which must
     /// give the same reply and keys after (0: none).
     pub cache_check_one_in: u64,
+    /// How many of each search level's merges of states that differ in
+    /// absolute time (a sample drawn with `seed`) have the successors of
+    /// both computed and compared: any difference and the search is run
+    /// again on absolute times (0: none checked).
+    pub shift_checks_per_level: usize,
 }
 
 impl Default for ExplorerConfig {
@@ -76,6 +81,7 @@ impl Default for ExplorerConfig {
             skip_restore: true,
             cache: true,
             cache_check_one_in: 16,
+            shift_checks_per_level: 8,
         }
     }
 }
@@ -436,6 +442,9 @@ pub fn explore_part(
         }
     };
     let mut walks_cut = 0;
+    // States are told apart by absolute time from the first search whose
+    // merges went on differently (or from the start, if asked).
+    let mut absolute = config.absolute_times;
     for (index, &skew) in config.skews.iter().enumerate() {
         if !part.searches(index) {
             continue;
@@ -453,15 +462,33 @@ pub fn explore_part(
         let t0 = Instant::now();
         let trips0 = shared.round_trips.load(Ordering::Relaxed);
         let trans0 = shared.transitions.load(Ordering::Relaxed);
-        let model = LeaseModel {
+        let mut model = LeaseModel {
             run,
             shared: shared.clone(),
             skews: vec![0, skew],
             start_ms: VIRTUAL_EPOCH_MS,
             max_steps: config.depth,
-            absolute_times: config.absolute_times,
+            absolute_times: absolute,
         };
-        let searched = search(&model, pool, config.fail_fast);
+        let shift = ShiftCheck {
+            seed: config.seed ^ (index as u64),
+            per_level: config.shift_checks_per_level,
+        };
+        let mut searched = search(&model, pool, config.fail_fast, shift);
+        let mut shift_checked = searched.shift_checked;
+        let shift_failure = searched.shift_failure.take();
+        if let Some(why) = &shift_failure {
+            // The store's answers do not shift with every time: its states
+            // are told apart by absolute time, here and under every skew
+            // searched after.
+            progress(&format!(
+                "explorer: second clock {skew:+} ms: {why}; searching again on absolute times"
+            ));
+            absolute = true;
+            model.absolute_times = true;
+            searched = search(&model, pool, config.fail_fast, shift);
+            shift_checked += searched.shift_checked;
+        }
         saw_unsupported(&searched.unsupported);
         if let Some(level) = searched.stopped_at {
             not_explored.push(format!(
@@ -509,6 +536,9 @@ pub fn explore_part(
         row.zombie_renew_reached = searched
             .discoveries
             .contains_key(&Property::ZombieRenewRace);
+        row.shift_checked = shift_checked;
+        row.absolute_times = model.absolute_times;
+        row.shift_failure = shift_failure;
         row.violating_states_cut = searched.violating_states_cut;
         row.shallowest_cut = searched.shallowest_cut;
         row.zombie_release_reached = searched
@@ -792,6 +822,46 @@ fn cuts_of(figures: &ExplorerFigures) -> Option<String> {
     (!said.is_empty()).then(|| said.join("; "))
 }
 
+/// How the searches read times, in words, for the scope of what held:
+/// relative to now (checked on a seeded sample of the merges it made) or,
+/// where two merged states went on differently, absolutely.
+fn time_reading(figures: &ExplorerFigures, config: &ExplorerConfig) -> Option<String> {
+    let absolute: Vec<String> = figures
+        .per_skew
+        .iter()
+        .filter(|r| r.absolute_times)
+        .map(|r| format!("{:+}", r.skew_ms))
+        .collect();
+    let checked: usize = figures.per_skew.iter().map(|r| r.shift_checked).sum();
+    if figures.per_skew.is_empty() {
+        return None;
+    }
+    if let Some(why) = figures
+        .per_skew
+        .iter()
+        .find_map(|r| r.shift_failure.as_ref())
+    {
+        return Some(format!(
+            "under second clock {} ms states were told apart by absolute time: the store's answers do not shift with every time ({why})",
+            absolute.join(", ")
+        ));
+    }
+    if !absolute.is_empty() {
+        return Some(format!(
+            "under second clock {} ms states were told apart by absolute time",
+            absolute.join(", ")
+        ));
+    }
+    Some(if config.shift_checks_per_level == 0 {
+        "states that differ only by a shift of every time were taken as one, unchecked".to_string()
+    } else {
+        format!(
+            "states that differ only by a shift of every time were taken as one, checked on {checked} such merges drawn with the seed (up to {} a level: the successors of both agreed)",
+            config.shift_checks_per_level
+        )
+    })
+}
+
 /// One result per property, in [`Property::ALL`] order.
 fn checks(
     findings: &[Finding],
@@ -819,6 +889,9 @@ fn checks(
     }
     if let Some(part) = part {
         scope.push_str(&format!("; {part}"));
+    }
+    if let Some(time) = time_reading(figures, config) {
+        scope.push_str(&format!("; {time}"));
     }
     // Schedules through a violating state stop there: what held, held
     // only as far as they went.

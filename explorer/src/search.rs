@@ -18,7 +18,11 @@
 //! (Keying the dedupe on state + budget would be complete too, but explores
 //! the same state once per depth it is met at.)
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
+use std::hash::Hasher;
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -53,6 +57,13 @@ pub struct Searched {
     pub violating_states_cut: usize,
     /// The least depth of such a state.
     pub shallowest_cut: Option<usize>,
+    /// Merged pairs of states that differ in absolute time whose
+    /// successors were computed for both and compared (the seeded sample).
+    pub shift_checked: usize,
+    /// Two merged states went on differently: the relative reading of
+    /// times is not sound for this store, in words. The search stopped at
+    /// that level (it is to be run again on absolute times).
+    pub shift_failure: Option<String>,
     /// The operations the store answered `unsupported`, with its first
     /// message, in the order first met.
     pub unsupported: Vec<(Op, String)>,
@@ -77,19 +88,55 @@ impl Pool {
     }
 }
 
+/// How the merges the relative reading of times makes are checked: up to
+/// `per_level` of each level's, drawn with `seed`.
+#[derive(Debug, Clone, Copy)]
+pub struct ShiftCheck {
+    /// The seed of the sample (the run's).
+    pub seed: u64,
+    /// How many merges of each level are checked (0: none).
+    pub per_level: usize,
+}
+
+/// A state met again (by fingerprint) that differs from the one kept in
+/// absolute time: the duplicate and its path, and where the kept one is.
+struct Merge {
+    state: State,
+    path: Vec<Action>,
+    kept_level: usize,
+    kept_index: usize,
+}
+
+/// The fingerprint of `state` on absolute times, nothing collapsed.
+fn absolute(state: &State) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    state.hash_with(&mut h, false, i64::MAX);
+    h.finish()
+}
+
 /// Every state `model` reaches within its `max_steps`, level by level; with
 /// `fail_fast`, only the levels up to the first that breaks a property
 /// (that level whole, so the discovery is the one the full search makes).
-pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool) -> Searched {
+///
+/// With times read relative to now (not `model.absolute_times`), two states
+/// that differ only by a shift of every time are one: sound only for a store
+/// whose answers shift with them. `shift` has a seeded sample of each
+/// level's such merges checked: the successors of both states, under every
+/// action, must fingerprint alike. When they do not, the search stops there
+/// with [`Searched::shift_failure`] set.
+pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool, shift: ShiftCheck) -> Searched {
     let init = model.initial();
     let mut out = Searched {
         states: 1,
         unique_states: 1,
         ..Searched::default()
     };
-    let mut seen: HashSet<u64> = HashSet::new();
-    seen.insert(init.fingerprint());
+    // Every state kept, by fingerprint: where it is (level, index).
+    let mut seen: HashMap<u64, (usize, usize)> = HashMap::new();
+    seen.insert(init.fingerprint(), (0, 0));
     note(&mut out, &init, &[]);
+    // Every level so far but the current one (the merges refer to them).
+    let mut levels: Vec<Vec<(State, Vec<Action>)>> = Vec::new();
     let mut level: Vec<(State, Vec<Action>)> = vec![(init, Vec::new())];
     let mut depth = 0;
     while !level.is_empty() {
@@ -106,12 +153,37 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool) -> Searched 
         }
         let nexts = run_level(model, pool, &level, &jobs);
         depth += 1;
-        let mut next_level = Vec::new();
+        let mut next_level: Vec<(State, Vec<Action>)> = Vec::new();
+        let mut merges: Vec<Merge> = Vec::new();
         for ((k, action), next) in jobs.into_iter().zip(nexts) {
             out.states += 1;
-            if !seen.insert(next.fingerprint()) {
+            let fingerprint = next.fingerprint();
+            if let Some(&(kept_level, kept_index)) = seen.get(&fingerprint) {
+                // Only a merge of states with a budget left loses anything,
+                // and only one the absolute reading would not make.
+                let checking = shift.per_level > 0 && !model.absolute_times;
+                if checking && depth < model.max_steps && next.harness_error.is_none() {
+                    let kept = if kept_level == depth {
+                        &next_level[kept_index].0
+                    } else if kept_level + 1 == depth {
+                        &level[kept_index].0
+                    } else {
+                        &levels[kept_level][kept_index].0
+                    };
+                    if absolute(kept) != absolute(&next) {
+                        let mut path = level[k].1.clone();
+                        path.push(action);
+                        merges.push(Merge {
+                            state: next,
+                            path,
+                            kept_level,
+                            kept_index,
+                        });
+                    }
+                }
                 continue;
             }
+            seen.insert(fingerprint, (depth, next_level.len()));
             out.unique_states += 1;
             out.max_depth = depth;
             if !next.violations.is_empty() && depth < model.max_steps {
@@ -125,7 +197,27 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool) -> Searched 
             note(&mut out, &next, &path);
             next_level.push((next, path));
         }
-        level = next_level;
+        levels.push(std::mem::replace(&mut level, next_level));
+        if !merges.is_empty() {
+            let kept = |m: &Merge| -> &(State, Vec<Action>) {
+                if m.kept_level == depth {
+                    &level[m.kept_index]
+                } else {
+                    &levels[m.kept_level][m.kept_index]
+                }
+            };
+            let sample = sampled(merges.len(), shift, depth);
+            let pairs: Vec<(&(State, Vec<Action>), &Merge)> = sample
+                .into_iter()
+                .map(|i| (kept(&merges[i]), &merges[i]))
+                .collect();
+            let (checked, failure) = check_merges(model, pool, &pairs);
+            out.shift_checked += checked;
+            if failure.is_some() {
+                out.shift_failure = failure;
+                break;
+            }
+        }
         let broken = Property::ALWAYS
             .into_iter()
             .any(|p| out.discoveries.contains_key(&p));
@@ -135,6 +227,78 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool) -> Searched 
         }
     }
     out
+}
+
+/// Which of a level's `n` merges are checked: all of them if no more than
+/// `shift.per_level`, else that many drawn with the seed and the depth.
+fn sampled(n: usize, shift: ShiftCheck, depth: usize) -> Vec<usize> {
+    let mut all: Vec<usize> = (0..n).collect();
+    if n <= shift.per_level {
+        return all;
+    }
+    let mut rng =
+        StdRng::seed_from_u64(shift.seed ^ (depth as u64).wrapping_mul(0xA24B_AED4_963E_E407));
+    // A partial Fisher-Yates shuffle: the first `per_level` are the sample.
+    for i in 0..shift.per_level {
+        let j = rng.random_range(i..n);
+        all.swap(i, j);
+    }
+    all.truncate(shift.per_level);
+    all.sort_unstable();
+    all
+}
+
+/// Computes every successor of both states of each merged pair (kept,
+/// met again) and compares them by fingerprint. Returns how many pairs were
+/// compared and, at the first that went on differently, why in words. A
+/// successor with the harness's own trouble proves nothing either way.
+fn check_merges(
+    model: &LeaseModel,
+    pool: &mut Pool,
+    pairs: &[(&(State, Vec<Action>), &Merge)],
+) -> (usize, Option<String>) {
+    let mut states: Vec<(State, Vec<Action>)> = Vec::new();
+    let mut jobs: Vec<(usize, Action)> = Vec::new();
+    let mut actions = Vec::new();
+    for (kept, merge) in pairs {
+        actions.clear();
+        model.possible(&merge.state, &mut actions);
+        let k = states.len();
+        states.push((*kept).clone());
+        states.push((merge.state.clone(), merge.path.clone()));
+        jobs.extend(actions.iter().map(|a| (k, *a)));
+        jobs.extend(actions.iter().map(|a| (k + 1, *a)));
+    }
+    let nexts = run_level(model, pool, &states, &jobs);
+    let mut checked = 0;
+    let mut at = 0;
+    for (p, (kept, merge)) in pairs.iter().enumerate() {
+        // The jobs of pair p: its kept state's, then its merged state's.
+        let n = jobs[at..].iter().take_while(|(k, _)| *k == 2 * p).count();
+        let (a, b) = (&nexts[at..at + n], &nexts[at + n..at + 2 * n]);
+        at += 2 * n;
+        let mut decided = false;
+        for (i, (x, y)) in a.iter().zip(b).enumerate() {
+            if x.harness_error.is_some() || y.harness_error.is_some() {
+                continue;
+            }
+            decided = true;
+            if x.fingerprint() != y.fingerprint() {
+                let action = jobs[at - 2 * n + i].1;
+                return (
+                    checked + 1,
+                    Some(format!(
+                        "two states the relative reading of times took as one went on differently: the state after {:?} (server time {}) and the one after {:?} (server time {}), then {:?}",
+                        kept.1, kept.0.now, merge.path, merge.state.now, action
+                    )),
+                );
+            }
+        }
+        if decided {
+            checked += 1;
+        }
+    }
+    (checked, None)
 }
 
 /// Records `state` as the discovery of every property it is the first for.

@@ -23,6 +23,7 @@ repeat
     elseif t == 'zset' then v = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
     elseif t == 'set' then v = redis.call('SMEMBERS', k); table.sort(v)
     elseif t == 'list' then v = redis.call('LRANGE', k, 0, -1)
+    -- Any other type (a stream, a module's): its DUMP bytes stand for it.
     else v = {} end
     table.insert(out, {k, redis.call('DUMP', k), expire_at(k), t, v})
   end

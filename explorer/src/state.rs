@@ -62,7 +62,29 @@ pub(crate) struct KeyDump {
     /// Absolute expiry on the virtual clock (`PEXPIRETIME`), if any.
     pub expire_at: Option<i64>,
     /// Type and content, for the fingerprint.
-    pub logical: Value,
+    pub logical: Logical,
+}
+
+/// A key's content as the fingerprint reads it: exactly what the server
+/// holds, byte for byte.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Logical {
+    /// A key of a type read item by item (`kind`: string, hash, list, set,
+    /// zset), its items in a canonical order (hash fields and set members
+    /// sorted, a zset as member, score pairs in rank order, a list in
+    /// order), each the exact bytes the server holds.
+    Items {
+        /// The key's type, as `TYPE` names it.
+        kind: String,
+        /// Its content.
+        items: Vec<Vec<u8>>,
+    },
+    /// A key no item reading covers whole (a stream, with its entries,
+    /// last id and consumer groups; a module's type): its `DUMP` bytes.
+    /// Hashed as they are, never read relative to now.
+    Exact(Vec<u8>),
+    /// Structured content (the lease rows of a store with no Redis wire).
+    Json(Value),
 }
 
 /// An operation in progress: what was asked and the commands delivered so far.
@@ -191,8 +213,8 @@ fn rel(t: i64, now: i64, far_ms: i64) -> i64 {
 
 fn hash_value<H: Hasher>(v: &Value, now: i64, far_ms: i64, h: &mut H) {
     match v {
-        Value::String(s) => match s.parse::<i64>() {
-            Ok(n) if (n - now).abs() < NEAR_NOW_MS => {
+        Value::String(s) => match canonical_int(s.as_bytes()) {
+            Some(n) if (n - now).abs() < NEAR_NOW_MS => {
                 1u8.hash(h);
                 rel(n, now, far_ms).hash(h);
             }
@@ -226,6 +248,81 @@ fn hash_value<H: Hasher>(v: &Value, now: i64, far_ms: i64, h: &mut H) {
             }
         }
         other => other.to_string().hash(h),
+    }
+}
+
+/// The integer `bytes` spell in canonical decimal (no sign but `-`, no
+/// leading zero, no space), if they do: only such text reads as a time, so
+/// `"0012"` and `"12"`, which the server holds as different bytes, never
+/// hash alike.
+fn canonical_int(bytes: &[u8]) -> Option<i64> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let n: i64 = text.parse().ok()?;
+    (n.to_string() == text).then_some(n)
+}
+
+/// Hashes one item's bytes: on absolute times exactly; relative to now
+/// (`relative`), as runs of digits and runs of other bytes, a canonical
+/// run near now (a time, alone like `2000000001000` or inside text like
+/// `a|1|2000000001000`) relative to it, every other run exactly. Reading a
+/// time relative to now is an assumption the search checks on a sample of
+/// the merges it makes (see [`crate::search`]).
+fn hash_item<H: Hasher>(item: &[u8], now: i64, far_ms: i64, relative: bool, h: &mut H) {
+    if !relative {
+        0u8.hash(h);
+        item.hash(h);
+        return;
+    }
+    let mut runs = 0usize;
+    let mut rest = item;
+    while let Some(first) = rest.first() {
+        let digits = first.is_ascii_digit();
+        let len = rest
+            .iter()
+            .position(|b| b.is_ascii_digit() != digits)
+            .unwrap_or(rest.len());
+        let (run, after) = rest.split_at(len);
+        match canonical_int(run).filter(|n| digits && (n - now).abs() < NEAR_NOW_MS) {
+            Some(n) => {
+                1u8.hash(h);
+                rel(n, now, far_ms).hash(h);
+            }
+            None => {
+                2u8.hash(h);
+                run.hash(h);
+            }
+        }
+        runs += 1;
+        rest = after;
+    }
+    runs.hash(h);
+}
+
+impl Logical {
+    /// Hashes the content, times near now relative to it (`relative`).
+    fn hash_at<H: Hasher>(&self, now: i64, far_ms: i64, relative: bool, h: &mut H) {
+        match self {
+            Logical::Items { kind, items } => {
+                0u8.hash(h);
+                kind.hash(h);
+                items.len().hash(h);
+                for item in items {
+                    hash_item(item, now, far_ms, relative, h);
+                }
+            }
+            Logical::Exact(bytes) => {
+                1u8.hash(h);
+                bytes.hash(h);
+            }
+            Logical::Json(v) if relative => {
+                2u8.hash(h);
+                hash_value(v, now, far_ms, h);
+            }
+            Logical::Json(v) => {
+                2u8.hash(h);
+                v.to_string().hash(h);
+            }
+        }
     }
 }
 
@@ -267,11 +364,7 @@ impl State {
         for k in &self.keys {
             k.name.hash(h);
             k.expire_at.map(|t| rel(t, now, far)).hash(h);
-            if relative {
-                hash_value(&k.logical, now, far, h);
-            } else {
-                k.logical.to_string().hash(h);
-            }
+            k.logical.hash_at(now, far, relative, h);
         }
         for i in &self.insts {
             i.skew_ms.hash(h);
@@ -626,5 +719,82 @@ impl TransitionCache {
     /// How many entries it holds.
     pub(crate) fn len(&self) -> usize {
         self.map.lock().map_or(0, |m| m.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::logical;
+
+    const NOW: i64 = 2_000_000_000_000;
+
+    /// The initial state at `now` holding one key of `kind` with `items`
+    /// (and `dump` as its DUMP bytes).
+    fn holding(now: i64, kind: &str, items: &[&[u8]], dump: &[u8]) -> State {
+        let mut s = State::initial(now, &[0, 0]);
+        s.keys.push(KeyDump {
+            name: b"sp:x:k".to_vec(),
+            dump: dump.to_vec(),
+            expire_at: None,
+            logical: logical(kind, items.iter().map(|i| i.to_vec()).collect(), dump),
+        });
+        s
+    }
+
+    /// Issue 19, item 9: the fingerprint hashes the bytes the server holds.
+    /// Before, content went through lossy UTF-8 (two invalid bytes both
+    /// read U+FFFD) and a stream hashed as empty, so different states were
+    /// one.
+    #[test]
+    fn the_fingerprint_tells_apart_every_byte_the_server_holds() {
+        let fp = |s: &State| s.fingerprint();
+        // Bytes that are not UTF-8.
+        let a = holding(NOW, "hash", &[b"f", &[0xff]], b"d");
+        let b = holding(NOW, "hash", &[b"f", &[0xfe]], b"d");
+        assert_ne!(fp(&a), fp(&b));
+        let a = holding(NOW, "string", &[&[0x80, 0x81]], b"d");
+        let b = holding(NOW, "string", &[&[0xc0]], b"d");
+        assert_ne!(fp(&a), fp(&b));
+        // A stream: its DUMP bytes (entries, last id, groups).
+        let a = holding(NOW, "stream", &[], b"stream one");
+        let b = holding(NOW, "stream", &[], b"stream two");
+        assert_ne!(fp(&a), fp(&b));
+        // Text that reads as the same number but is other bytes.
+        let a = holding(NOW, "string", &[b"0012"], b"d");
+        let b = holding(NOW, "string", &[b"12"], b"d");
+        assert_ne!(fp(&a), fp(&b));
+        let a = holding(NOW, "string", &[b"+2000000000000"], b"d");
+        let b = holding(NOW, "string", &[b"2000000000000"], b"d");
+        assert_ne!(fp(&a), fp(&b));
+        // Hash fields in any order are one hash; a list's order matters.
+        let a = holding(NOW, "hash", &[b"f", b"1", b"g", b"2"], b"d");
+        let b = holding(NOW, "hash", &[b"g", b"2", b"f", b"1"], b"d");
+        assert_eq!(fp(&a), fp(&b));
+        let a = holding(NOW, "list", &[b"1", b"2"], b"d");
+        let b = holding(NOW, "list", &[b"2", b"1"], b"d");
+        assert_ne!(fp(&a), fp(&b));
+    }
+
+    #[test]
+    fn a_time_near_now_reads_relative_to_it_and_a_stream_never_does() {
+        let fp = |s: &State| s.fingerprint();
+        let a = holding(NOW, "hash", &[b"expires_at", b"2000000001000"], b"d");
+        let b = holding(NOW + 500, "hash", &[b"expires_at", b"2000000001500"], b"d");
+        assert_eq!(fp(&a), fp(&b));
+        // The same content a shift apart, on absolute times: two states.
+        let (mut a, mut b) = (a, b);
+        a.absolute_times = true;
+        b.absolute_times = true;
+        assert_ne!(fp(&a), fp(&b));
+        // A time inside text reads relative too.
+        let a = holding(NOW, "string", &[b"a|1|2000000001000"], b"d");
+        let b = holding(NOW + 500, "string", &[b"a|1|2000000001500"], b"d");
+        assert_eq!(fp(&a), fp(&b));
+        let b = holding(NOW + 500, "string", &[b"a|2|2000000001500"], b"d");
+        assert_ne!(fp(&a), fp(&b));
+        let a = holding(NOW, "stream", &[], b"2000000001000-0");
+        let b = holding(NOW + 500, "stream", &[], b"2000000001500-0");
+        assert_ne!(fp(&a), fp(&b));
     }
 }

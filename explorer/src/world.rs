@@ -18,13 +18,12 @@ use harness::keyspace;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::{Hello, StoreClient, StoreFactory};
 use redis::aio::MultiplexedConnection;
-use serde_json::json;
 
 use crate::judge;
 use crate::local::Local;
 use crate::state::{
-    keyspace_of, Action, GuessKey, Input, Inst, KeyDump, Keyspace, Note, Op, Outcome, Pending,
-    State, Tick, TransitionCache,
+    keyspace_of, Action, GuessKey, Input, Inst, KeyDump, Keyspace, Logical, Note, Op, Outcome,
+    Pending, State, Tick, TransitionCache,
 };
 use crate::{LEASE_MS, TREE};
 
@@ -32,25 +31,32 @@ use crate::{LEASE_MS, TREE};
 static SNAPSHOT: std::sync::LazyLock<redis::Script> =
     std::sync::LazyLock::new(|| redis::Script::new(include_str!("snapshot.lua")));
 
-/// A key's content as the fingerprint reads it: hash fields sorted, a zset
-/// as (member, score) pairs, everything else in order.
-fn logical(kind: &str, items: Vec<Vec<u8>>) -> serde_json::Value {
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    match kind {
+/// A key's content as the fingerprint reads it, byte for byte: hash fields
+/// sorted, a set sorted, a zset as (member, score) pairs in rank order, a
+/// string or a list in order; any other type (a stream: entries, last id,
+/// consumer groups) by its exact `DUMP` bytes, which hold all of it.
+pub(crate) fn logical(kind: &str, items: Vec<Vec<u8>>, dump: &[u8]) -> Logical {
+    let items = match kind {
         "hash" => {
-            let map: std::collections::BTreeMap<String, String> = items
-                .chunks(2)
-                .filter(|c| c.len() == 2)
-                .map(|c| (text(&c[0]), text(&c[1])))
-                .collect();
-            json!({"hash": map})
+            let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(items.len() / 2);
+            let mut it = items.into_iter();
+            while let (Some(f), Some(v)) = (it.next(), it.next()) {
+                pairs.push((f, v));
+            }
+            pairs.sort();
+            pairs.into_iter().flat_map(|(f, v)| [f, v]).collect()
         }
-        "zset" => json!({"zset": items
-            .chunks(2)
-            .filter(|c| c.len() == 2)
-            .map(|c| vec![text(&c[0]), text(&c[1])])
-            .collect::<Vec<_>>()}),
-        other => json!({ other: items.iter().map(|i| text(i)).collect::<Vec<_>>() }),
+        "set" => {
+            let mut members = items;
+            members.sort();
+            members
+        }
+        "string" | "list" | "zset" => items,
+        _ => return Logical::Exact(dump.to_vec()),
+    };
+    Logical::Items {
+        kind: kind.to_string(),
+        items,
     }
 }
 
@@ -470,9 +476,9 @@ impl Inner {
             .into_iter()
             .map(|(name, dump, expire, kind, items)| KeyDump {
                 name,
+                logical: logical(&kind, items, &dump),
                 dump,
                 expire_at: (expire > 0).then_some(expire),
-                logical: logical(&kind, items),
             })
             .collect();
         keys.sort_by(|a, b| a.name.cmp(&b.name));

@@ -501,3 +501,73 @@ fn what_held_says_how_far_it_was_checked_after_a_violation() {
         );
     }
 }
+
+/// The built-in store with its lease scripts reading server time in whole
+/// seconds (a coarse clock: the milliseconds dropped).
+fn whole_seconds(dir: &tempfile::TempDir) -> sabotage::LuaSabotage {
+    const MS: &str = "math.floor(tonumber(t[2]) / 1000)";
+    let patch = |script| sabotage::LuaPatch {
+        script,
+        find: MS,
+        replace: "0",
+    };
+    let store = sabotage::LuaSabotage::with_patches(
+        "whole-seconds",
+        &[
+            patch("lease_take.lua"),
+            patch("lease_renew.lua"),
+            patch("lease_read.lua"),
+        ],
+        builtin(dir),
+    );
+    assert!(store.error().is_none(), "{:?}", store.error());
+    store
+}
+
+/// Issue 19, item 9: reading times relative to now merges the start state
+/// with the state half a lease later, so a store that reads its clock in
+/// whole seconds escaped: its two live holders need a take half a lease in
+/// (tick, take, time to just before the promise ends, take: 4 steps). The
+/// sampled check of the merges sees the two states go on differently, the
+/// search runs again on absolute times and finds it; the figures and the
+/// reasons say so. The built-in store's merges all check out: it stays on
+/// relative times, with as many states as before.
+#[test]
+fn a_store_on_a_coarse_clock_is_told_apart_by_absolute_time_and_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = run(Arc::new(whole_seconds(&dir)), &config(vec![0], 4, 1));
+    for c in &outcome.checks {
+        eprintln!("{} {}: {}", c.id, c.verdict.word(), c.reason);
+    }
+    let row = &outcome.figures.per_skew[0];
+    assert!(row.absolute_times, "{row:?}");
+    assert!(row.shift_checked > 0, "{row:?}");
+    let why = row.shift_failure.as_deref().unwrap();
+    assert!(why.contains("went on differently"), "{why}");
+    let holder = check(&outcome, "explorer.one-live-holder");
+    assert_eq!(holder.verdict, Verdict::Fail, "{}", holder.reason);
+    let complete = check(&outcome, "explorer.exploration-complete");
+    assert_eq!(complete.verdict, Verdict::Pass, "{}", complete.reason);
+    let epoch = check(&outcome, "explorer.epoch-monotonic");
+    assert!(
+        epoch.reason.contains("told apart by absolute time"),
+        "{}",
+        epoch.reason
+    );
+
+    let outcome = run(Arc::new(builtin(&dir)), &config(vec![0, LEASE_MS], 5, 1));
+    for row in &outcome.figures.per_skew {
+        assert!(!row.absolute_times, "{row:?}");
+        assert!(row.shift_checked > 0, "{row:?}");
+        assert!(row.shift_failure.is_none(), "{row:?}");
+    }
+    for c in &outcome.checks {
+        assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
+    }
+    let epoch = check(&outcome, "explorer.epoch-monotonic");
+    assert!(
+        epoch.reason.contains("taken as one, checked on"),
+        "{}",
+        epoch.reason
+    );
+}
