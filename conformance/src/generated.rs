@@ -10,6 +10,15 @@
 //! steps by a few ms, a lease's length or a long pause. The ids come from
 //! small pools so that operations collide.
 //!
+//! The contract leaves a store choices (a `busy` or a live read at the
+//! exact expiry instant, `not_held` for a release of an expired lease, nulls
+//! in a read of a lease that is not live, its own epochs and slot ids): the
+//! judge's model follows the store's choice, and a renew or release names
+//! its grant by the step of the take that made it ([`Patch::EpochOf`]), so
+//! a grant the store legitimately did not make shifts no later one. A case
+//! that still cannot be judged is `unknown`, never `fail`, and one met while
+//! shrinking keeps the failure already found.
+//!
 //! The system under test is the store through the existing runner: each
 //! generated sequence becomes a list of [`Step`]s, played by
 //! [`run_scenario`] under a prefix of its own (a fresh key space per case)

@@ -7,7 +7,10 @@
 //! ([`ContractModel`]) at the step's server time (or within the window of
 //! the server's `TIME` read around it, on a server storeproof does not
 //! control); every bad-input step must be refused with `bad_request` and
-//! leave the keyspace as it was. The first step that breaks decides.
+//! leave the keyspace as it was. The first step that breaks decides. An
+//! `unavailable` answer is the store's failure only when storeproof's own
+//! PING of the server, sent straight to it, was answered
+//! ([`Observation::ServerPing`]); else the step is undecided.
 
 use std::collections::HashMap;
 
