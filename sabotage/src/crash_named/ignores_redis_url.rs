@@ -2,7 +2,8 @@
 //! server of its own (the library's default `localhost:6379`, here a
 //! durable `redis-server` it starts on first use) instead of the server its
 //! hello names. Every answer is right, but nothing it keeps lives on the
-//! server the harness crashes, so a power cut there loses nothing.
+//! server the harness crashes, so while the crashed server is down it still
+//! answers ok (`crash.down-server-unavailable`).
 
 use async_trait::async_trait;
 use harness::contract::{ErrorKind, StoreError};

@@ -1,9 +1,9 @@
 //! `sabotage:state-in-process`: a store whose answers come from a table in
 //! its own process (the contract's sequential model), every write mirrored
-//! to Redis but never read back. All its instances share the table (they
-//! are tasks of one process), so a server that forgets everything changes
-//! none of its answers: the crash suite must see that its opted-out kills
-//! lose nothing the opt-out admits.
+//! to Redis but never read back. Each connect's table is its own when built
+//! through the named sabotage (one process per instance, as adapters are):
+//! the crash suite's verifier, a new instance, knows none of the epochs
+//! acknowledged before the kill, though the server kept them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
