@@ -242,7 +242,6 @@ fn the_durable_adapter_passes_what_it_is_judged_on_and_the_rest_says_why() {
 /// layout (beside storeproof's Redis queue and rate limits), its clock the
 /// fault server it is handed as `redis_url`.
 #[test]
-#[ignore = "harness: the fault suite records a durable subject's history on the run's managed server's clock (lease_clock in faults/src/suite.rs, right for builtin:sqlite) while a cmd: adapter reads TIME from the fault suite's own server (the redis_url it is handed), whose clock runs ~21083045210 ms behind; faults.lease-linearizable fails this correct store (busy expires_at_ms 2000000000150 recorded at server_ms 2021083045210). Left to the lead."]
 fn the_durable_adapter_passes_the_fault_suite() {
     let dir = tempfile::tempdir().unwrap();
     let args = ["--suite", "faults", "--fault-rounds", "8", "--faults", "8"];

@@ -446,12 +446,20 @@ impl FaultsSuite {
             .clock()
             .cloned()
             .ok_or_else(|| setup("started a server", "it has no virtual clock"))?;
-        // The subject's durable store follows the run's managed server's
-        // clock: both clocks move together.
+        // storeproof's SQLite set (the store that offers a copy of itself)
+        // follows the run's managed server's clock, given when it was made:
+        // both clocks move together. Any other durable store (an adapter)
+        // reads `TIME` from the server it is handed, this suite's own.
         let subject_clock = subject.server.managed().and_then(|s| s.clock().cloned());
+        let follows_run_clock = !subject.factory.keeps_state_in_redis()
+            && subject
+                .factory
+                // Making a copy opens nothing: asking is free.
+                .sqlite_copy(std::path::Path::new(""), SqliteClock::manual(0))
+                .is_some();
         let mut clocks: Vec<Arc<VirtualClock>> = vec![own_clock.clone()];
         let lease_clock = match (roles.lease, &subject_clock) {
-            (Player::Subject, Some(c)) if !subject.factory.keeps_state_in_redis() => {
+            (Player::Subject, Some(c)) if follows_run_clock => {
                 clocks.push(c.clone());
                 c.clone()
             }
