@@ -159,10 +159,12 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool, shift: Shift
             out.states += 1;
             let fingerprint = next.fingerprint();
             if let Some(&(kept_level, kept_index)) = seen.get(&fingerprint) {
-                // Only a merge of states with a budget left loses anything,
-                // and only one the absolute reading would not make.
+                // Only a merge of states with successors (a budget left, no
+                // violation, no trouble) loses anything, and only one the
+                // absolute reading would not make.
                 let checking = shift.per_level > 0 && !model.absolute_times;
-                if checking && depth < model.max_steps && next.harness_error.is_none() {
+                let goes_on = next.harness_error.is_none() && next.violations.is_empty();
+                if checking && depth < model.max_steps && goes_on {
                     let kept = if kept_level == depth {
                         &next_level[kept_index].0
                     } else if kept_level + 1 == depth {
@@ -385,4 +387,30 @@ fn run_level(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_merges_checked_are_all_of_a_few_or_a_seeded_sample_of_many() {
+        let shift = |seed| ShiftCheck { seed, per_level: 4 };
+        assert_eq!(sampled(3, shift(1), 2), vec![0, 1, 2]);
+        let a = sampled(100, shift(1), 2);
+        assert_eq!(a.len(), 4);
+        assert!(a.windows(2).all(|w| w[0] < w[1] && w[1] < 100), "{a:?}");
+        // The same seed and level: the same sample; another: another.
+        assert_eq!(a, sampled(100, shift(1), 2));
+        assert_ne!(a, sampled(100, shift(2), 2));
+        assert!(sampled(
+            100,
+            ShiftCheck {
+                seed: 1,
+                per_level: 0
+            },
+            2
+        )
+        .is_empty());
+    }
 }
