@@ -383,9 +383,11 @@ impl State {
                     // commands follow from the state, and a store that sends
                     // other commands on a re-run must still fingerprint the
                     // same so that its path can be rebuilt and reported.
+                    // A reply may carry a time (a read-then-write take's
+                    // read answers the server's `TIME`): read like a key's.
                     p.delivered.len().hash(h);
                     for e in &p.delivered {
-                        e.reply.as_bytes().hash(h);
+                        hash_item(e.reply.as_bytes(), now, far, relative, h);
                     }
                 }
             }

@@ -570,4 +570,11 @@ fn a_store_on_a_coarse_clock_is_told_apart_by_absolute_time_and_caught() {
         "{}",
         epoch.reason
     );
+    // A take whose first command's reply carries the server's time (a
+    // read, then a write) reads that time relative to now too: it shifts
+    // with every time, so it stays on relative times.
+    let store = Arc::new(sabotage::ReadThenWriteLease::new(builtin(&dir)));
+    let outcome = run(store, &config(vec![0], 4, 1));
+    let row = &outcome.figures.per_skew[0];
+    assert!(!row.absolute_times && row.shift_checked > 0, "{row:?}");
 }
