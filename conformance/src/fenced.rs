@@ -112,7 +112,7 @@ pub(super) fn checks() -> Vec<CheckDef> {
             "conformance.fenced.bad-input",
             Must,
             Fenced,
-            "bad input to effect.apply, call.begin and call.finish (empty ids, wrong types, a negative epoch) answers bad_request",
+            "bad input to effect.apply, call.begin and call.finish (empty ids, wrong types, a negative epoch) answers bad_request and changes nothing",
             || {
                 let mut s = bad_inputs(
                     "a",
@@ -134,6 +134,15 @@ pub(super) fn checks() -> Vec<CheckDef> {
                     "effect.apply",
                     json!({"tree": "t", "holder": "a", "epoch": -1, "effect": "e", "payload": "x"}),
                 ));
+                // Read back through the store, whatever it keeps its state
+                // in: no effect or call of those ids was recorded, so the
+                // holder's apply, begin and finish of them go through now.
+                s.extend([
+                    take("a", "t", TTL),
+                    apply("a", "t", 1, 0, "e"),
+                    begin("a", "t", 1, 0, "c"),
+                    finish("a", "c", "r"),
+                ]);
                 s
             },
         ),

@@ -21,6 +21,7 @@ use super::runner::outcome_json;
 use super::scenario::{Patch, Step};
 use harness::contract::{ContractModel, ErrorKind, Judgement, Reply, Request, StoreError};
 use harness::keyspace::Snapshot;
+use harness::store::DurableState;
 use harness::{Event, Happened, History};
 use harness::{Level, Verdict};
 
@@ -54,6 +55,38 @@ pub enum KeyspaceRead {
     Unchanged,
 }
 
+/// The durable state of a store that keeps its state outside Redis (its
+/// effects and lease log, read from its own storage, never over the wire)
+/// before and after a bad input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DurableRead {
+    /// The same before and after.
+    Unchanged,
+    /// Different after the call: the refused request changed it.
+    Changed,
+    /// The store reports no durable state (an adapter): what the refused
+    /// request left is judged by the scenario's reads back alone.
+    NotReported,
+    /// A read failed (storeproof's trouble, not the store's).
+    Failed(String),
+}
+
+impl DurableRead {
+    /// Compares two reads of the store's durable state.
+    pub fn of(
+        before: Result<Option<DurableState>, StoreError>,
+        after: Result<Option<DurableState>, StoreError>,
+    ) -> DurableRead {
+        match (before, after) {
+            (Err(e), _) | (_, Err(e)) => DurableRead::Failed(e.message),
+            (Ok(Some(b)), Ok(Some(a))) if a == b => DurableRead::Unchanged,
+            (Ok(Some(_)), Ok(Some(_))) => DurableRead::Changed,
+            _ => DurableRead::NotReported,
+        }
+    }
+}
+
 /// Something the runner saw of the server (not of the store's replies),
 /// tied to the scenario step it was seen at.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,6 +111,14 @@ pub enum Observation {
         before: KeyspaceRead,
         /// Read after the call.
         after: KeyspaceRead,
+    },
+    /// The durable state of a store outside Redis around the bad input of
+    /// `step` ([`DurableRead`]).
+    DurableState {
+        /// The scenario step.
+        step: usize,
+        /// What the comparison found.
+        read: DurableRead,
     },
     /// storeproof's own `PING`, sent straight to the server (not through the
     /// store) after the store answered `unavailable` at `step` or could not
@@ -105,6 +146,7 @@ impl Observation {
         match self {
             Observation::ServerTime { step, .. }
             | Observation::Keyspace { step, .. }
+            | Observation::DurableState { step, .. }
             | Observation::ServerPing { step, .. }
             | Observation::ConnectFailed { step, .. } => *step,
         }
@@ -256,6 +298,15 @@ impl<'a> Walk<'a> {
                     o,
                     Observation::ServerTime { .. } | Observation::Keyspace { .. }
                 )
+        })
+    }
+
+    /// The comparison of a store's durable state around the bad input of
+    /// `step`, for a store outside Redis.
+    fn durable_state(&self, step: usize) -> Option<&'a DurableRead> {
+        self.recorded.observations.iter().find_map(|o| match o {
+            Observation::DurableState { step: s, read } if *s == step => Some(read),
+            _ => None,
         })
     }
 
@@ -511,6 +562,30 @@ pub fn judge_steps(steps: &[Step], recorded: &CheckHistory) -> Judged {
                         None,
                     )
                 }
+            }
+            match walk.durable_state(i) {
+                Some(DurableRead::Changed) => {
+                    return walk.decided(
+                        i,
+                        Verdict::Fail,
+                        format!(
+                            "step {i}: bad input {} {} was refused but changed the store's durable state (its effects or lease log)",
+                            call.op, call.args
+                        ),
+                        Some(observed),
+                    )
+                }
+                Some(DurableRead::Failed(e)) => {
+                    return walk.decided(
+                        i,
+                        Verdict::Unknown,
+                        format!(
+                            "storeproof could not read the store's durable state to see whether the refused request changed it: {e}"
+                        ),
+                        None,
+                    )
+                }
+                Some(DurableRead::Unchanged | DurableRead::NotReported) | None => {}
             }
             continue;
         };
@@ -945,6 +1020,59 @@ mod tests {
             after: KeyspaceRead::Keys(Snapshot::new()),
         }];
         assert_eq!(judge_steps(&steps, &unread).verdict, Verdict::Unknown);
+    }
+
+    /// A store outside Redis writes nothing to the keyspace: an empty
+    /// keyspace unchanged proves nothing, its durable state decides.
+    #[test]
+    fn bad_input_that_changed_a_durable_store_fails_though_the_keyspace_did_not_change() {
+        let steps = bad_input();
+        let with = |read: DurableRead| {
+            let mut rec = canonical(&steps);
+            rec.observations = vec![
+                Observation::Keyspace {
+                    step: 1,
+                    before: KeyspaceRead::Keys(Snapshot::new()),
+                    after: KeyspaceRead::Unchanged,
+                },
+                Observation::DurableState { step: 1, read },
+            ];
+            judge_steps(&steps, &rec)
+        };
+        let j = with(DurableRead::Changed);
+        assert_eq!(j.verdict, Verdict::Fail, "{}", j.reason);
+        assert!(
+            j.reason.contains("changed the store's durable state"),
+            "{}",
+            j.reason
+        );
+        assert_eq!(with(DurableRead::Unchanged).verdict, Verdict::Pass);
+        assert_eq!(with(DurableRead::NotReported).verdict, Verdict::Pass);
+        assert_eq!(
+            with(DurableRead::Failed("locked".into())).verdict,
+            Verdict::Unknown
+        );
+        let state = |effects: usize| {
+            Ok(Some(DurableState {
+                effects: vec![
+                    harness::store::DurableEffect {
+                        seq: 1,
+                        tree: "t".into(),
+                        effect: "e".into(),
+                        holder: "a".into(),
+                        epoch: 1,
+                    };
+                    effects
+                ],
+                log: Vec::new(),
+            }))
+        };
+        assert_eq!(DurableRead::of(state(0), state(1)), DurableRead::Changed);
+        assert_eq!(DurableRead::of(state(1), state(1)), DurableRead::Unchanged);
+        assert_eq!(
+            DurableRead::of(Ok(None), Ok(None)),
+            DurableRead::NotReported
+        );
     }
 
     #[test]

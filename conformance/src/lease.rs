@@ -357,7 +357,10 @@ pub(super) fn checks() -> Vec<CheckDef> {
                     json!({"tree": "t", "execution": "e"}),
                 ));
                 s.push(raw("a", "lease.steal", json!({"tree": "t"})));
+                // Read back through the store, whatever it keeps its state
+                // in: the lease as granted, and no execution kept.
                 s.push(read("a", "t"));
+                s.push(kept("a", "t"));
                 s
             },
         ),

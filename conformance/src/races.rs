@@ -18,9 +18,9 @@
 //! them, the released commands in order are the counterexample. Every race is
 //! judged on its own: one failing race does not hide the others.
 //!
-//! A store that sends no Redis commands (`builtin:sqlite`) gives the gate
-//! nothing to hold: its races are run as concurrent calls instead, round
-//! after round, each round judged the same way; the store's own locking
+//! A store that keeps its state outside Redis (`builtin:sqlite`, a durable
+//! adapter) gives the gate nothing to hold: its races are run as concurrent
+//! calls instead, round after round, each round judged the same way; the store's own locking
 //! picks the order, so those rounds sample interleavings rather than force
 //! every one, and the check's reason says so.
 
@@ -253,8 +253,8 @@ pub(crate) async fn take_races(target: &Subject<'_>, prefix: &str) -> Outcome {
     };
     let mut results = Vec::new();
     let mut run = 0usize;
-    // A store that sends no Redis commands (builtin:sqlite) has nothing the
-    // gate can hold: its own locking orders the operations, so the races are
+    // A store that keeps its state outside Redis (builtin:sqlite, a durable
+    // adapter) has nothing the gate can hold: its own locking orders the operations, so the races are
     // run as truly concurrent calls, many times, and each round is judged.
     let in_redis = target.factory.keeps_state_in_redis();
     for race in races() {
@@ -305,8 +305,9 @@ pub(crate) async fn take_races(target: &Subject<'_>, prefix: &str) -> Outcome {
     let how = if in_redis {
         "every interleaving of every race ran, each linearizable"
     } else {
-        "every round of concurrent calls was linearizable (the store sends no Redis commands, \
-         so no interleaving could be forced through the gate; its own locking ordered them)"
+        "every round of concurrent calls was linearizable (the store keeps its state outside \
+         Redis, so no interleaving of its writes could be forced through the gate; its own \
+         locking ordered them)"
     };
     Outcome::pass(format!("{how}: {summary}"), evidence)
 }

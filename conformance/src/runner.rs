@@ -10,7 +10,9 @@ use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::judge::{cut, judge_steps, CheckHistory, KeyspaceRead, Learned, Observation};
+use super::judge::{
+    cut, judge_steps, CheckHistory, DurableRead, KeyspaceRead, Learned, Observation,
+};
 use super::scenario::Step;
 use super::{CheckDef, CheckKind, SUITE};
 #[cfg(test)]
@@ -329,9 +331,24 @@ pub(crate) async fn run_scenario(
             Step::At(_) => {}
             Step::Raw { call, .. } => {
                 let before = read_keyspace(&mut admin, prefix).await;
+                // A store outside Redis keeps nothing in that keyspace: its
+                // own durable state is compared too, where it reports one.
+                let durable = !target.factory.keeps_state_in_redis();
+                let state_before = if durable {
+                    Some(target.factory.durable_state(prefix).await)
+                } else {
+                    None
+                };
                 history.invoke(instance, call, server_ms, now);
                 let outcome = client.call(call, now).await;
                 history.complete(instance, &call.op, &outcome, server_ms, now);
+                if let Some(state_before) = state_before {
+                    let read =
+                        DurableRead::of(state_before, target.factory.durable_state(prefix).await);
+                    recorded
+                        .observations
+                        .push(Observation::DurableState { step: i, read });
+                }
                 let after = match (read_keyspace(&mut admin, prefix).await, &before) {
                     (KeyspaceRead::Keys(a), KeyspaceRead::Keys(b)) if a == *b => {
                         KeyspaceRead::Unchanged

@@ -330,3 +330,100 @@ async fn bad_input_checks_catch_a_store_that_refuses_but_writes() {
     eprintln!("{caught} bad-input checks caught a store that refuses but writes");
     assert!(caught >= 3, "only {caught} bad-input checks");
 }
+
+/// A durable store's client that, after refusing a request with
+/// `bad_request`, still takes a lease of a tree no check reads: refused, but
+/// not "before changing anything", in a store that writes nothing to Redis.
+struct TakesOnBadRequest;
+
+struct TakesOnBadRequestClient {
+    inner: Box<dyn harness::store::StoreClient>,
+    made: u64,
+}
+
+#[async_trait::async_trait]
+impl harness::store::StoreClient for TakesOnBadRequestClient {
+    async fn call(
+        &mut self,
+        call: &harness::contract::Call,
+        clock_ms: i64,
+    ) -> Result<harness::contract::Reply, harness::contract::StoreError> {
+        let outcome = self.inner.call(call, clock_ms).await;
+        if matches!(&outcome, Err(e) if e.kind == harness::contract::ErrorKind::BadRequest) {
+            self.made += 1;
+            let half_done = harness::contract::Request::LeaseTake {
+                tree: format!("half-done-{}", self.made),
+                holder: "z".into(),
+                ttl_ms: 1000,
+            };
+            let _ = self.inner.call(&half_done.to_call(), clock_ms).await;
+        }
+        outcome
+    }
+}
+
+#[async_trait::async_trait]
+impl sabotage::ClientSabotage for TakesOnBadRequest {
+    fn spec(&self) -> String {
+        "test:takes-on-bad-request".into()
+    }
+
+    async fn wrap(
+        &self,
+        _: &harness::store::Hello,
+        inner: Box<dyn harness::store::StoreClient>,
+    ) -> Result<Box<dyn harness::store::StoreClient>, harness::contract::StoreError> {
+        Ok(Box::new(TakesOnBadRequestClient { inner, made: 0 }))
+    }
+}
+
+/// The bad-input checks of a store outside Redis compare its durable state
+/// (an empty keyspace unchanged proves nothing there).
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_input_checks_catch_a_durable_store_that_refuses_but_writes() {
+    let fx = fixture().await;
+    let sqlite = || {
+        SqliteStoreFactory::new(
+            fx._dir
+                .path()
+                .join(format!("durable-{}.sqlite", next_file_number())),
+            SqliteClock::following(fx.server.clock().cloned()),
+        )
+    };
+    let claims = [Contract::Lease, Contract::Fenced];
+    for id in [
+        "conformance.lease.bad-input",
+        "conformance.fenced.bad-input",
+    ] {
+        let checks = all_checks();
+        let (n, def) = checks
+            .iter()
+            .enumerate()
+            .find(|(_, c)| c.spec.id == id)
+            .expect("the check");
+        let clean = run_claiming(
+            &fx,
+            Arc::new(sqlite()),
+            &claims,
+            format!("sp:dclean{n}:"),
+            n,
+            def,
+        )
+        .await;
+        assert_eq!(clean.verdict, Verdict::Pass, "{id}: {}", clean.reason);
+        let bad = Arc::new(sabotage::Sabotaged::wrapping(sqlite(), TakesOnBadRequest));
+        let result = run_claiming(&fx, bad, &claims, format!("sp:dbad{n}:"), n, def).await;
+        assert_eq!(result.verdict, Verdict::Fail, "{id}: {}", result.reason);
+        assert!(
+            result.reason.contains("changed the store's durable state"),
+            "{id}: {}",
+            result.reason
+        );
+    }
+}
+
+fn next_file_number() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::SeqCst)
+}
