@@ -442,9 +442,6 @@ pub fn explore_part(
         }
     };
     let mut walks_cut = 0;
-    // States are told apart by absolute time from the first search whose
-    // merges went on differently (or from the start, if asked).
-    let mut absolute = config.absolute_times;
     for (index, &skew) in config.skews.iter().enumerate() {
         if !part.searches(index) {
             continue;
@@ -468,7 +465,7 @@ pub fn explore_part(
             skews: vec![0, skew],
             start_ms: VIRTUAL_EPOCH_MS,
             max_steps: config.depth,
-            absolute_times: absolute,
+            absolute_times: config.absolute_times,
         };
         let shift = ShiftCheck {
             seed: config.seed ^ (index as u64),
@@ -478,13 +475,12 @@ pub fn explore_part(
         let mut shift_checked = searched.shift_checked;
         let shift_failure = searched.shift_failure.take();
         if let Some(why) = &shift_failure {
-            // The store's answers do not shift with every time: its states
-            // are told apart by absolute time, here and under every skew
-            // searched after.
+            // The store's answers do not shift with every time: under this
+            // skew its states are told apart by absolute time. Each skew
+            // decides for itself, so a shard's rows are the whole run's.
             progress(&format!(
                 "explorer: second clock {skew:+} ms: {why}; searching again on absolute times"
             ));
-            absolute = true;
             model.absolute_times = true;
             searched = search(&model, pool, config.fail_fast, shift);
             shift_checked += searched.shift_checked;
