@@ -87,9 +87,7 @@ impl ExplorerFigures {
                 answered: parts.iter().map(|p| p.cache.answered).sum(),
                 verified: parts.iter().map(|p| p.cache.verified).sum(),
                 differed: parts.iter().map(|p| p.cache.differed).sum(),
-                first_difference: parts
-                    .iter()
-                    .find_map(|p| p.cache.first_difference.clone()),
+                first_difference: parts.iter().find_map(|p| p.cache.first_difference.clone()),
             },
         }
     }
