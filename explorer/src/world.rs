@@ -437,9 +437,25 @@ impl Inner {
 
     /// Puts the server into `state`: its keys and its time (one round trip).
     async fn restore(&mut self, state: &State) -> Result<(), String> {
+        // A key whose expiry is this very instant is alive in Redis (a key
+        // is expired once now > its expiry), but `RESTORE … ABSTTL` refuses
+        // to create a key whose expiry is not in the future: restored at
+        // the instant, a lock set with `PX` that the store still holds would
+        // be missing. Restored one millisecond earlier, it is there, and the
+        // clock then moves to the state's instant.
+        let at_instant = state.keys.iter().any(|k| k.expire_at == Some(state.now));
         if let Some(c) = self.server.clock() {
+            c.set_ms(if at_instant { state.now - 1 } else { state.now });
+        }
+        let restored = self.restore_keys(state).await;
+        if let (Some(c), true) = (self.server.clock(), at_instant) {
             c.set_ms(state.now);
         }
+        restored
+    }
+
+    /// Replaces the server's keys with `state`'s (one round trip).
+    async fn restore_keys(&mut self, state: &State) -> Result<(), String> {
         let mut pipe = redis::pipe();
         pipe.cmd("FLUSHALL").arg("SYNC").ignore();
         for k in &state.keys {

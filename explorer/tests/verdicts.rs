@@ -578,3 +578,32 @@ fn a_store_on_a_coarse_clock_is_told_apart_by_absolute_time_and_caught() {
     let row = &outcome.figures.per_skew[0];
     assert!(!row.absolute_times && row.shift_checked > 0, "{row:?}");
 }
+
+/// A lock key set with `PX` (the lock-style shape) expires at the lease's
+/// expiry instant, where Redis still holds it (a key is expired once now is
+/// past its expiry) but `RESTORE … ABSTTL` would not create it: restored at
+/// that instant, the state lost the key, the same step went on differently
+/// from the cache's outcome, and the exploration was undecided for a correct
+/// store. Restored a millisecond early, every outcome repeats.
+#[test]
+fn a_key_expiring_at_the_states_instant_is_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = sabotage::LuaSabotage::with_patches(
+        "lock-key-with-px",
+        &[sabotage::LuaPatch {
+            script: "lease_take.lua",
+            find: "return {'granted', epoch, expires}",
+            replace: "redis.call('SET', key .. ':lock', holder, 'PX', ttl)\nreturn {'granted', epoch, expires}",
+        }],
+        builtin(&dir),
+    );
+    assert!(store.error().is_none(), "{:?}", store.error());
+    let mut cfg = config(vec![0], 5, 1);
+    cfg.cache_check_one_in = 1;
+    let outcome = run(Arc::new(store), &cfg);
+    let cache = &outcome.figures.cache;
+    assert!(cache.verified > 0, "{cache:?}");
+    for c in &outcome.checks {
+        assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
+    }
+}
