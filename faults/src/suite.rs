@@ -452,11 +452,7 @@ impl FaultsSuite {
         // reads `TIME` from the server it is handed, this suite's own.
         let subject_clock = subject.server.managed().and_then(|s| s.clock().cloned());
         let follows_run_clock = !subject.factory.keeps_state_in_redis()
-            && subject
-                .factory
-                // Making a copy opens nothing: asking is free.
-                .sqlite_copy(std::path::Path::new(""), SqliteClock::manual(0))
-                .is_some();
+            && harness::store::offers_sqlite_copy(subject.factory.as_ref());
         let mut clocks: Vec<Arc<VirtualClock>> = vec![own_clock.clone()];
         let lease_clock = match (roles.lease, &subject_clock) {
             (Player::Subject, Some(c)) if follows_run_clock => {

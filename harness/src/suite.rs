@@ -147,15 +147,10 @@ impl CheckSpec {
             Needs::StoreCommands if !in_redis => Some(format!(
                 "{NOT_IN_REDIS}: this check interleaves the store's Redis commands through a gate and restores the server's keyspace, so it cannot drive this store"
             )),
-            Needs::Interleavings if !in_redis => subject
-                .factory
-                // Making a copy opens nothing: asking is free.
-                .sqlite_copy(
-                    std::path::Path::new(""),
-                    crate::store::sqlite::SqliteClock::manual(0),
-                )
-                .is_none()
-                .then(|| format!(
+            Needs::Interleavings if !in_redis => (!crate::store::offers_sqlite_copy(
+                subject.factory.as_ref(),
+            ))
+            .then(|| format!(
                     "{NOT_IN_REDIS} and offers no copy of itself to restore and explore, so this check cannot drive it"
                 )),
             Needs::ManagedServer

@@ -64,6 +64,16 @@ pub trait StoreClient: Send {
     }
 }
 
+/// Whether `factory` offers a copy of itself on a SQLite file of its own
+/// ([`StoreFactory::sqlite_copy`]): storeproof's SQLite fencing set, whose
+/// server time is the run's managed server's clock. Making a copy opens
+/// nothing, so asking is free.
+pub fn offers_sqlite_copy(factory: &dyn StoreFactory) -> bool {
+    factory
+        .sqlite_copy(std::path::Path::new(""), sqlite::SqliteClock::manual(0))
+        .is_some()
+}
+
 /// Makes connected instances of one store implementation.
 #[async_trait]
 pub trait StoreFactory: Send + Sync {
