@@ -71,6 +71,14 @@ fn the_error_line(out: &Output) -> String {
 /// A broken adapter is bad input: exit 2, one line naming the instance, the
 /// request and the fix, no report, no process left. Returns the line.
 fn assert_run_stopped_naming(mode: &str, needles: &[&str]) -> String {
+    let mut all = needles.to_vec();
+    all.extend(["instance a", "fix the adapter", "no report written"]);
+    assert_setup_error(mode, &all)
+}
+
+/// The run on the adapter in `mode` is a setup error: exit 2, one line
+/// saying each of `needles`, no report, no process left. Returns the line.
+fn assert_setup_error(mode: &str, needles: &[&str]) -> String {
     let marker = format!("sp-marker-{mode}-{}", std::process::id());
     let (out, out_dir, _dir) = certify_with(mode, &marker);
     assert_eq!(
@@ -79,10 +87,7 @@ fn assert_run_stopped_naming(mode: &str, needles: &[&str]) -> String {
         "a broken adapter is a setup error"
     );
     let line = the_error_line(&out);
-    for n in needles
-        .iter()
-        .chain(&["instance a", "fix the adapter", "no report written"])
-    {
+    for n in needles {
         assert!(line.contains(n), "{line:?} does not say {n:?}");
     }
     assert!(!out_dir.exists(), "a report was written");
@@ -251,49 +256,32 @@ fn a_reply_the_contract_does_not_allow_fails_the_check_naming_the_field() {
 
 #[test]
 fn a_hello_that_declares_an_unknown_state_is_a_setup_error() {
-    let marker = format!("sp-marker-state-{}", std::process::id());
-    let (out, out_dir, _dir) = certify_with("bad-state", &marker);
-    assert_eq!(out.status.code(), Some(2));
-    let line = the_error_line(&out);
-    for n in [
-        "instance probe",
-        "\"state\" must be",
-        "got \"postgres\"",
-        "fix the adapter",
-    ] {
-        assert!(line.contains(n), "{line:?} does not say {n:?}");
-    }
-    assert!(!out_dir.exists(), "no report");
+    assert_setup_error(
+        "bad-state",
+        &[
+            "instance probe",
+            "\"state\" must be",
+            "got \"postgres\"",
+            "fix the adapter",
+        ],
+    );
 }
 
 #[test]
 fn a_store_that_selects_another_database_is_refused_at_hello() {
-    let marker = format!("sp-marker-select-{}", std::process::id());
-    let (out, out_dir, _dir) = certify_with("select-db", &marker);
-    assert_eq!(out.status.code(), Some(2));
-    let line = the_error_line(&out);
-    for n in ["database 3", "SELECT 3", "database 0"] {
-        assert!(line.contains(n), "{line:?} does not say {n:?}");
-    }
-    assert!(!out_dir.exists(), "no report");
-    assert_eq!(leftovers(&marker), Vec::<String>::new());
+    assert_setup_error("select-db", &["database 3", "SELECT 3", "database 0"]);
 }
 
 #[test]
 fn a_store_that_writes_in_another_database_later_is_refused_without_a_report() {
-    let marker = format!("sp-marker-select-late-{}", std::process::id());
-    let (out, out_dir, _dir) = certify_with("select-late", &marker);
-    assert_eq!(out.status.code(), Some(2));
-    let line = the_error_line(&out);
-    for n in [
-        "wrote 1 key in database 3",
-        "database 0",
-        "no report written",
-    ] {
-        assert!(line.contains(n), "{line:?} does not say {n:?}");
-    }
-    assert!(!out_dir.exists(), "no report");
-    assert_eq!(leftovers(&marker), Vec::<String>::new());
+    assert_setup_error(
+        "select-late",
+        &[
+            "wrote 1 key in database 3",
+            "database 0",
+            "no report written",
+        ],
+    );
 }
 
 #[test]
