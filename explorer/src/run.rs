@@ -183,6 +183,9 @@ pub struct Savings {
     pub restores_skipped: u64,
     /// Transitions the cache holds at the end.
     pub cache_entries: usize,
+    /// Instances made fresh (reconnected, or new) before an operation,
+    /// because their client may remember earlier operations.
+    pub refreshes: u64,
 }
 
 /// A check's counterexample: the schedule that broke `property`, replayable
@@ -668,6 +671,7 @@ pub fn explore_part(
         cache_hits: shared.cache_hits.load(Ordering::Relaxed),
         restores_skipped: shared.restores_skipped.load(Ordering::Relaxed),
         cache_entries: shared.cache.len(),
+        refreshes: shared.refreshes.load(Ordering::Relaxed),
     };
     ExplorerOutcome {
         checks: checks(

@@ -111,6 +111,9 @@ pub struct Shared {
     pub cache_hits: AtomicU64,
     /// Restores skipped: the server already held the state.
     pub restores_skipped: AtomicU64,
+    /// Instances made fresh before an operation because their client may
+    /// remember earlier ones ([`StoreClient::remembers`]).
+    pub refreshes: AtomicU64,
     /// Cached outcomes compared with what the server did for the same
     /// input in the same state (the seeded sample, and every entry met
     /// again when its input went to the server anyway).
@@ -163,6 +166,7 @@ impl Shared {
             cache_answers: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
             restores_skipped: AtomicU64::new(0),
+            refreshes: AtomicU64::new(0),
             cache_checked: AtomicU64::new(0),
             cache_differed: AtomicU64::new(0),
             first_difference: std::sync::Mutex::new(None),
@@ -203,6 +207,9 @@ enum Backend {
 struct Inner {
     shared: Arc<Shared>,
     clients: Vec<Option<Box<dyn StoreClient>>>,
+    /// Per instance: its client answered an operation since it connected
+    /// or last reconnected (what it remembers may be another branch's).
+    used: Vec<bool>,
     gates: Vec<Gate>,
     admin: MultiplexedConnection,
     server: ManagedServer,
@@ -270,6 +277,7 @@ impl World {
             inner: Backend::Redis(Box::new(Inner {
                 shared: shared.clone(),
                 clients: (0..instances).map(|_| None).collect(),
+                used: vec![false; instances],
                 gates,
                 admin,
                 server,
@@ -508,7 +516,25 @@ impl Inner {
         Ok(clean)
     }
 
+    /// Instance `i`'s client, ready for a new operation (or a re-run of
+    /// one). The explorer's states are the server's keys: a client that may
+    /// remember something between operations ([`StoreClient::remembers`])
+    /// and answered one since it was fresh may remember another branch's
+    /// operations (the server was restored under it), so it is made fresh
+    /// first: asked to reconnect, or replaced by a new instance. What such a
+    /// store remembers between operations is therefore not explored (the
+    /// conformance, fault and crash suites run its processes throughout).
     async fn client(&mut self, i: usize, now: i64) -> Result<&mut Box<dyn StoreClient>, String> {
+        if self.used[i] {
+            self.used[i] = false;
+            if let Some(client) = self.clients[i].take() {
+                if !client.remembers() {
+                    self.clients[i] = Some(client);
+                } else if let Some(client) = self.refreshed(i, client, now).await {
+                    self.clients[i] = Some(client);
+                }
+            }
+        }
         if self.clients[i].is_none() {
             self.gates[i].set_mode(Mode::PassThrough);
             let hello = Hello {
@@ -799,21 +825,11 @@ impl Inner {
     /// adapter process per abandoned operation is what made read-then-write
     /// adapters slow to explore (issue 12), never a wrong verdict.
     async fn abandon(&mut self, i: usize, held: Held, mut task: Operation, clock_ms: i64) {
-        /// Resets that no store spends: the rule stays in force until
-        /// cleared, and what is left of it counts the resets done.
-        const RESETS: u32 = u32::MAX;
         let gate = self.gates[i].clone();
-        gate.inject(FaultRule::always(Fault::ResetBeforeSend).times(RESETS));
+        reset_every_command(&gate);
         let _ = gate.release(held.id);
         // Nothing is held from now on: a retry is reset at once.
         gate.set_mode(Mode::PassThrough);
-        let resets = |gate: &Gate| {
-            gate.faults()
-                .iter()
-                .find(|r| r.fault == Fault::ResetBeforeSend)
-                .and_then(|r| r.times)
-                .map_or(u32::MAX, |left| RESETS - left)
-        };
         let answered = match tokio::time::timeout(STEP_TIMEOUT, &mut task).await {
             Ok(Ok((client, out))) => Some((client, out)),
             _ => {
@@ -838,6 +854,29 @@ impl Inner {
             }
         }
         gate.clear_faults();
+        self.used[i] = false;
+    }
+
+    /// `client` of instance `i`, asked to [reconnect](StoreClient::reconnect)
+    /// with set-up commands alone (any other command is reset, never sent):
+    /// `None` if it could not, or sent something else (it is dropped, and a
+    /// new instance connects).
+    async fn refreshed(
+        &mut self,
+        i: usize,
+        mut client: Box<dyn StoreClient>,
+        clock_ms: i64,
+    ) -> Option<Box<dyn StoreClient>> {
+        let gate = self.gates[i].clone();
+        reset_every_command(&gate);
+        gate.set_mode(Mode::PassThrough);
+        let reconnected = tokio::time::timeout(STEP_TIMEOUT, client.reconnect(clock_ms))
+            .await
+            .unwrap_or(false);
+        let clean = resets(&gate) == 0;
+        gate.clear_faults();
+        self.shared.refreshes.fetch_add(1, Ordering::Relaxed);
+        (reconnected && clean).then_some(client)
     }
 
     /// Keeps instance `i`'s client for the next step, unless its adapter
@@ -847,7 +886,27 @@ impl Inner {
     fn keep(&mut self, i: usize, client: Box<dyn StoreClient>, out: &Result<Reply, StoreError>) {
         let dead = matches!(out, Err(e) if e.kind == ErrorKind::AdapterFailed);
         self.clients[i] = (!dead).then_some(client);
+        self.used[i] = true;
     }
+}
+
+/// Resets that no store spends: the rule stays in force until cleared, and
+/// what is left of it counts the resets done ([`resets`]).
+const RESETS: u32 = u32::MAX;
+
+/// Has `gate` reset every scheduled command (set-up commands pass) until
+/// its faults are cleared.
+fn reset_every_command(gate: &Gate) {
+    gate.inject(FaultRule::always(Fault::ResetBeforeSend).times(RESETS));
+}
+
+/// How many commands `gate` reset since [`reset_every_command`].
+fn resets(gate: &Gate) -> u32 {
+    gate.faults()
+        .iter()
+        .find(|r| r.fault == Fault::ResetBeforeSend)
+        .and_then(|r| r.times)
+        .map_or(u32::MAX, |left| RESETS - left)
 }
 
 /// Records what the step that finished instance `i`'s operation did (for

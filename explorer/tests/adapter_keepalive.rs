@@ -27,8 +27,12 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn adapter(file: &str, workdir: &tempfile::TempDir) -> ExternalStoreFactory {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../fixtures/adapters/python")
-        .join(file);
+        .join("../fixtures/adapters")
+        .join(if file.contains('/') {
+            file.to_string()
+        } else {
+            format!("python/{file}")
+        });
     ExternalStoreFactory::new(
         format!("exec python3 {}", script.display()),
         workdir.path().to_path_buf(),
@@ -48,6 +52,10 @@ impl StoreClient for NoReconnectClient {
         self.0.call(call, clock_ms).await
     }
     // `reconnect` is the trait's default: false.
+
+    fn remembers(&self) -> bool {
+        self.0.remembers()
+    }
 }
 
 #[async_trait]
@@ -180,4 +188,34 @@ fn the_example_adapter_is_judged_as_the_builtin_store() {
     }
     assert_eq!(judged(&python), judged(&rust));
     assert!(started <= 2 * config.skews.len() as u64 + 3, "{started}");
+}
+
+/// Issue 19, item 10: a correct adapter with a client-side cache (what it
+/// sends depends on what its process remembers from earlier operations) is
+/// never called "not deterministic". The explorer's states are the server's
+/// keys: an instance kept from one branch to an unrelated one carried that
+/// branch's memory into it, so an operation re-run on a fresh process sent
+/// other commands than the one it replays. Each operation of an adapter not
+/// declared `stateless` now starts on a process as `reconnect` (or a new
+/// process) leaves it.
+#[test]
+fn an_adapter_with_a_client_side_cache_is_never_called_not_deterministic() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    // Deep enough for a zombie renew (a cold cache's renew is two commands).
+    let config = ExplorerConfig {
+        depth: 5,
+        walks: 2,
+        ..small()
+    };
+    let (outcome, _) = run(
+        Arc::new(adapter("client_cache/client_cache_adapter.py", &dir)),
+        &config,
+    );
+    for c in &outcome.checks {
+        eprintln!("{} {}: {}", c.id, c.verdict.word(), c.reason);
+    }
+    for c in &outcome.checks {
+        assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
+    }
 }

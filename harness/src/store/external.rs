@@ -553,6 +553,10 @@ struct ExternalClient {
     /// Whether hello's answer offered the optional `reconnect` request
     /// (docs/PROTOCOL.md, section 3.1).
     offers_reconnect: bool,
+    /// Whether hello's answer declared the process `stateless`: it keeps
+    /// nothing between operations that could change a later command or
+    /// answer (docs/PROTOCOL.md, section 3.2).
+    stateless: bool,
 }
 
 #[async_trait]
@@ -580,6 +584,12 @@ impl StoreClient for ExternalClient {
     /// `{"reconnected": {}}` counts. Anything else (an error answer, another
     /// outcome) is `false`, and the harness starts a new process instead: an
     /// optional capability that misbehaves costs speed, never a verdict.
+    /// An adapter's process may remember anything (storeproof cannot see
+    /// into it), unless its hello declared it `stateless`.
+    fn remembers(&self) -> bool {
+        !self.stateless
+    }
+
     async fn reconnect(&mut self, clock_ms: i64) -> bool {
         if !self.offers_reconnect {
             return false;
@@ -664,6 +674,7 @@ impl StoreFactory for ExternalStoreFactory {
             Box::new(ExternalClient {
                 adapter,
                 offers_reconnect: offers(&ok, "reconnect"),
+                stateless: offers(&ok, "stateless"),
             }),
         ))
     }

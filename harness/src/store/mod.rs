@@ -62,6 +62,17 @@ pub trait StoreClient: Send {
     async fn reconnect(&mut self, _clock_ms: i64) -> bool {
         false
     }
+
+    /// Whether this client may keep something between operations that
+    /// changes what it later sends or answers (an adapter's process, which
+    /// storeproof cannot see into: a client-side cache, say). `false` (the
+    /// default) for storeproof's own clients, which keep nothing. A harness
+    /// whose states are the server's keys alone (the explorer) starts every
+    /// operation of such a client as [`reconnect`](Self::reconnect), or a
+    /// new instance, leaves it.
+    fn remembers(&self) -> bool {
+        false
+    }
 }
 
 /// Whether `factory` offers a copy of itself on a SQLite file of its own
