@@ -206,6 +206,7 @@ fn an_adapter_with_a_client_side_cache_is_never_called_not_deterministic() {
     let config = ExplorerConfig {
         depth: 5,
         walks: 2,
+        skews: vec![LEASE_MS],
         ..small()
     };
     let (outcome, _) = run(
@@ -217,5 +218,46 @@ fn an_adapter_with_a_client_side_cache_is_never_called_not_deterministic() {
     }
     for c in &outcome.checks {
         assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
+    }
+}
+
+/// Issue 19, item 10: a read-then-write take in an adapter without
+/// `reconnect` (a new process per abandoned operation) is caught, its
+/// counterexample replays on a world of its own, and nothing is called "not
+/// deterministic" once something failed: every re-run of a schedule gives
+/// each instance the clock it had.
+#[test]
+fn a_read_then_write_adapter_without_reconnect_fails_one_live_holder_and_nothing_else() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    // Two takes' reads, then their writes: four steps. One skew far from 0
+    // (the walks of three draw their clocks from it and 0).
+    let config = ExplorerConfig {
+        depth: 4,
+        walks: 2,
+        walk_steps: 8,
+        skews: vec![10 * LEASE_MS],
+        ..small()
+    };
+    let store = NoReconnect(adapter("read_then_write_take.py", &dir));
+    let (outcome, _) = run(Arc::new(store), &config);
+    for c in &outcome.checks {
+        eprintln!("{} {}: {}", c.id, c.verdict.word(), c.reason);
+    }
+    let broken = outcome
+        .checks
+        .iter()
+        .find(|c| c.id == "explorer.one-live-holder")
+        .unwrap();
+    assert_eq!(broken.verdict, Verdict::Fail, "{}", broken.reason);
+    assert!(broken.counterexample.is_some());
+    for c in &outcome.checks {
+        assert!(
+            !c.reason.contains("not deterministic"),
+            "{}: {}",
+            c.id,
+            c.reason
+        );
+        assert_ne!(c.verdict, Verdict::Unknown, "{}: {}", c.id, c.reason);
     }
 }
