@@ -457,6 +457,9 @@ enum Probe {
     /// Its hello and its write were answered ok, in words: its state is
     /// not on the server it was given.
     Acknowledged(String),
+    /// Its write was answered ok, but storeproof's own server answered
+    /// `PING` then too (the kill did not hold): nothing to judge.
+    ServerUp(String),
 }
 
 impl Setting {
@@ -951,6 +954,7 @@ async fn kill_round(
                 writers.store,
                 hello(format!("prober{k}")),
                 &config.contracts,
+                &server.url(),
             )
             .await,
         )
@@ -1011,11 +1015,14 @@ async fn verify(
 
 /// A new instance of the store, while the server is down: its hello, then
 /// one write of a contract it claims (names no workload request uses, so
-/// nothing judged depends on it even if it lands after the restart).
+/// nothing judged depends on it even if it lands after the restart). A write
+/// acknowledged is held against the store only once storeproof's own `PING`
+/// of `server_url` confirms the server was down ([`Probe::ServerUp`] else).
 async fn probe_down_server(
     factory: &Arc<dyn StoreFactory>,
     hello: Hello,
     contracts: &[Contract],
+    server_url: &str,
 ) -> Probe {
     let write = if contracts.contains(&Contract::Lease) {
         Request::LeaseTake {
@@ -1049,9 +1056,13 @@ async fn probe_down_server(
             Err(e) => Probe::Refused(format!("{} answered {e}", write.op())),
         }
     };
-    tokio::time::timeout(PROBE_WAIT, asked)
-        .await
-        .unwrap_or(Probe::Silent)
+    match tokio::time::timeout(PROBE_WAIT, asked).await {
+        Ok(Probe::Acknowledged(what)) if harness::server::answers_ping(server_url).await => {
+            Probe::ServerUp(what)
+        }
+        Ok(probe) => probe,
+        Err(_) => Probe::Silent,
+    }
 }
 
 /// The lease of the probe's take: short, as the workload's.
@@ -1407,6 +1418,20 @@ impl Findings<'_> {
             .filter(|p| matches!(p, Probe::Refused(_)))
             .count();
         let silent = s.probes.iter().filter(|p| **p == Probe::Silent).count();
+        let server_up = s
+            .probes
+            .iter()
+            .filter(|p| matches!(p, Probe::ServerUp(_)))
+            .count();
+        // A probe is decided only if the server was down while it was asked.
+        let nothing_judged = (!s.probes.is_empty() && server_up == s.probes.len()).then(|| {
+            (
+                Verdict::Unknown,
+                format!(
+                    "not decided: in each of the {server_up} kills the store acknowledged a write while storeproof's own server still answered PING (the kill had not held), so its answer says nothing"
+                ),
+            )
+        });
         let example = s.probes.iter().find_map(|p| match p {
             Probe::Refused(e) => Some(e.clone()),
             _ => None,
@@ -1416,10 +1441,16 @@ impl Findings<'_> {
             series: s,
             pass: format!(
                 "while the server was down after each of {} SIGKILLs, a new instance of the store acknowledged nothing: \
-                 {refused} answered an error{}, {silent} gave no answer within {} s",
-                s.probes.len(),
+                 {refused} answered an error{}, {silent} gave no answer within {} s{}",
+                s.probes.len() - server_up,
                 example.map_or(String::new(), |e| format!(" (first: {e})")),
-                PROBE_WAIT.as_secs()
+                PROBE_WAIT.as_secs(),
+                match server_up {
+                    0 => String::new(),
+                    n => format!(
+                        "; {n} more kill(s) not judged: storeproof's server still answered PING"
+                    ),
+                }
             ),
             fail: format!(
                 "the store acknowledged writes while the server it was given was down ({} of {} kills): its state is not on that server",
@@ -1432,10 +1463,11 @@ impl Findings<'_> {
                 "refused": refused,
                 "silent": silent,
                 "acknowledged": found.len(),
+                "server_up": server_up,
             }),
             rerun: self.rerun(&found),
             found,
-            nothing_judged: None,
+            nothing_judged,
         })
     }
 }
@@ -1745,6 +1777,7 @@ async fn run_checks(
     figures.down_server.acknowledged = count(|p| matches!(p, Probe::Acknowledged(_)));
     figures.down_server.refused = count(|p| matches!(p, Probe::Refused(_)));
     figures.down_server.silent = count(|p| *p == Probe::Silent);
+    figures.down_server.server_up = count(|p| matches!(p, Probe::ServerUp(_)));
     *figures.opt_out_reference = SeriesFigures::of(
         opted.reference_figures(),
         opted.asked,
@@ -2101,6 +2134,51 @@ mod tests {
         let c = &v[DOWN_SERVER.id];
         assert_eq!(c.verdict, Verdict::Skipped, "{}", c.reason);
         assert!(c.outside_claim && !c.leaves_incomplete());
+    }
+
+    /// A store is blamed for answering "while the server was down" only if
+    /// storeproof's own PING confirmed it was: a kill that did not hold
+    /// decides nothing.
+    #[test]
+    fn a_probe_answered_while_the_server_still_answers_ping_decides_nothing() {
+        let mut up = series(vec![round(1, 0, None), round(2, 0, None)], None);
+        up.probes = vec![Probe::ServerUp("lease.take answered granted".into()); 2];
+        let quiet = series(vec![round(1, 0, None)], None);
+        let v = verdicts(&up, &quiet, &quiet, &quiet);
+        let c = &v[DOWN_SERVER.id];
+        assert_eq!(c.verdict, Verdict::Unknown, "{}", c.reason);
+        assert!(c.reason.contains("still answered PING"), "{}", c.reason);
+        // One kill judged: decided on it, the other said.
+        up.probes[0] = Probe::Silent;
+        let v = verdicts(&up, &quiet, &quiet, &quiet);
+        let c = &v[DOWN_SERVER.id];
+        assert_eq!(c.verdict, Verdict::Pass, "{}", c.reason);
+        assert!(
+            c.reason.contains("1 more kill(s) not judged"),
+            "{}",
+            c.reason
+        );
+    }
+
+    /// The probe itself, on a real server that is up: the built-in store
+    /// acknowledges its write, and the PING after it says the server
+    /// answered, so the probe is not held against the store.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_probe_pings_the_server_before_blaming_the_store() {
+        let server = harness::server::ManagedServer::start(Default::default())
+            .await
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let factory: Arc<dyn StoreFactory> =
+            Arc::new(RedisStoreFactory::new(dir.path().join("s.sqlite")));
+        let hello = Hello {
+            instance: "prober".into(),
+            redis_url: server.url(),
+            prefix: "sp:probe-up:".into(),
+            opt_out: None,
+        };
+        let probe = probe_down_server(&factory, hello, &[Contract::Lease], &server.url()).await;
+        assert!(matches!(probe, Probe::ServerUp(_)), "{probe:?}");
     }
 
     #[test]

@@ -245,6 +245,9 @@ pub struct DownServerFigures {
     pub refused: usize,
     /// Of those, the ones where it gave no answer in time.
     pub silent: usize,
+    /// Of those, the ones where its write was answered ok but storeproof's
+    /// own server answered `PING` too (the kill had not held): not judged.
+    pub server_up: usize,
 }
 
 /// The crash suite's figures in the report's `stats.crash`: the kills with

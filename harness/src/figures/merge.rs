@@ -150,6 +150,7 @@ impl CrashFigures {
         down.probes = parts.iter().map(|p| p.down_server.probes).sum();
         down.refused = parts.iter().map(|p| p.down_server.refused).sum();
         down.silent = parts.iter().map(|p| p.down_server.silent).sum();
+        down.server_up = parts.iter().map(|p| p.down_server.server_up).sum();
         merged.power_loss.backend = "process".into();
         merged.power_loss.always =
             SeriesFigures::merged(parts.iter().map(|p| &p.power_loss.always));

@@ -969,6 +969,13 @@ fn pick_free_port() -> Result<u16, ServerError> {
         })
 }
 
+/// Whether a Redis server answers `PING` at `url` on a new connection
+/// (within a couple of seconds): asked to confirm that a server storeproof
+/// killed is really down before a store is blamed for answering then.
+pub async fn answers_ping(url: &str) -> bool {
+    ping(url).await.is_some()
+}
+
 /// One readiness probe: `Some(pid)` when the server at `url` answered
 /// `PING` with `PONG` (`pid` from `INFO server`, `None` if INFO is not
 /// available), `None` when it did not (refused, LOADING, timeout).

@@ -27,7 +27,7 @@ pub use clock::{
 pub use external::{
     probe_url, redact_secrets, remove_keys_under, server_settings, ServerFacts, SETTING_NAMES,
 };
-pub use managed::{find_binary, ManagedServer, CLOCK_PROBE_KEY, REDIS_SERVER_ENV};
+pub use managed::{answers_ping, find_binary, ManagedServer, CLOCK_PROBE_KEY, REDIS_SERVER_ENV};
 pub use options::{
     selected_server, servers_dir, use_server, DataDir, Preset, ServerKind, ServerOptions,
     UnknownServerKind, SERVERS_DIR_ENV,
