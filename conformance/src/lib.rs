@@ -153,7 +153,7 @@ pub(crate) fn special_check(
         Special::OddIdsInsidePrefix => Needs::AllKeys,
         // Clock moves (and the gate, for a store with Redis commands; a
         // store without is raced with concurrent calls).
-        Special::TakeRaces => Needs::ManagedServer,
+        Special::TakeRaces | Special::ClaimRaces | Special::RateRaces => Needs::ManagedServer,
         // Counts every command the server runs (INFO commandstats): only a
         // server nobody else uses, holding the store's state.
         Special::ClaimCostBounded => Needs::AllKeys,

@@ -317,6 +317,13 @@ pub(super) fn checks() -> Vec<CheckDef> {
             },
         ),
         super::special_check(
+            "conformance.queue.claim-races",
+            Must,
+            Queue,
+            "two claims of the last ready child, and a claim against a completion while the clock reaches the claim's expiry instant, each race in every interleaving of their Redis commands: one claim at a time holds the child, and a completion is accepted only from the live claim",
+            super::special::Special::ClaimRaces,
+        ),
+        super::special_check(
             "conformance.queue.claim-cost-bounded",
             harness::Level::Should,
             Queue,

@@ -1,16 +1,21 @@
-//! `conformance.lease.take-races`: the three take races of the lease contract
-//! (two takes of a free tree, two takes of an expired lease, a take against a
-//! renew across the expiry instant), forced through the gate for any store.
+//! The race checks, forced through the gate for any store:
+//! `conformance.lease.take-races` (two takes of a free tree, two takes of an
+//! expired lease, a take against a renew across the expiry instant),
+//! `conformance.queue.claim-races` (two claims of the last ready child, a
+//! claim against a completion at the claim's expiry instant) and
+//! `conformance.rate.races` (two acquires of the last slot, two hits of the
+//! last place in a window).
 //!
 //! Each instance talks to the server through a gate of its own that holds
 //! every scheduled command. The race driver releases one held command at a
 //! time and explores every interleaving of the two operations' commands
-//! (depth-first over the choice of which instance goes next). In the third
-//! race the server clock also moves, from one millisecond before the lease's
-//! expiry to the expiry instant, at a point the schedule chooses like any
-//! command: a renew that reads the lease while it is live and writes after a
-//! take saw it expired is caught only that way (with the clock sitting at
-//! one instant every renew would answer lost).
+//! (depth-first over the choice of which instance goes next). In a race
+//! across an expiry instant the server clock also moves, from one
+//! millisecond before the expiry to the expiry instant, at a point the
+//! schedule chooses like any command: a renew (or a completion) that reads
+//! the record while it is live and writes after a take (a claim) saw it
+//! expired is caught only that way (with the clock sitting at one instant
+//! every such operation would be refused).
 //!
 //! After each schedule, the two replies must be explained by one of the two
 //! sequential orders of the operations, each taking effect at a server
@@ -64,11 +69,42 @@ struct Race {
     advance_after_setup: i64,
     /// A clock move of this many ms during the race, scheduled like a command.
     tick_ms: Option<i64>,
-    a: fn(&[i64]) -> Request,
-    b: fn(&[i64]) -> Request,
+    /// The racing requests of `a` and `b`, made from the set-up's replies.
+    a: fn(&[Reply]) -> Request,
+    b: fn(&[Reply]) -> Request,
 }
 
-fn races() -> Vec<Race> {
+/// Which race check: the races of one contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Races {
+    /// `conformance.lease.take-races`.
+    Take,
+    /// `conformance.queue.claim-races`.
+    Claim,
+    /// `conformance.rate.races`.
+    Rate,
+}
+
+impl Races {
+    /// The counterexample's `kind`.
+    fn kind(self) -> &'static str {
+        match self {
+            Races::Take => "take-race",
+            Races::Claim => "claim-race",
+            Races::Rate => "rate-race",
+        }
+    }
+
+    fn races(self) -> Vec<Race> {
+        match self {
+            Races::Take => take_races_of(),
+            Races::Claim => claim_races(),
+            Races::Rate => rate_races(),
+        }
+    }
+}
+
+fn take_races_of() -> Vec<Race> {
     vec![
         Race {
             name: "two takes of a free tree",
@@ -91,10 +127,16 @@ fn races() -> Vec<Race> {
             setup: vec![take_by("a")],
             advance_after_setup: TTL - 1,
             tick_ms: Some(1),
-            a: |epochs| Request::LeaseRenew {
+            a: |replies| Request::LeaseRenew {
                 tree: "t".into(),
                 holder: "a".into(),
-                epoch: epochs.first().copied().unwrap_or(1),
+                epoch: replies
+                    .iter()
+                    .find_map(|r| match r {
+                        Reply::Granted { epoch, .. } => Some(*epoch),
+                        _ => None,
+                    })
+                    .unwrap_or(1),
                 ttl_ms: TTL,
             },
             b: |_| take_by("b"),
@@ -108,6 +150,98 @@ fn take_by(holder: &str) -> Request {
         holder: holder.into(),
         ttl_ms: TTL,
     }
+}
+
+/// The child every queue race is about.
+const CHILD: &str = "c1";
+
+fn save_child() -> Request {
+    Request::QueueSave {
+        child: CHILD.into(),
+        depth: 1,
+        payload: "p".into(),
+    }
+}
+
+fn claim_by(instance: &str) -> Request {
+    Request::QueueClaim {
+        instance: instance.into(),
+        claim_ttl_ms: TTL,
+    }
+}
+
+fn claim_races() -> Vec<Race> {
+    vec![
+        Race {
+            name: "two claims of the last ready child",
+            setup: vec![save_child()],
+            advance_after_setup: 0,
+            tick_ms: None,
+            a: |_| claim_by("a"),
+            b: |_| claim_by("b"),
+        },
+        Race {
+            name: "a claim against a completion at the claim's expiry instant",
+            setup: vec![save_child(), claim_by("a")],
+            advance_after_setup: TTL - 1,
+            tick_ms: Some(1),
+            a: |replies| Request::QueueComplete {
+                child: CHILD.into(),
+                instance: "a".into(),
+                attempt: replies
+                    .iter()
+                    .find_map(|r| match r {
+                        Reply::Claimed { attempt, .. } => Some(*attempt),
+                        _ => None,
+                    })
+                    .unwrap_or(1),
+            },
+            b: |_| claim_by("b"),
+        },
+    ]
+}
+
+/// The provider every rate race is about, and its limit: the set-up leaves
+/// one place.
+const PROVIDER: &str = "p";
+const LIMIT: i64 = 2;
+
+fn acquire_by(holder: &str) -> Request {
+    Request::RateAcquireSlot {
+        provider: PROVIDER.into(),
+        holder: holder.into(),
+        limit: LIMIT,
+        ttl_ms: TTL,
+    }
+}
+
+fn hit() -> Request {
+    Request::RateHit {
+        provider: PROVIDER.into(),
+        limit: LIMIT,
+        window_ms: TTL,
+    }
+}
+
+fn rate_races() -> Vec<Race> {
+    vec![
+        Race {
+            name: "two acquires of the last slot",
+            setup: vec![acquire_by("c")],
+            advance_after_setup: 0,
+            tick_ms: None,
+            a: |_| acquire_by("a"),
+            b: |_| acquire_by("b"),
+        },
+        Race {
+            name: "two hits of the last place in a window",
+            setup: vec![hit()],
+            advance_after_setup: 0,
+            tick_ms: None,
+            a: |_| hit(),
+            b: |_| hit(),
+        },
+    ]
 }
 
 /// Why a schedule could not be judged: the store's doing, or the harness's.
@@ -241,7 +375,13 @@ struct RaceResult {
     summary: String,
 }
 
+/// `conformance.lease.take-races`.
 pub(crate) async fn take_races(target: &Subject<'_>, prefix: &str) -> Outcome {
+    run_races(target, prefix, Races::Take).await
+}
+
+/// Runs every race of `set` and judges the check on them all.
+pub(crate) async fn run_races(target: &Subject<'_>, prefix: &str, set: Races) -> Outcome {
     // `plan` made sure of a managed server; storeproof starts those with a
     // virtual clock, so one without is the harness's own trouble.
     let Some(clock) = target.server.managed().and_then(|s| s.clock()) else {
@@ -257,11 +397,11 @@ pub(crate) async fn take_races(target: &Subject<'_>, prefix: &str) -> Outcome {
     // adapter) has nothing the gate can hold: its own locking orders the operations, so the races are
     // run as truly concurrent calls, many times, and each round is judged.
     let in_redis = target.factory.keeps_state_in_redis();
-    for race in races() {
+    for race in set.races() {
         results.push(if in_redis {
-            explore(target, &race, prefix, clock, &mut run, MAX_SCHEDULES).await
+            explore(target, &race, set, prefix, clock, &mut run, MAX_SCHEDULES).await
         } else {
-            concurrent(target, &race, prefix, clock, &mut run).await
+            concurrent(target, &race, set, prefix, clock, &mut run).await
         });
     }
     let evidence = json!({"races": results.iter().map(|r| &r.evidence).collect::<Vec<_>>()});
@@ -323,6 +463,7 @@ const CONCURRENT_ROUNDS: usize = 40;
 async fn concurrent(
     target: &Subject<'_>,
     race: &Race,
+    set: Races,
     prefix: &str,
     clock: &harness::server::VirtualClock,
     run: &mut usize,
@@ -383,7 +524,7 @@ async fn concurrent(
                     round + 1
                 )),
                 counterexample: Some(json!({
-                    "kind": "take-race",
+                    "kind": set.kind(),
                     "race": race.name,
                     "commands": [],
                     "a": record["a"],
@@ -434,15 +575,15 @@ async fn connect_pair(
 }
 
 /// The race's set-up on `client` at `start`, each reply judged by the
-/// model; the model after it, and the epochs it granted, in order.
+/// model; the model after it, and the set-up's replies, in order.
 async fn set_up(
     target: &Subject<'_>,
     race: &Race,
     client: &mut dyn StoreClient,
     start: i64,
-) -> Result<(ContractModel, Vec<i64>), ScheduleError> {
+) -> Result<(ContractModel, Vec<Reply>), ScheduleError> {
     let mut model = ContractModel::default();
-    let mut epochs = Vec::new();
+    let mut replies = Vec::new();
     for req in &race.setup {
         let out = client.call(&req.to_call(), start).await;
         settle_errors(target, &[(req.op(), &out)]).await?;
@@ -452,11 +593,11 @@ async fn set_up(
                 req.op()
             )));
         }
-        if let Ok(Reply::Granted { epoch, .. }) = out {
-            epochs.push(epoch);
+        if let Ok(reply) = out {
+            replies.push(reply);
         }
     }
-    Ok((model, epochs))
+    Ok((model, replies))
 }
 
 /// One round of a race as concurrent calls: the set-up judged, then both
@@ -472,10 +613,10 @@ async fn concurrent_round(
     use ScheduleError::Harness;
     let url = target.server.url();
     let mut clients = connect_pair(target, prefix, [&url, &url], start).await?;
-    let (model, epochs) = set_up(target, race, clients[0].as_mut(), start).await?;
+    let (model, replies) = set_up(target, race, clients[0].as_mut(), start).await?;
     let now = start + race.advance_after_setup;
     clock.set_ms(now);
-    let requests = [(race.a)(&epochs), (race.b)(&epochs)];
+    let requests = [(race.a)(&replies), (race.b)(&replies)];
     let [a_call, b_call] = [requests[0].to_call(), requests[1].to_call()];
     let [mut a, mut b] = <[Box<dyn StoreClient>; 2]>::try_from(clients)
         .map_err(|_| Harness("two instances were not connected".into()))?;
@@ -563,6 +704,7 @@ impl Interleavings {
 async fn explore(
     target: &Subject<'_>,
     race: &Race,
+    set: Races,
     prefix: &str,
     clock: &harness::server::VirtualClock,
     run: &mut usize,
@@ -634,7 +776,7 @@ async fn explore(
                     }),
                     reason: Some(reason),
                     counterexample: Some(json!({
-                        "kind": "take-race",
+                        "kind": set.kind(),
                         "race": race.name,
                         "commands": record["commands"],
                         "a": record["a"],
@@ -706,10 +848,10 @@ async fn run_schedule(
     let urls = [gates[0].url(), gates[1].url()];
     let mut clients = connect_pair(target, prefix, [&urls[0], &urls[1]], start).await?;
     // Set-up, judged, through a's gate in pass-through.
-    let (model, epochs) = set_up(target, race, clients[0].as_mut(), start).await?;
+    let (model, replies) = set_up(target, race, clients[0].as_mut(), start).await?;
     let now = start + race.advance_after_setup;
     clock.set_ms(now);
-    let requests = [(race.a)(&epochs), (race.b)(&epochs)];
+    let requests = [(race.a)(&replies), (race.b)(&replies)];
     for g in &gates {
         g.set_mode(Mode::Hold);
     }
@@ -1082,9 +1224,18 @@ mod tests {
             .unwrap();
         let clock = server.clock().unwrap().clone();
         let target = subject(&server, Arc::new(ChattyTake));
-        let race = &races()[0];
+        let race = &Races::Take.races()[0];
         let mut run = 0;
-        let capped = explore(&target, race, "sp:races:cap:", &clock, &mut run, 5).await;
+        let capped = explore(
+            &target,
+            race,
+            Races::Take,
+            "sp:races:cap:",
+            &clock,
+            &mut run,
+            5,
+        )
+        .await;
         assert_eq!(capped.verdict, Verdict::Unknown, "{:?}", capped.reason);
         assert!(
             capped.summary.contains("5 of at least") && capped.summary.contains("stopped at 5"),
@@ -1096,6 +1247,7 @@ mod tests {
         let all = explore(
             &target,
             race,
+            Races::Take,
             "sp:races:all:",
             &clock,
             &mut run,

@@ -280,6 +280,13 @@ pub(super) fn checks() -> Vec<CheckDef> {
         ),
         pause_survives_idle(),
         super::special_check(
+            "conformance.rate.races",
+            Must,
+            Rate,
+            "two acquires of the last slot, and two hits of the last place in a window, each race in every interleaving of their Redis commands: the limit holds",
+            super::special::Special::RateRaces,
+        ),
+        super::special_check(
             "conformance.rate.old-hits-forgotten",
             Should,
             Rate,

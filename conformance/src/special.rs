@@ -23,6 +23,10 @@ pub enum Special {
     BytesPerTree,
     /// The three take races, every interleaving forced through the gate.
     TakeRaces,
+    /// The two claim races, the same way.
+    ClaimRaces,
+    /// The two rate-limit races (the last slot, the last hit), the same way.
+    RateRaces,
     /// Hits no window of up to a year can count any more cost nothing.
     OldHitsForgotten,
     /// A claim's commands do not grow with the children ever completed.
@@ -68,6 +72,12 @@ impl Special {
             Special::OddIdsInsidePrefix => odd_ids_inside_prefix(target, prefix).await,
             Special::BytesPerTree => bytes_per_tree(target, prefix).await,
             Special::TakeRaces => super::races::take_races(target, prefix).await,
+            Special::ClaimRaces => {
+                super::races::run_races(target, prefix, super::races::Races::Claim).await
+            }
+            Special::RateRaces => {
+                super::races::run_races(target, prefix, super::races::Races::Rate).await
+            }
             Special::OldHitsForgotten => old_hits_forgotten(target, prefix).await,
             Special::ClaimCostBounded => {
                 super::claim_cost::claim_cost_bounded(target, prefix).await
