@@ -14,6 +14,11 @@
 //! - [`ReadThenWriteLease`] makes its take (or its renew) of a read and then
 //!   a write, which only `conformance.lease.take-races` can catch.
 //!
+//! - [`SplitRoundTrips`] makes a queue claim, a slot acquire or a hit of
+//!   several round trips instead of one script, which only
+//!   `conformance.queue.claim-races` (the claim) and `conformance.rate.races`
+//!   (the acquire, the hit) can catch.
+//!
 //! - [`ClientClockLease`] decides lease expiry on the caller's clock, which
 //!   `explorer.one-live-holder` must catch under a skewed second clock.
 //!
@@ -53,6 +58,7 @@ mod crash_named;
 mod explorer_named;
 mod lua_patch;
 mod oom_swallowed;
+mod queue_rate_races;
 mod read_then_write;
 mod sabotaged;
 mod wrappers;
@@ -63,6 +69,7 @@ pub use complete_any_attempt::CompleteAnyAttempt;
 pub use corrupt::corrupt;
 pub use lua_patch::{LuaPatch, LuaSabotage, PatchError};
 pub use oom_swallowed::OomSwallowed;
+pub use queue_rate_races::SplitRoundTrips;
 pub use read_then_write::ReadThenWriteLease;
 pub use sabotaged::{ClientSabotage, Invent, Sabotaged, SucceedOnError};
 pub use wrappers::{Extra, Lie, Lying, RefusesAll, ServerBlind, SideEffect, Tampered};
@@ -197,7 +204,7 @@ pub fn find(name: &str) -> Option<&'static Named> {
 }
 
 /// The core set: stores of their own and one-script edits of the built-in.
-const CORE: [Named; 31] = [
+const CORE: [Named; 34] = [
     Named {
         name: "read-then-write-take",
         breaks: "its take reads the lease and then writes it in a second command, so two instances can both be granted",
@@ -213,6 +220,30 @@ const CORE: [Named; 31] = [
         caught_by: "conformance.lease.take-races",
         caught_when: Caught::Fails,
         how: How::Store(|w, _| Arc::new(ReadThenWriteLease::renew(builtin(w)))),
+    },
+    Named {
+        name: "two-round-trip-claim",
+        breaks: "its claim finds the first claimable child in one command and marks it claimed in a second, so two workers can both claim the last ready child",
+        real_bug: "a job queue that picks the next job with a read (ZRANGE, HGET of its state) and then marks it taken with a plain HSET in a second round trip, so two workers polling at once both run the same job",
+        caught_by: "conformance.queue.claim-races",
+        caught_when: Caught::Fails,
+        how: How::Store(|w, _| Arc::new(SplitRoundTrips::claim(builtin(w)))),
+    },
+    Named {
+        name: "read-then-write-acquire",
+        breaks: "its acquire counts the live slots in one command and adds its slot in a second, so two instances can both take the last slot",
+        real_bug: "a Redis semaphore that checks ZCOUNT (or ZCARD) against the limit and then ZADDs its slot in a second round trip, without a script or WATCH/MULTI, so concurrent acquirers overshoot the limit",
+        caught_by: "conformance.rate.races",
+        caught_when: Caught::Fails,
+        how: How::Store(|w, _| Arc::new(SplitRoundTrips::acquire(builtin(w)))),
+    },
+    Named {
+        name: "hit-counted-before-check",
+        breaks: "its hit is added to the window first and checked afterwards, a hit over the limit taken back, so two hits racing for the last place both see one too many and are both refused",
+        real_bug: "the sorted-set sliding window that ZADDs the request, then ZCOUNTs the window and ZREMs the request when over the limit, in separate round trips, so concurrent requests at the limit refuse each other and a free place goes unused",
+        caught_by: "conformance.rate.races",
+        caught_when: Caught::Fails,
+        how: How::Store(|w, _| Arc::new(SplitRoundTrips::hit(builtin(w)))),
     },
     Named {
         name: "lease-on-caller-clock",

@@ -1,0 +1,142 @@
+//! A claim, an acquire or a hit made of several round trips keeps the
+//! contract one call at a time, but the queue and rate races catch each, with
+//! the interleaved commands as evidence; the built-in store (one script per
+//! operation) wins the same races in every interleaving.
+
+use std::sync::Arc;
+
+use conformance::{all_checks, run_check};
+use harness::contract::Contract;
+use harness::server::{ManagedServer, ServerOptions};
+use harness::store::redis::RedisStoreFactory;
+use harness::store::StoreFactory;
+use harness::{CheckResult, ServerRef, Subject, Verdict};
+
+const CLAIM_RACES: &str = "conformance.queue.claim-races";
+const RATE_RACES: &str = "conformance.rate.races";
+
+/// Runs the check `id` alone against `store`.
+async fn run_alone(store: Arc<dyn StoreFactory>, id: &str, tag: &str) -> CheckResult {
+    let server = ManagedServer::start(ServerOptions::default())
+        .await
+        .unwrap();
+    let target = Subject {
+        spec: "test".into(),
+        factory: store,
+        server: ServerRef::Managed(&server),
+        run_prefix: format!("sp:{tag}:"),
+        opt_out: None,
+        contracts: Contract::COORDINATION.to_vec(),
+        seed: 0,
+        may_start_servers: true,
+    };
+    let def = all_checks()
+        .into_iter()
+        .find(|d| d.spec.id == id)
+        .unwrap_or_else(|| panic!("no check {id}"));
+    let result = run_check(&target, 0, &def).await;
+    let _ = server.stop().await;
+    result
+}
+
+/// Each race's name and verdict, as the evidence reports them.
+fn per_race(result: &CheckResult) -> Vec<(String, String)> {
+    result.evidence["races"]
+        .as_array()
+        .expect("one entry per race")
+        .iter()
+        .map(|r| {
+            (
+                r["race"].as_str().unwrap().to_string(),
+                r["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The named sabotage `name` fails `its_check`, which names it: `verdicts`
+/// are the races' verdicts in order, and both racing instances answered
+/// `outcome` in the counterexample.
+async fn caught(name: &str, its_check: &str, verdicts: &[&str], outcome: &str) {
+    let named = sabotage::find(name).expect("a named sabotage");
+    assert_eq!(named.caught_by, its_check);
+    let dir = tempfile::tempdir().unwrap();
+    let store = sabotage::by_name(name, dir.path()).expect("selectable by name");
+    assert_eq!(store.spec(), format!("sabotage:{name}"));
+    let result = run_alone(store, its_check, name).await;
+    let races = per_race(&result);
+    eprintln!("{name}: {}\n{races:?}", result.reason);
+    assert_eq!(result.verdict, Verdict::Fail, "{}", result.reason);
+    let got: Vec<&str> = races.iter().map(|r| r.1.as_str()).collect();
+    assert_eq!(got, verdicts, "{races:?}");
+    let cx = result.counterexample.expect("a counterexample");
+    eprintln!("{}", serde_json::to_string_pretty(&cx).unwrap());
+    let commands = cx["commands"].as_array().expect("the released commands");
+    // Each instance sent more than one command, interleaved with the other's.
+    let by: Vec<&str> = commands
+        .iter()
+        .map(|c| c["instance"].as_str().unwrap())
+        .collect();
+    assert!(by.iter().filter(|i| **i == "a").count() >= 2, "{by:?}");
+    assert!(by.iter().filter(|i| **i == "b").count() >= 2, "{by:?}");
+    let switches = by.windows(2).filter(|w| w[0] != w[1]).count();
+    assert!(switches >= 2, "not interleaved: {by:?}");
+    for instance in ["a", "b"] {
+        assert!(
+            cx[instance]["answer"][outcome].is_object(),
+            "{instance}: {cx}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_claim_races_catch_a_claim_of_two_round_trips() {
+    // Two claims of the last ready child both get it; the claim against a
+    // completion at the expiry instant cannot see it.
+    caught(
+        "two-round-trip-claim",
+        CLAIM_RACES,
+        &["fail", "pass"],
+        "claimed",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_rate_races_catch_an_acquire_that_reads_then_writes() {
+    // Two acquires of the last slot both get one; the hits are the built-in's.
+    caught(
+        "read-then-write-acquire",
+        RATE_RACES,
+        &["fail", "pass"],
+        "acquired",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_rate_races_catch_a_hit_counted_before_it_is_checked() {
+    // Two hits of the last place both see one hit too many and are both
+    // refused, though one place was free.
+    caught(
+        "hit-counted-before-check",
+        RATE_RACES,
+        &["pass", "fail"],
+        "limited",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_builtin_store_wins_the_queue_and_rate_races() {
+    for (n, id) in [CLAIM_RACES, RATE_RACES].into_iter().enumerate() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RedisStoreFactory::new(dir.path().join("kept.sqlite"));
+        let result = run_alone(Arc::new(store), id, &format!("builtin{n}")).await;
+        let races = per_race(&result);
+        eprintln!("{id}: {}\n{races:?}", result.reason);
+        assert_eq!(result.verdict, Verdict::Pass, "{id}: {}", result.reason);
+        assert_eq!(races.len(), 2, "{races:?}");
+        assert!(races.iter().all(|r| r.1 == "pass"), "{races:?}");
+    }
+}
