@@ -116,6 +116,10 @@ pub struct CertifyArgs {
     /// zombie's call).
     #[arg(long, default_value_t = 8, value_name = "STEPS", value_parser = sized(MIN_DEPTH, 40, DEPTH_WHY))]
     depth: usize,
+    /// Explorer: the queue's searches, this many steps deep (4 to 40; its
+    /// states grow faster than the lease's).
+    #[arg(long, default_value_t = 6, value_name = "STEPS", value_parser = sized(MIN_DEPTH, 40, DEPTH_WHY))]
+    queue_depth: usize,
     /// Conformance: sequences each generated check (conformance.generated.*)
     /// plays, before shrinking a failure (1 to 100000).
     #[arg(long, default_value_t = conformance::DEFAULT_CASES as usize, value_name = "N", value_parser = sized(1, 100_000, ""))]
@@ -655,6 +659,7 @@ fn suite_part(
 fn explorer_config(args: &CertifyArgs, seed: u64) -> explorer::ExplorerConfig {
     explorer::ExplorerConfig {
         depth: args.depth,
+        queue_depth: args.queue_depth,
         walks: args.walks,
         walk_steps: args.walk_steps,
         seed,

@@ -6,7 +6,7 @@
 //! the same next state, which is what the unit tests below pin on
 //! hand-written states.
 
-use harness::contract::{ErrorKind, Reply, Request, StoreError};
+use harness::contract::{Contract, ErrorKind, Reply, Request, StoreError};
 use harness::gate::drive::instance_name;
 
 use crate::property::Property;
@@ -27,11 +27,20 @@ pub(crate) struct Invoked {
 /// What is known when instance `i` invokes an operation in `state`: its
 /// clock (read once: it keeps it until it answers), the grants acknowledged
 /// so far, and whether someone else may hold the tree.
-pub(crate) fn invoked(state: &State, i: usize) -> Invoked {
+pub(crate) fn invoked(state: &State, i: usize, op: Op) -> Invoked {
+    let queue = op.contract() == Contract::Queue;
     Invoked {
         clock_ms: state.now + state.insts[i].skew_ms,
-        acked_before: state.ghost.len(),
-        contended: contended(state, i),
+        acked_before: if queue {
+            state.queue.acks
+        } else {
+            state.ghost.len()
+        },
+        contended: if queue {
+            crate::queue::contended(state, i)
+        } else {
+            contended(state, i)
+        },
     }
 }
 
@@ -69,7 +78,15 @@ pub(crate) fn contended(state: &State, i: usize) -> bool {
 /// else may have held the tree at any instant since it was invoked.
 pub(crate) fn stepped(next: &mut State) {
     for j in 0..next.insts.len() {
-        let contended = contended(next, j);
+        let queue = next.insts[j]
+            .pending
+            .as_ref()
+            .is_some_and(|p| p.op.contract() == Contract::Queue);
+        let contended = if queue {
+            crate::queue::contended(next, j)
+        } else {
+            contended(next, j)
+        };
         if let Some(p) = next.insts[j].pending.as_mut() {
             p.contended |= contended;
         }
@@ -96,7 +113,8 @@ pub(crate) fn crashed(next: &mut State, i: usize) {
                 }
             }
         }
-        _ => {}
+        Some(op) => crate::queue::crashed(next, i, op),
+        None => {}
     }
     next.unacked_until = next.unacked_until.max(until);
     next.insts[i].crashed = true;
@@ -160,10 +178,17 @@ pub(crate) fn answered(
             }
         }
         (_, Err(e)) => {
+            let property = match op.contract() {
+                Contract::Queue => Property::QueueAnswered,
+                _ => Property::Answered,
+            };
             next.violate(
-                Property::Answered,
+                property,
                 format!("instance {name}'s {} answered the error {e}", req.op()),
             );
+        }
+        (op, Ok(reply)) if op.contract() == Contract::Queue => {
+            crate::queue::answered(next, i, op, reply, asked_at, invoked)
         }
         (Op::Take, Ok(Reply::Granted { epoch, .. })) => {
             let epoch = *epoch;
@@ -284,6 +309,8 @@ pub(crate) fn discovers(state: &State, property: Property) -> bool {
         Property::HarnessOk => state.harness_error.is_some(),
         Property::ZombieRenewRace => state.zombie_renew_reached,
         Property::ZombieReleaseRace => state.zombie_release_reached,
+        Property::QueueClaimRace => state.queue.claim_race_reached,
+        Property::QueueCompleteRace => state.queue.complete_race_reached,
         p => state.broke(p),
     }
 }
@@ -320,7 +347,7 @@ mod tests {
             clock_ms,
             acked_before,
             contended,
-        } = invoked(state, i);
+        } = invoked(state, i, op);
         state.insts[i].pending = Some(Pending {
             op,
             clock_ms,
@@ -347,7 +374,7 @@ mod tests {
     /// The state after instance `i`'s `op`, invoked in `state` itself (an
     /// operation of one command), is answered `out`.
     fn answer(state: &State, i: usize, op: Op, out: Result<Reply, StoreError>) -> State {
-        answer_with(state, i, op, out, invoked(state, i))
+        answer_with(state, i, op, out, invoked(state, i, op))
     }
 
     fn granted(epoch: i64) -> Result<Reply, StoreError> {
@@ -384,7 +411,7 @@ mod tests {
         // b's take of two commands was asked at START and decided (answered)
         // 5 ms later: the store may count the lease from its answer.
         let mut s = two(0);
-        let inv = invoked(&s, 1);
+        let inv = invoked(&s, 1, Op::Take);
         s.now = START + 5;
         let next = answer_with(&s, 1, Op::Take, granted(1), inv);
         assert!(next.violations.is_empty(), "{:?}", next.violations);
@@ -408,7 +435,7 @@ mod tests {
         // a's take was invoked before b's grant was acknowledged (concurrent
         // with it: no epoch order is owed), and b's lease is still live.
         let mut s = two(0);
-        let inv = invoked(&s, 0);
+        let inv = invoked(&s, 0, Op::Take);
         s.ghost.push(grant(1, 1, START + 500));
         let next = answer_with(&s, 0, Op::Take, granted(2), inv);
         assert_eq!(only(&next), vec![Property::OneLiveHolder]);
@@ -422,7 +449,7 @@ mod tests {
     #[test]
     fn one_live_holder_passes_once_the_first_lease_ran_out() {
         let mut s = two(0);
-        let inv = invoked(&s, 0);
+        let inv = invoked(&s, 0, Op::Take);
         s.ghost.push(grant(1, 1, START));
         let next = answer_with(&s, 0, Op::Take, granted(2), inv);
         assert!(next.violations.is_empty(), "{:?}", next.violations);
@@ -446,7 +473,7 @@ mod tests {
         let mut s = two(0);
         s.ghost.push(grant(0, 1, START));
         s.insts[0].held = Some(1);
-        let inv = invoked(&s, 0);
+        let inv = invoked(&s, 0, Op::Take);
         s.ghost.push(grant(1, 2, START + 800));
         let renewed = Ok(Reply::Renewed {
             expires_at_ms: START + LEASE_MS,
@@ -482,7 +509,7 @@ mod tests {
     #[test]
     fn epoch_monotonic_owes_no_order_to_a_grant_acknowledged_in_flight() {
         let mut s = two(0);
-        let inv = invoked(&s, 0);
+        let inv = invoked(&s, 0, Op::Take);
         s.ghost.push(Grant {
             released: true,
             ..grant(1, 3, START + 500)
@@ -562,7 +589,7 @@ mod tests {
         let s = superseded();
         let inv = Invoked {
             acked_before: 1,
-            ..invoked(&s, 0)
+            ..invoked(&s, 0, Op::Take)
         };
         let lost = Ok(Reply::Lost {
             holder: None,
@@ -697,14 +724,16 @@ mod tests {
             "{why}"
         );
         assert!(discovers(&next, Property::HarnessOk));
-        assert!(Property::ALWAYS.iter().all(|p| !discovers(&next, *p)));
+        assert!(Property::always(Contract::Lease)
+            .iter()
+            .all(|p| !discovers(&next, *p)));
     }
 
     #[test]
     fn discovers_reads_the_races_reached() {
         let s = superseded();
-        for race in Property::RACES {
-            assert!(!discovers(&s, race));
+        for race in Property::races(Contract::Lease) {
+            assert!(!discovers(&s, *race));
         }
         let lost = Ok(Reply::Lost {
             holder: None,

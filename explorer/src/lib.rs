@@ -40,6 +40,7 @@ mod judge;
 mod local;
 mod model;
 mod property;
+mod queue;
 mod run;
 mod search;
 mod state;

@@ -117,7 +117,7 @@ impl Local {
             }
             Action::Crash(i) => judge::crashed(next, i),
             Action::Start(i, op) => {
-                let invoked = judge::invoked(next, i);
+                let invoked = judge::invoked(next, i, op);
                 let req = request(next, i, op);
                 let mut client = self.client(i, invoked.clock_ms).await?;
                 self.rt();

@@ -8,6 +8,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use harness::contract::Contract;
+
 use crate::state::{Action, Op, State, Tick};
 use crate::world::{idle, nearest_expiry, Shared, World};
 
@@ -56,6 +58,8 @@ pub struct LeaseModel {
     pub max_steps: usize,
     /// Fingerprint absolute times (to measure the relative reading).
     pub absolute_times: bool,
+    /// The contract whose operations the instances start.
+    pub contract: Contract,
 }
 
 impl LeaseModel {
@@ -74,6 +78,10 @@ impl LeaseModel {
             }
             if inst.pending.is_some() {
                 out.push(Action::Continue(i));
+            } else if idle(inst) && self.contract == Contract::Queue {
+                let mut ops = Vec::new();
+                crate::queue::possible(state, i, &mut ops);
+                out.extend(ops.into_iter().map(|op| Action::Start(i, op)));
             } else if idle(inst) {
                 match inst.held {
                     None => out.push(Action::Start(i, Op::Take)),
@@ -162,6 +170,7 @@ mod tests {
             start_ms: VIRTUAL_EPOCH_MS,
             max_steps: 4,
             absolute_times: false,
+            contract: Contract::Lease,
         };
         let init = model.initial();
         let died = model.step(&init, Action::Start(0, Op::Read));

@@ -32,6 +32,23 @@ pub enum Property {
     /// A zombie release after another instance took over was reached.
     #[serde(rename = "zombie-release-after-takeover")]
     ZombieReleaseRace,
+    /// At no server instant do two live claims hold one child.
+    QueueOneClaimHolder,
+    /// A completion is accepted only from the current, live claim.
+    QueueCompleteOnlyLive,
+    /// A completed child is never handed out again.
+    QueueDoneNeverClaimed,
+    /// Every acknowledged save not completed is offered again once its
+    /// claims ran out.
+    QueueNoSaveLost,
+    /// A claim takes the first ready child in claim order.
+    QueueClaimOrder,
+    /// Every queue operation gets an answer, not an error.
+    QueueAnswered,
+    /// Two claims raced with one child ready.
+    QueueClaimRace,
+    /// A claim raced a completion at the claim's expiry instant.
+    QueueCompleteRace,
 }
 
 /// Every explorer check is about the lease contract and needs worlds it
@@ -40,18 +57,30 @@ pub enum Property {
 /// whose operations it interleaves (a store offering neither cannot be
 /// explored).
 const fn spec(id: &'static str, about: &'static str) -> CheckSpec {
+    of(&[Contract::Lease], id, about)
+}
+
+/// A check of the child queue's exploration.
+const fn queue_spec(id: &'static str, about: &'static str) -> CheckSpec {
+    of(&[Contract::Queue], id, about)
+}
+
+const fn of(contracts: &'static [Contract], id: &'static str, about: &'static str) -> CheckSpec {
     CheckSpec {
         id,
         level: Level::Must,
-        contracts: &[Contract::Lease],
+        contracts,
         needs: Needs::Interleavings,
         about,
     }
 }
 
+/// The contracts the explorer explores, in the order it explores them.
+pub const EXPLORED: [Contract; 2] = [Contract::Lease, Contract::Queue];
+
 impl Property {
     /// Every property, in the order their checks are reported.
-    pub const ALL: [Property; 8] = [
+    pub const ALL: [Property; 16] = [
         Property::OneLiveHolder,
         Property::EpochMonotonic,
         Property::ZombieRefused,
@@ -59,21 +88,62 @@ impl Property {
         Property::Answered,
         Property::ZombieRenewRace,
         Property::ZombieReleaseRace,
+        Property::QueueOneClaimHolder,
+        Property::QueueCompleteOnlyLive,
+        Property::QueueDoneNeverClaimed,
+        Property::QueueNoSaveLost,
+        Property::QueueClaimOrder,
+        Property::QueueAnswered,
+        Property::QueueClaimRace,
+        Property::QueueCompleteRace,
         Property::HarnessOk,
     ];
 
-    /// The properties that must hold in every state.
-    pub(crate) const ALWAYS: [Property; 5] = [
-        Property::OneLiveHolder,
-        Property::EpochMonotonic,
-        Property::ZombieRefused,
-        Property::NoTreeStuck,
-        Property::Answered,
-    ];
+    /// The properties that must hold in every state of `contract`'s
+    /// exploration.
+    pub(crate) fn always(contract: Contract) -> &'static [Property] {
+        match contract {
+            Contract::Queue => &[
+                Property::QueueOneClaimHolder,
+                Property::QueueCompleteOnlyLive,
+                Property::QueueDoneNeverClaimed,
+                Property::QueueNoSaveLost,
+                Property::QueueClaimOrder,
+                Property::QueueAnswered,
+            ],
+            _ => &[
+                Property::OneLiveHolder,
+                Property::EpochMonotonic,
+                Property::ZombieRefused,
+                Property::NoTreeStuck,
+                Property::Answered,
+            ],
+        }
+    }
 
-    /// The races every search must reach.
-    pub(crate) const RACES: [Property; 2] =
-        [Property::ZombieRenewRace, Property::ZombieReleaseRace];
+    /// The races every search of `contract` must reach.
+    pub(crate) fn races(contract: Contract) -> &'static [Property] {
+        match contract {
+            Contract::Queue => &[Property::QueueClaimRace, Property::QueueCompleteRace],
+            _ => &[Property::ZombieRenewRace, Property::ZombieReleaseRace],
+        }
+    }
+
+    /// Whether the property is a race that must be reached.
+    pub(crate) fn is_race(self) -> bool {
+        EXPLORED.iter().any(|c| Property::races(*c).contains(&self))
+    }
+
+    /// The contract whose exploration judges the property (`None`: every
+    /// exploration's, the harness's own trouble).
+    pub(crate) fn contract(self) -> Option<Contract> {
+        match self {
+            Property::HarnessOk => None,
+            p => EXPLORED
+                .into_iter()
+                .find(|c| Property::always(*c).contains(&p) || Property::races(*c).contains(&p)),
+        }
+    }
 
     /// The property's name, as violations and counterexamples write it.
     pub const fn name(self) -> &'static str {
@@ -86,6 +156,14 @@ impl Property {
             Property::HarnessOk => "harness-ok",
             Property::ZombieRenewRace => "zombie-renew-after-takeover",
             Property::ZombieReleaseRace => "zombie-release-after-takeover",
+            Property::QueueOneClaimHolder => "queue-one-claim-holder",
+            Property::QueueCompleteOnlyLive => "queue-complete-only-live",
+            Property::QueueDoneNeverClaimed => "queue-done-never-claimed",
+            Property::QueueNoSaveLost => "queue-no-save-lost",
+            Property::QueueClaimOrder => "queue-claim-order",
+            Property::QueueAnswered => "queue-answered",
+            Property::QueueClaimRace => "queue-claim-race",
+            Property::QueueCompleteRace => "queue-complete-race",
         }
     }
 
@@ -125,7 +203,40 @@ impl Property {
                 "explorer.zombie-release-race-reached",
                 "a zombie release after another instance took over",
             ),
-            Property::HarnessOk => spec(
+            Property::QueueOneClaimHolder => queue_spec(
+                "explorer.queue.one-claim-holder",
+                "at no server instant do two live claims hold one child",
+            ),
+            Property::QueueCompleteOnlyLive => queue_spec(
+                "explorer.queue.complete-only-live",
+                "a completion is accepted only from the current, live claim: a stale or expired claimer's complete is refused",
+            ),
+            Property::QueueDoneNeverClaimed => queue_spec(
+                "explorer.queue.done-never-claimed",
+                "a completed child is never handed out again",
+            ),
+            Property::QueueNoSaveLost => queue_spec(
+                "explorer.queue.no-save-lost",
+                "every child a save was acknowledged for, and not completed, is offered again once its claims have run out",
+            ),
+            Property::QueueClaimOrder => queue_spec(
+                "explorer.queue.claim-order",
+                "a claim takes the first child ready at its instant in claim order (deepest first, then longest waiting)",
+            ),
+            Property::QueueAnswered => queue_spec(
+                "explorer.queue.answered",
+                "every queue operation gets an answer from the store, not an error",
+            ),
+            Property::QueueClaimRace => queue_spec(
+                "explorer.queue.two-claims-race-reached",
+                "two claims racing for the last ready child",
+            ),
+            Property::QueueCompleteRace => queue_spec(
+                "explorer.queue.claim-complete-race-reached",
+                "a claim racing a completion at the claim's expiry instant",
+            ),
+            Property::HarnessOk => of(
+                &[Contract::Lease, Contract::Queue],
                 "explorer.exploration-complete",
                 "every transition's outcome came from the real server, directly or from the transition cache of its earlier outcomes for the same state, time and input (a seeded sample of which was sent to the server again and agreed), and every re-run of an operation sent the same commands",
             ),
@@ -143,6 +254,19 @@ impl Property {
             Property::Answered => &[Op::Take, Op::Renew, Op::Release, Op::Read],
             Property::ZombieRenewRace => &[Op::Take, Op::Renew],
             Property::ZombieReleaseRace => &[Op::Take, Op::Release],
+            Property::QueueOneClaimHolder | Property::QueueClaimOrder => &[Op::Claim],
+            Property::QueueCompleteOnlyLive => &[Op::Claim, Op::Complete],
+            Property::QueueDoneNeverClaimed => &[Op::Claim, Op::Complete],
+            Property::QueueNoSaveLost => &[Op::Save(0), Op::Save(1), Op::Claim],
+            Property::QueueAnswered => &[
+                Op::Save(0),
+                Op::Save(1),
+                Op::Claim,
+                Op::Complete,
+                Op::QueueRead,
+            ],
+            Property::QueueClaimRace => &[Op::Claim],
+            Property::QueueCompleteRace => &[Op::Claim, Op::Complete],
             Property::HarnessOk => &[],
         }
     }

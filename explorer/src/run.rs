@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use harness::contract::Contract;
 use harness::figures::ExplorerFigures;
 use harness::gate::drive::instance_name;
 use harness::server::VIRTUAL_EPOCH_MS;
@@ -29,8 +30,12 @@ pub const MAX_INSTANCES: usize = 3;
 /// How big an exploration is.
 #[derive(Debug, Clone)]
 pub struct ExplorerConfig {
-    /// BFS depth: every schedule of two instances this many steps deep.
+    /// BFS depth: every schedule of two instances this many steps deep
+    /// (the lease's searches).
     pub depth: usize,
+    /// The queue's searches' depth: its state space grows faster (two
+    /// children, claims and completions), so it has a depth of its own.
+    pub queue_depth: usize,
     /// Seeded walks of three instances.
     pub walks: usize,
     /// Steps per walk.
@@ -65,12 +70,17 @@ pub struct ExplorerConfig {
     /// both computed and compared: any difference and the search is run
     /// again on absolute times (0: none checked).
     pub shift_checks_per_level: usize,
+    /// The contracts explored, each with searches and walks of its own
+    /// (those of [`crate::EXPLORED`]; the suite passes the ones the store
+    /// claims).
+    pub contracts: Vec<Contract>,
 }
 
 impl Default for ExplorerConfig {
     fn default() -> Self {
         ExplorerConfig {
             depth: 8,
+            queue_depth: 6,
             walks: 200,
             walk_steps: 20,
             seed: 0,
@@ -82,11 +92,20 @@ impl Default for ExplorerConfig {
             cache: true,
             cache_check_one_in: 16,
             shift_checks_per_level: 8,
+            contracts: vec![Contract::Lease],
         }
     }
 }
 
 impl ExplorerConfig {
+    /// The depth of `contract`'s searches.
+    pub fn depth_of(&self, contract: Contract) -> usize {
+        match contract {
+            Contract::Queue => self.queue_depth,
+            _ => self.depth,
+        }
+    }
+
     /// How its worlds compute transitions.
     fn speed(&self) -> Speed {
         Speed {
@@ -236,10 +255,14 @@ fn describe(a: &Action) -> String {
             "{}: {}",
             n(i),
             match op {
-                Op::Take => "take",
-                Op::Renew => "renew",
-                Op::Release => "release",
-                Op::Read => "read",
+                Op::Take => "take".to_string(),
+                Op::Renew => "renew".to_string(),
+                Op::Release => "release".to_string(),
+                Op::Read => "read".to_string(),
+                Op::Save(k) => format!("save {}", crate::queue::child_name(*k)),
+                Op::Claim => "claim".to_string(),
+                Op::Complete => "complete".to_string(),
+                Op::QueueRead => format!("read {}", crate::queue::child_name(0)),
             }
         ),
         Action::Continue(i) => format!("{}: next command", n(i)),
@@ -445,18 +468,34 @@ pub fn explore_part(
         }
     };
     let mut walks_cut = 0;
-    for (index, &skew) in config.skews.iter().enumerate() {
+    let searches: Vec<(Contract, usize, i64)> = config
+        .contracts
+        .iter()
+        .flat_map(|c| {
+            config
+                .skews
+                .iter()
+                .enumerate()
+                .map(move |(i, s)| (*c, i, *s))
+        })
+        .collect();
+    for (contract, index, skew) in searches {
         if !part.searches(index) {
             continue;
         }
+        let races = Property::races(contract);
         if config.fail_fast && broke(&findings) {
-            skews_left_out.push(format!("{skew:+} ms"));
-            unreached.extend(Property::RACES.map(|race| (race, skew)));
+            skews_left_out.push(if config.contracts.len() > 1 {
+                format!("{skew:+} ms ({})", contract.name())
+            } else {
+                format!("{skew:+} ms")
+            });
+            unreached.extend(races.iter().map(|race| (*race, skew)));
             continue;
         }
         let Some(pool) = pool.as_mut() else {
             // Nothing was explored: nothing was reached.
-            unreached.extend(Property::RACES.map(|race| (race, skew)));
+            unreached.extend(races.iter().map(|race| (*race, skew)));
             continue;
         };
         let t0 = Instant::now();
@@ -467,8 +506,9 @@ pub fn explore_part(
             shared: shared.clone(),
             skews: vec![0, skew],
             start_ms: VIRTUAL_EPOCH_MS,
-            max_steps: config.depth,
+            max_steps: config.depth_of(contract),
             absolute_times: config.absolute_times,
+            contract,
         };
         let shift = ShiftCheck {
             seed: config.seed ^ (index as u64),
@@ -495,8 +535,15 @@ pub fn explore_part(
                 config.depth
             ));
         }
-        let found_in = format!("exhaustive search, second clock {skew:+} ms");
-        for property in Property::ALWAYS.into_iter().chain([Property::HarnessOk]) {
+        let found_in = format!(
+            "exhaustive search of the {} contract, second clock {skew:+} ms",
+            contract.name()
+        );
+        for property in Property::always(contract)
+            .iter()
+            .copied()
+            .chain([Property::HarnessOk])
+        {
             let Some(d) = searched.discoveries.get(&property) else {
                 continue;
             };
@@ -511,16 +558,21 @@ pub fn explore_part(
                 found_in.clone(),
             ));
         }
-        for race in Property::RACES {
-            if !searched.discoveries.contains_key(&race) {
-                unreached.push((race, skew));
+        for race in races {
+            if !searched.discoveries.contains_key(race) {
+                unreached.push((*race, skew));
             }
         }
         let secs = t0.elapsed().as_secs_f64();
         let transitions = shared.transitions.load(Ordering::Relaxed) - trans0;
         let trips = shared.round_trips.load(Ordering::Relaxed) - trips0;
         let mut row = ExplorerFigures::skew_row(skew);
-        row.depth = config.depth;
+        row.contract = contract.name().to_string();
+        row.queue_claim_race_reached = searched.discoveries.contains_key(&Property::QueueClaimRace);
+        row.queue_complete_race_reached = searched
+            .discoveries
+            .contains_key(&Property::QueueCompleteRace);
+        row.depth = config.depth_of(contract);
         row.states = searched.states;
         row.unique_states = searched.unique_states;
         row.max_depth = searched.max_depth;
@@ -544,8 +596,12 @@ pub fn explore_part(
             .discoveries
             .contains_key(&Property::ZombieReleaseRace);
         progress(&format!(
-            "explorer: second clock {skew:+} ms: {} states ({} unique), depth {}, {:.1}s",
-            row.states, row.unique_states, row.max_depth, secs
+            "explorer: {}, second clock {skew:+} ms: {} states ({} unique), depth {}, {:.1}s",
+            contract.name(),
+            row.states,
+            row.unique_states,
+            row.max_depth,
+            secs
         ));
         per_skew.push(row);
     }
@@ -565,9 +621,23 @@ pub fn explore_part(
     let mut digest = std::collections::hash_map::DefaultHasher::new();
     let walks = part.walk_numbers(config);
     let mut walks_run = 0;
-    for n in walks.clone() {
+    let walk_runs: Vec<(Contract, usize)> = config
+        .contracts
+        .iter()
+        .flat_map(|c| walks.clone().map(move |n| (*c, n)))
+        .collect();
+    for (contract, n) in walk_runs {
         if config.fail_fast && broke(&findings) {
-            not_explored.push(format!("walks {n}..{} of seed {}", walks.end, config.seed));
+            not_explored.push(if config.contracts.len() > 1 {
+                format!(
+                    "walks {n}..{} of seed {} ({})",
+                    walks.end,
+                    config.seed,
+                    contract.name()
+                )
+            } else {
+                format!("walks {n}..{} of seed {}", walks.end, config.seed)
+            });
             break;
         }
         walks_run += 1;
@@ -584,6 +654,7 @@ pub fn explore_part(
             start_ms: VIRTUAL_EPOCH_MS,
             max_steps: usize::MAX,
             absolute_times: false,
+            contract,
         };
         let w = walk(&model, config.walk_steps, &mut rng);
         walk_steps += w.actions.len();
@@ -603,7 +674,11 @@ pub fn explore_part(
             if findings.iter().any(|f| f.property == property) {
                 continue;
             }
-            let found_in = format!("walk {n} of seed {}", config.seed);
+            let found_in = format!(
+                "walk {n} of seed {} ({} contract)",
+                config.seed,
+                contract.name()
+            );
             findings.push(finding(&model, property, &w.actions, &w.last, found_in));
         }
     }
@@ -728,6 +803,16 @@ pub fn replay_schedule(
         start_ms: VIRTUAL_EPOCH_MS,
         max_steps: usize::MAX,
         absolute_times: false,
+        // A replay plays the saved actions: which contract's operations an
+        // idle instance may start does not matter.
+        contract: schedule
+            .actions
+            .iter()
+            .find_map(|a| match a {
+                Action::Start(_, op) => Some(op.contract()),
+                _ => None,
+            })
+            .unwrap_or(Contract::Lease),
     };
     let (_, last) = play(&model, &schedule.actions);
     let (_, rendered, _) = replay_path(&model, &schedule.actions);
@@ -777,12 +862,7 @@ impl Context<'_> {
 
 /// An operation's wire name.
 fn op_name(op: Op) -> &'static str {
-    match op {
-        Op::Take => "lease.take",
-        Op::Renew => "lease.renew",
-        Op::Release => "lease.release",
-        Op::Read => "lease.read",
-    }
+    op.wire()
 }
 
 /// Where the schedules through a violating state were cut, in words, for
@@ -862,7 +942,8 @@ fn time_reading(figures: &ExplorerFigures, config: &ExplorerConfig) -> Option<St
     })
 }
 
-/// One result per property, in [`Property::ALL`] order.
+/// One result per property of the contracts explored, in [`Property::ALL`]
+/// order.
 fn checks(
     findings: &[Finding],
     unreached: &[(Property, i64)],
@@ -877,27 +958,29 @@ fn checks(
         Some(step) => json!({ "figures": figures, "step": step }),
         None => json!({ "figures": figures }),
     };
-    let mut scope = format!(
-        "every schedule of two instances {} steps deep for {} clock skews, and {} seeded walks of three (seed {})",
-        config.depth,
-        config.skews.len(),
-        config.walks,
-        config.seed
-    );
-    if let Some(step) = step {
-        scope.push_str(&format!(" ({step})"));
-    }
-    if let Some(part) = part {
-        scope.push_str(&format!("; {part}"));
-    }
-    if let Some(time) = time_reading(figures, config) {
-        scope.push_str(&format!("; {time}"));
-    }
-    // Schedules through a violating state stop there: what held, held
-    // only as far as they went.
-    let scope = match cuts_of(figures) {
-        Some(cuts) => format!("every schedule explored ({scope}), but {cuts}"),
-        None => scope,
+    let scope_of = |contract: Option<Contract>| {
+        let mut scope = format!(
+            "every schedule of two instances {} steps deep for {} clock skews, and {} seeded walks of three (seed {})",
+            config.depth_of(contract.unwrap_or(Contract::Lease)),
+            config.skews.len(),
+            config.walks,
+            config.seed
+        );
+        if let Some(step) = step {
+            scope.push_str(&format!(" ({step})"));
+        }
+        if let Some(part) = part {
+            scope.push_str(&format!("; {part}"));
+        }
+        if let Some(time) = time_reading(figures, config) {
+            scope.push_str(&format!("; {time}"));
+        }
+        // Schedules through a violating state stop there: what held, held
+        // only as far as they went.
+        match cuts_of(figures) {
+            Some(cuts) => format!("every schedule explored ({scope}), but {cuts}"),
+            None => scope,
+        }
     };
     // The harness's own trouble: the schedules past it were not explored,
     // so what did not break is not known to hold.
@@ -940,8 +1023,17 @@ fn checks(
     };
     Property::ALL
         .into_iter()
+        // Only the contracts explored have checks here (the suite settles
+        // the others).
+        .filter(|p| p.contract().is_none_or(|c| config.contracts.contains(&c)))
         .map(|property| {
             let what = property.check().about;
+            // Only a violation of the same contract's search stops it.
+            let stopped: Vec<&str> = findings
+                .iter()
+                .filter(|f| f.property != Property::HarnessOk && f.property.contract() == property.contract())
+                .map(|f| f.property.name())
+                .collect();
             match property {
                 Property::HarnessOk => CheckResult {
                     counterexample: harness.and_then(counterexample),
@@ -968,7 +1060,7 @@ fn checks(
                         },
                     )
                 },
-                Property::ZombieRenewRace | Property::ZombieReleaseRace => {
+                p if p.is_race() => {
                     let missing: Vec<String> = unreached
                         .iter()
                         .filter(|(k, _)| *k == property)
@@ -1001,9 +1093,14 @@ fn checks(
                         format!("{what} was reached under every clock skew")
                     } else {
                         format!(
-                            "not decided: the search never reached {what} under {} within {} steps, though nothing it tried kept a tree from a new holder; the store's operations take more commands than that depth allows, so a deeper search (--depth) is needed",
+                            "not decided: the search never reached {what} under {} within {} steps, though nothing it tried kept {}; the store's operations take more commands than that depth allows, so a deeper search (--depth, --queue-depth) is needed",
                             missing.join(", "),
-                            config.depth
+                            config.depth_of(property.contract().unwrap_or(Contract::Lease)),
+                            if property.contract() == Some(Contract::Queue) {
+                                "a saved child from being claimed"
+                            } else {
+                                "a tree from a new holder"
+                            }
                         )
                     };
                     result(property, verdict, reason)
@@ -1033,7 +1130,9 @@ fn checks(
                             "not decided: the exploration could not go on ({}; {}); no schedule explored before that broke it ({what})",
                             h.message, h.found_in
                         ),
-                        (None, None) => format!("{what}: held in {scope}"),
+                        (None, None) => {
+                            format!("{what}: held in {}", scope_of(property.contract()))
+                        }
                     };
                     CheckResult {
                         counterexample: found.and_then(counterexample),
@@ -1214,8 +1313,13 @@ mod tests {
             &ExplorerConfig::default(),
             &Context::default(),
         );
-        assert_eq!(results.len(), Property::ALL.len());
-        Property::ALL
+        // The default explores the lease alone: its checks and the harness's.
+        let explored: Vec<Property> = Property::ALL
+            .into_iter()
+            .filter(|p| p.contract() != Some(Contract::Queue))
+            .collect();
+        assert_eq!(results.len(), explored.len());
+        explored
             .into_iter()
             .zip(results)
             .map(|(p, r)| {

@@ -220,9 +220,9 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool, shift: Shift
                 break;
             }
         }
-        let broken = Property::ALWAYS
-            .into_iter()
-            .any(|p| out.discoveries.contains_key(&p));
+        let broken = Property::always(model.contract)
+            .iter()
+            .any(|p| out.discoveries.contains_key(p));
         if fail_fast && broken && !level.is_empty() && depth < model.max_steps {
             out.stopped_at = Some(depth);
             break;

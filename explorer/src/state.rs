@@ -22,6 +22,39 @@ pub enum Op {
     Release,
     /// `lease.read` of the explored tree.
     Read,
+    /// `queue.save` of the explored child with this index.
+    Save(u8),
+    /// `queue.claim`, for the claim's length.
+    Claim,
+    /// `queue.complete` of the claim the instance believes it holds.
+    Complete,
+    /// `queue.read` of the first child.
+    QueueRead,
+}
+
+impl Op {
+    /// The contract the operation belongs to.
+    pub fn contract(self) -> harness::contract::Contract {
+        use harness::contract::Contract;
+        match self {
+            Op::Take | Op::Renew | Op::Release | Op::Read => Contract::Lease,
+            Op::Save(_) | Op::Claim | Op::Complete | Op::QueueRead => Contract::Queue,
+        }
+    }
+
+    /// Its wire name.
+    pub fn wire(self) -> &'static str {
+        match self {
+            Op::Take => "lease.take",
+            Op::Renew => "lease.renew",
+            Op::Release => "lease.release",
+            Op::Read => "lease.read",
+            Op::Save(_) => "queue.save",
+            Op::Claim => "queue.claim",
+            Op::Complete => "queue.complete",
+            Op::QueueRead => "queue.read",
+        }
+    }
 }
 
 /// How server time moves.
@@ -114,6 +147,8 @@ pub(crate) struct Inst {
     pub skew_ms: i64,
     /// The epoch it believes it holds.
     pub held: Option<i64>,
+    /// The claim it believes it holds: the child and the attempt.
+    pub claim: Option<(u8, i64)>,
     /// The operation it is in the middle of, if any.
     pub pending: Option<Pending>,
     /// Stopped for good: it takes no further step.
@@ -163,6 +198,9 @@ pub struct State {
     /// Every acknowledged grant so far, oldest first: what the properties are
     /// judged against.
     pub(crate) ghost: Vec<Grant>,
+    /// What the queue's instances were told (empty when the queue is not
+    /// explored).
+    pub(crate) queue: crate::queue::QueueGhost,
     /// Broken properties (sticky): (property, what happened).
     pub(crate) violations: Vec<(Property, String)>,
     /// A renew by a holder whose epoch was superseded was reached (the first
@@ -261,6 +299,14 @@ fn canonical_int(bytes: &[u8]) -> Option<i64> {
     (n.to_string() == text).then_some(n)
 }
 
+/// The integer a run of digits with leading zeros spells (`0002000000000500`).
+fn padded_int(bytes: &[u8]) -> Option<i64> {
+    if bytes.len() < 2 || bytes[0] != b'0' || !bytes.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(bytes).ok()?.parse().ok()
+}
+
 /// Hashes one item's bytes: on absolute times exactly; relative to now
 /// (`relative`), as runs of digits and runs of other bytes, a canonical
 /// run near now (a time, alone like `2000000001000` or inside text like
@@ -287,10 +333,19 @@ fn hash_item<H: Hasher>(item: &[u8], now: i64, far_ms: i64, relative: bool, h: &
                 1u8.hash(h);
                 rel(n, now, far_ms).hash(h);
             }
-            None => {
-                2u8.hash(h);
-                run.hash(h);
-            }
+            // A time written at a fixed width (`%016d`, so that text order is
+            // time order): its width and its time relative to now.
+            None => match padded_int(run).filter(|n| digits && (n - now).abs() < NEAR_NOW_MS) {
+                Some(n) => {
+                    3u8.hash(h);
+                    run.len().hash(h);
+                    rel(n, now, far_ms).hash(h);
+                }
+                None => {
+                    2u8.hash(h);
+                    run.hash(h);
+                }
+            },
         }
         runs += 1;
         rest = after;
@@ -337,11 +392,13 @@ impl State {
                 .map(|s| Inst {
                     skew_ms: *s,
                     held: None,
+                    claim: None,
                     pending: None,
                     crashed: false,
                 })
                 .collect(),
             ghost: Vec::new(),
+            queue: crate::queue::QueueGhost::new(),
             violations: Vec::new(),
             zombie_renew_reached: false,
             zombie_release_reached: false,
@@ -369,6 +426,7 @@ impl State {
         for i in &self.insts {
             i.skew_ms.hash(h);
             i.held.hash(h);
+            i.claim.hash(h);
             i.crashed.hash(h);
             match &i.pending {
                 None => 0u8.hash(h),
@@ -406,6 +464,7 @@ impl State {
                 rel(g.may_hold_until, now, far).hash(h);
             }
         }
+        self.queue.hash_at(self.now, &|t| rel(t, now, far), h);
         // Like a promise: once it ran out it no longer matters.
         self.unacked_until
             .filter(|t| *t > self.now)

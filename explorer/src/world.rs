@@ -240,6 +240,9 @@ pub fn request(state: &State, i: usize, op: Op) -> Request {
             epoch,
         },
         Op::Read => Request::LeaseRead { tree: TREE.into() },
+        Op::Save(_) | Op::Claim | Op::Complete | Op::QueueRead => {
+            crate::queue::request(state, i, op)
+        }
     }
 }
 
@@ -341,7 +344,7 @@ impl Inner {
                     clock_ms,
                     acked_before,
                     contended,
-                } = judge::invoked(next, i);
+                } = judge::invoked(next, i, op);
                 let started = Pending {
                     op,
                     clock_ms,
@@ -948,6 +951,7 @@ pub fn nearest_expiry(state: &State) -> Option<i64> {
         .filter(|g| !g.released)
         .flat_map(|g| [g.valid_until, g.may_hold_until])
         .filter(|t| *t > state.now)
+        .chain(crate::queue::nearest_expiry(state))
         .min()
 }
 

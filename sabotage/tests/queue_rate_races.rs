@@ -140,3 +140,49 @@ async fn the_builtin_store_wins_the_queue_and_rate_races() {
         assert!(races.iter().all(|r| r.1 == "pass"), "{races:?}");
     }
 }
+
+/// The explorer on the child queue (issue 21): the two-round-trip claim
+/// breaks `explorer.queue.one-claim-holder` (two claims of one child, each
+/// between the other's read and write), and the built-in store passes every
+/// queue property with both races reached. One skew and a short search keep
+/// it quick.
+#[test]
+fn the_queue_explorer_catches_a_two_round_trip_claim_and_passes_the_builtin_store() {
+    use explorer::{explore, ExplorerConfig};
+    let config = ExplorerConfig {
+        queue_depth: 5,
+        walks: 2,
+        walk_steps: 10,
+        seed: 3,
+        skews: vec![0],
+        contracts: vec![Contract::Queue],
+        ..Default::default()
+    };
+    let run = |store: Arc<dyn StoreFactory>, prefix: &str| {
+        explore(store, None, prefix.into(), &config, &mut |l| {
+            eprintln!("{l}")
+        })
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let broken = sabotage::by_name("two-round-trip-claim", dir.path()).expect("named");
+    let caught = run(broken, "sp:qx-bad:");
+    let holder = caught
+        .checks
+        .iter()
+        .find(|c| c.id == "explorer.queue.one-claim-holder")
+        .expect("the queue's checks");
+    assert_eq!(holder.verdict, Verdict::Fail, "{}", holder.reason);
+    assert!(holder.counterexample.is_some());
+
+    let builtin = Arc::new(RedisStoreFactory::new(dir.path().join("ok.sqlite")));
+    let passed = run(builtin, "sp:qx-ok:");
+    let queue: Vec<_> = passed
+        .checks
+        .iter()
+        .filter(|c| c.id.starts_with("explorer.queue."))
+        .collect();
+    assert_eq!(queue.len(), 8);
+    for c in queue {
+        assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
+    }
+}

@@ -70,9 +70,44 @@ impl ExplorerFigures {
     }
 }
 
+impl Default for SkewFigures {
+    /// A lease row with every figure zero.
+    fn default() -> Self {
+        SkewFigures {
+            contract: lease(),
+            skew_ms: 0,
+            depth: 0,
+            states: 0,
+            unique_states: 0,
+            max_depth: 0,
+            transitions: 0,
+            seconds: 0.0,
+            transitions_per_second: 0.0,
+            round_trips_per_transition: 0.0,
+            zombie_renew_reached: false,
+            zombie_release_reached: false,
+            queue_claim_race_reached: false,
+            queue_complete_race_reached: false,
+            violating_states_cut: 0,
+            shallowest_cut: None,
+            shift_checked: 0,
+            absolute_times: false,
+            shift_failure: None,
+        }
+    }
+}
+
+/// The contract of a row saved before rows named theirs.
+fn lease() -> String {
+    "lease".to_string()
+}
+
 /// The exhaustive search under one skew of the second clock.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SkewFigures {
+    /// The contract explored (`lease`, `queue`).
+    #[serde(default = "lease")]
+    pub contract: String,
     /// The second clock's offset from server time (ms).
     pub skew_ms: i64,
     /// The depth searched to.
@@ -95,6 +130,12 @@ pub struct SkewFigures {
     pub zombie_renew_reached: bool,
     /// A zombie release after a takeover was reached.
     pub zombie_release_reached: bool,
+    /// Two claims racing for the last ready child were reached.
+    #[serde(default)]
+    pub queue_claim_race_reached: bool,
+    /// A claim racing a completion at the claim's expiry was reached.
+    #[serde(default)]
+    pub queue_complete_race_reached: bool,
     /// States that broke a property before the depth ran out: each had no
     /// successors, so the schedules through it were not followed further.
     #[serde(default)]

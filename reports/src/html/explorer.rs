@@ -1,4 +1,4 @@
-//! The explorer's figures in the report: one row per second-clock skew.
+//! The explorer's figures in the report: one row per contract and second-clock skew.
 
 use harness::figures::ExplorerFigures;
 use harness::Report;
@@ -25,11 +25,20 @@ fn figures(h: &mut String, e: &ExplorerFigures) {
         e.seed,
         num(e.wall_seconds.unwrap_or(e.seconds))
     ));
-    h.push_str("<table><tr><th>second clock</th><th>states</th><th>unique</th><th>depth</th><th>seconds</th><th>transitions/s</th><th>round trips / transition</th><th>zombie renew reached</th><th>zombie release reached</th></tr>");
+    h.push_str("<table><tr><th>contract</th><th>second clock</th><th>states</th><th>unique</th><th>depth</th><th>seconds</th><th>transitions/s</th><th>round trips / transition</th><th>first race reached</th><th>second race reached</th></tr>");
     let yes = |v: bool| if v { "yes" } else { "<b>no</b>" };
     for r in &e.per_skew {
+        // The lease's races are the zombie renew and release after a
+        // takeover; the queue's, two claims of the last child and a claim
+        // against a completion at the claim's expiry.
+        let (first, second) = if r.contract == "queue" {
+            (r.queue_claim_race_reached, r.queue_complete_race_reached)
+        } else {
+            (r.zombie_renew_reached, r.zombie_release_reached)
+        };
         h.push_str(&format!(
-            "<tr><td>{:+} ms</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{:+} ms</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            crate::escape(&r.contract),
             r.skew_ms,
             r.states,
             r.unique_states,
@@ -37,8 +46,8 @@ fn figures(h: &mut String, e: &ExplorerFigures) {
             num(r.seconds),
             num(r.transitions_per_second),
             num(r.round_trips_per_transition),
-            yes(r.zombie_renew_reached),
-            yes(r.zombie_release_reached)
+            yes(first),
+            yes(second)
         ));
     }
     h.push_str("</table>");
@@ -64,7 +73,7 @@ mod tests {
         figures(&mut h, &e);
         assert!(h.contains("seed <code>1</code>); 40.0 s in all."), "{h}");
         assert!(
-            h.contains("<tr><td>+0 ms</td><td>27016</td><td>6677</td><td>8</td><td>4.0</td><td>6754.0</td><td>2.43</td><td>yes</td><td><b>no</b></td></tr>"),
+            h.contains("<tr><td>lease</td><td>+0 ms</td><td>27016</td><td>6677</td><td>8</td><td>4.0</td><td>6754.0</td><td>2.43</td><td>yes</td><td><b>no</b></td></tr>"),
             "{h}"
         );
     }

@@ -1,0 +1,690 @@
+//! The child queue under the explorer: what its instances may do, the
+//! requests they send, and the checker of their answers (pure: no world, no
+//! I/O), as [`crate::judge`] is for leases.
+//!
+//! The ghost keeps what was acknowledged: saves, claims and completions,
+//! each numbered in the order its answer came (`seq`). An answer is judged
+//! only against what was acknowledged before its operation was invoked
+//! (earlier in real time, so earlier in any linearization) and against what
+//! was surely true at every server instant of its execution: an operation
+//! of several commands takes effect at one of them, and a store may have
+//! ordered concurrent operations either way.
+
+use std::hash::{Hash, Hasher};
+
+use harness::contract::{Reply, Request};
+use harness::gate::drive::instance_name;
+
+use crate::property::Property;
+use crate::state::{Op, State};
+use crate::LEASE_MS;
+
+/// The children the explored queue holds: `c0` at depth 0 and `c1` at
+/// depth 1 (so claim order has something to decide), saved in that order.
+pub(crate) const CHILDREN: u8 = 2;
+
+/// A child's id.
+pub(crate) fn child_name(k: u8) -> String {
+    format!("c{k}")
+}
+
+/// A child's depth: the later child is deeper, so it comes first.
+fn depth_of(k: u8) -> i64 {
+    i64::from(k)
+}
+
+/// The child an id names, if it is one of the explored children.
+fn child_of(name: &str) -> Option<u8> {
+    (0..CHILDREN).find(|k| child_name(*k) == name)
+}
+
+/// A claim's length, in ms of server time.
+pub(crate) const CLAIM_MS: i64 = LEASE_MS;
+
+/// An acknowledged save (its first: a later one answers `exists`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct SaveAck {
+    /// When its operation was invoked, server time.
+    pub invoked_at: i64,
+    /// Its place among every acknowledgement of the queue.
+    pub seq: usize,
+}
+
+/// An acknowledged claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ClaimGrant {
+    /// The instance it was granted to.
+    pub instance: usize,
+    /// The child.
+    pub child: u8,
+    /// The attempt the store answered.
+    pub attempt: i64,
+    /// Server time until which the claimer was promised the child: when
+    /// it asked, plus the claim's length.
+    pub valid_until: i64,
+    /// Server time until which the store may rightly still hold the claim:
+    /// when it answered, plus the claim's length.
+    pub may_hold_until: i64,
+    /// Its place among every acknowledgement of the queue.
+    pub seq: usize,
+    /// Its completion was acknowledged.
+    pub completed: bool,
+}
+
+/// What the queue's instances were told, and what a crash may have left.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct QueueGhost {
+    /// Acknowledgements so far (each save, claim and completion answered).
+    pub acks: usize,
+    /// Per child, its first acknowledged save.
+    pub saved: Vec<Option<SaveAck>>,
+    /// Per child, the `seq` of its acknowledged completion.
+    pub done: Vec<Option<usize>>,
+    /// Per child: a completion of it was cut short by a crash (it may be
+    /// done, though nobody was told).
+    pub maybe_done: Vec<bool>,
+    /// Every acknowledged claim, oldest first.
+    pub claims: Vec<ClaimGrant>,
+    /// The latest server instant until which a claim a crash cut short may
+    /// hold a child (the store may have written it; nobody was told).
+    pub unacked_claim_until: Option<i64>,
+    /// Two claims raced with one child ready (the first race).
+    pub claim_race_reached: bool,
+    /// A claim raced a completion at the claim's expiry (the second race).
+    pub complete_race_reached: bool,
+    /// The last claim answered: its instance and server time (a claim of
+    /// another instance answered at the same instant raced it, whichever
+    /// went first).
+    pub last_claim: Option<(usize, i64)>,
+    /// The last completion answered at its claim's expiry instant: its
+    /// instance and that instant.
+    pub last_expiry_complete: Option<(usize, i64)>,
+}
+
+impl QueueGhost {
+    /// The ghost of an empty queue.
+    pub(crate) fn new() -> QueueGhost {
+        QueueGhost {
+            saved: vec![None; CHILDREN as usize],
+            done: vec![None; CHILDREN as usize],
+            maybe_done: vec![false; CHILDREN as usize],
+            ..QueueGhost::default()
+        }
+    }
+
+    /// Hashes what the ghost knows, times relative to `now` through `rel`
+    /// (an ended promise is just ended).
+    pub(crate) fn hash_at<H: Hasher>(&self, now: i64, rel: &dyn Fn(i64) -> i64, h: &mut H) {
+        self.acks.hash(h);
+        for s in &self.saved {
+            s.as_ref().map(|s| (rel(s.invoked_at), s.seq)).hash(h);
+        }
+        self.last_claim
+            .filter(|(_, t)| *t == now)
+            .map(|(i, _)| i)
+            .hash(h);
+        self.last_expiry_complete
+            .filter(|(_, t)| *t == now)
+            .map(|(i, _)| i)
+            .hash(h);
+        self.done.hash(h);
+        self.maybe_done.hash(h);
+        for c in &self.claims {
+            c.instance.hash(h);
+            c.child.hash(h);
+            c.attempt.hash(h);
+            c.seq.hash(h);
+            c.completed.hash(h);
+            for t in [c.valid_until, c.may_hold_until] {
+                (t > now).hash(h);
+                if t > now {
+                    rel(t).hash(h);
+                }
+            }
+        }
+        self.unacked_claim_until
+            .filter(|t| *t > now)
+            .map(rel)
+            .hash(h);
+        self.claim_race_reached.hash(h);
+        self.complete_race_reached.hash(h);
+    }
+}
+
+/// The operations idle instance `i` may start, in a fixed order: save the
+/// first child no save was acknowledged for, claim (holding no claim) or
+/// complete the claim it holds, and read the first child.
+pub(crate) fn possible(state: &State, i: usize, out: &mut Vec<Op>) {
+    if let Some(k) = (0..CHILDREN).find(|k| state.queue.saved[*k as usize].is_none()) {
+        out.push(Op::Save(k));
+    }
+    match state.insts[i].claim {
+        None => out.push(Op::Claim),
+        Some(_) => out.push(Op::Complete),
+    }
+    out.push(Op::QueueRead);
+}
+
+/// The request instance `i` sends for queue operation `op` in `state`.
+pub(crate) fn request(state: &State, i: usize, op: Op) -> Request {
+    let instance = instance_name(i).to_string();
+    match op {
+        Op::Save(k) => Request::QueueSave {
+            child: child_name(k),
+            depth: depth_of(k),
+            payload: format!("p{k}"),
+        },
+        Op::Complete => {
+            let (k, attempt) = state.insts[i].claim.unwrap_or((0, 0));
+            Request::QueueComplete {
+                child: child_name(k),
+                instance,
+                attempt,
+            }
+        }
+        Op::QueueRead => Request::QueueRead {
+            child: child_name(0),
+        },
+        _ => Request::QueueClaim {
+            instance,
+            claim_ttl_ms: CLAIM_MS,
+        },
+    }
+}
+
+/// The nearest future instant a claim's promise ends, or the store may
+/// rightly stop holding one.
+pub(crate) fn nearest_expiry(state: &State) -> Option<i64> {
+    state
+        .queue
+        .claims
+        .iter()
+        .filter(|c| !c.completed)
+        .flat_map(|c| [c.valid_until, c.may_hold_until])
+        .chain(state.queue.unacked_claim_until)
+        .filter(|t| *t > state.now)
+        .min()
+}
+
+/// Whether another instance than `i` may change which child is claimable
+/// now: a claim or a completion of another instance in flight, or a claim a
+/// crash cut short that may still hold.
+pub(crate) fn contended(state: &State, i: usize) -> bool {
+    state
+        .queue
+        .unacked_claim_until
+        .is_some_and(|t| t > state.now)
+        || state.insts.iter().enumerate().any(|(j, o)| {
+            j != i
+                && !o.crashed
+                && matches!(
+                    o.pending.as_ref().map(|p| p.op),
+                    Some(Op::Claim | Op::Complete)
+                )
+        })
+}
+
+/// Instance `i` crashes between two commands of its queue operation `op`:
+/// what it was doing may hold on the store, though nobody was told.
+pub(crate) fn crashed(next: &mut State, i: usize, op: Op) {
+    let now = next.now;
+    let q = &mut next.queue;
+    match op {
+        Op::Claim => {
+            q.unacked_claim_until = q.unacked_claim_until.max(Some(now + CLAIM_MS));
+        }
+        Op::Complete => {
+            if let Some((k, _)) = next.insts[i].claim {
+                q.maybe_done[k as usize] = true;
+            }
+        }
+        _ => {}
+    }
+    next.insts[i].claim = None;
+}
+
+/// Whether child `k` was surely claimable at every server instant from
+/// `from` on, judged in `state` for an operation of instance `i` that was
+/// invoked after `acked_before` acknowledgements and not contended: its
+/// save acknowledged before, never done (nor maybe), no completion of it in
+/// flight, and every claim of it ended by `from`.
+fn surely_claimable(state: &State, k: u8, from: i64, acked_before: usize, i: usize) -> bool {
+    let q = &state.queue;
+    let idx = k as usize;
+    q.saved[idx].as_ref().is_some_and(|s| s.seq < acked_before)
+        && q.done[idx].is_none()
+        && !q.maybe_done[idx]
+        && q.claims
+            .iter()
+            .filter(|c| c.child == k)
+            .all(|c| c.may_hold_until <= from)
+        && q.unacked_claim_until.is_none_or(|t| t <= from)
+        && !state.insts.iter().enumerate().any(|(j, o)| {
+            j != i
+                && o.claim.is_some_and(|(c, _)| c == k)
+                && o.pending.as_ref().is_some_and(|p| p.op == Op::Complete)
+        })
+}
+
+/// Whether child `a` comes before child `b` in claim order: deeper first,
+/// then the earlier save (only when `a`'s was acknowledged before `b`'s was
+/// asked for; otherwise the store may have ordered them either way).
+fn precedes(state: &State, a: u8, b: u8) -> bool {
+    let q = &state.queue;
+    match depth_of(a).cmp(&depth_of(b)) {
+        std::cmp::Ordering::Greater => true,
+        std::cmp::Ordering::Less => false,
+        std::cmp::Ordering::Equal => match (&q.saved[a as usize], &q.saved[b as usize]) {
+            (Some(x), Some(y)) => x.seq < y.seq && x.invoked_at < y.invoked_at,
+            _ => false,
+        },
+    }
+}
+
+/// Instance `i`'s queue operation `op` (sent as `req`) was answered `reply`
+/// at server time `next.now`; it was invoked at server time `asked_at`,
+/// after `acked_before` acknowledgements, and `contended` says whether
+/// another instance could have changed what was claimable meanwhile.
+/// Updates the instance's belief and the ghost, and records what the answer
+/// breaks and the races it reaches.
+pub(crate) fn answered(
+    next: &mut State,
+    i: usize,
+    op: Op,
+    reply: &Reply,
+    asked_at: i64,
+    invoked: crate::judge::Invoked,
+) {
+    let acked_before = invoked.acked_before;
+    let contended = invoked.contended;
+    let now = next.now;
+    let name = instance_name(i);
+    let seq = next.queue.acks;
+    if op == Op::Claim && matches!(reply, Reply::Claimed { .. } | Reply::Empty {}) {
+        note_claim_races(next, i);
+    }
+    match (op, reply) {
+        (Op::Save(k), Reply::Saved {} | Reply::Exists { .. }) => {
+            next.queue.acks += 1;
+            let slot = &mut next.queue.saved[k as usize];
+            if slot.is_none() {
+                *slot = Some(SaveAck {
+                    invoked_at: asked_at,
+                    seq,
+                });
+            }
+        }
+        (Op::Claim, Reply::Claimed { child, attempt, .. }) => {
+            let Some(k) = child_of(child) else {
+                next.violate(
+                    Property::QueueAnswered,
+                    format!("instance {name}'s claim answered the child {child:?}, which no save asked for"),
+                );
+                return;
+            };
+            next.queue.acks += 1;
+            judge_claim(next, i, k, asked_at, acked_before, contended);
+            next.queue.claims.push(ClaimGrant {
+                instance: i,
+                child: k,
+                attempt: *attempt,
+                valid_until: asked_at + CLAIM_MS,
+                may_hold_until: now + CLAIM_MS,
+                seq,
+                completed: false,
+            });
+            next.insts[i].claim = Some((k, *attempt));
+        }
+        (Op::Claim, Reply::Empty {}) if !contended => {
+            if let Some(k) =
+                (0..CHILDREN).find(|k| surely_claimable(next, *k, asked_at, acked_before, i))
+            {
+                next.violate(
+                    Property::QueueNoSaveLost,
+                    format!(
+                        "instance {name}'s claim at server time {now} answered empty, but child {} was saved (acknowledged) and ready: never completed, every claim of it run out",
+                        child_name(k)
+                    ),
+                );
+            }
+        }
+        (Op::Complete, reply) => {
+            let belief = next.insts[i].claim;
+            next.insts[i].claim = None;
+            let Some((k, attempt)) = belief else { return };
+            let ours = next
+                .queue
+                .claims
+                .iter()
+                .rposition(|c| c.instance == i && c.child == k && c.attempt == attempt);
+            let racing_claim = next
+                .insts
+                .iter()
+                .enumerate()
+                .any(|(j, o)| j != i && o.pending.as_ref().is_some_and(|p| p.op == Op::Claim));
+            if let Some(c) = ours.map(|p| next.queue.claims[p].clone()) {
+                if now == c.valid_until || now == c.may_hold_until {
+                    let claimed_now = next
+                        .queue
+                        .last_claim
+                        .is_some_and(|(j, t)| j != i && t == now);
+                    if racing_claim || claimed_now {
+                        next.queue.complete_race_reached = true;
+                    }
+                    next.queue.last_expiry_complete = Some((i, now));
+                }
+            }
+            if !matches!(reply, Reply::Completed {}) {
+                return;
+            }
+            next.queue.acks += 1;
+            let Some(pos) = ours else { return };
+            let c = next.queue.claims[pos].clone();
+            // A newer claim of the child, acknowledged before this completion
+            // was asked for: the claim completed was stale.
+            let superseded = next
+                .queue
+                .claims
+                .iter()
+                .any(|o| o.child == k && o.seq > c.seq && o.seq < acked_before);
+            if superseded {
+                next.violate(
+                    Property::QueueCompleteOnlyLive,
+                    format!(
+                        "instance {name}'s completion of {} (attempt {attempt}) was accepted after another claim of it had been granted",
+                        child_name(k)
+                    ),
+                );
+            } else if asked_at >= c.may_hold_until {
+                next.violate(
+                    Property::QueueCompleteOnlyLive,
+                    format!(
+                        "instance {name}'s completion of {} (attempt {attempt}) asked at server time {asked_at} was accepted, but its claim had run out at {} at the latest",
+                        child_name(k),
+                        c.may_hold_until
+                    ),
+                );
+            }
+            next.queue.claims[pos].completed = true;
+            if next.queue.done[k as usize].is_none() {
+                next.queue.done[k as usize] = Some(seq);
+            }
+            // A newer claim granted concurrently: in either order one of the
+            // two broke the contract (a done child handed out, or a stale
+            // claim completed).
+            if let Some(o) = next
+                .queue
+                .claims
+                .iter()
+                .find(|o| o.child == k && o.seq > c.seq && o.seq >= acked_before)
+            {
+                let who = instance_name(o.instance);
+                next.violate(
+                    Property::QueueDoneNeverClaimed,
+                    format!(
+                        "instance {name}'s completion of {} (attempt {attempt}) was accepted, and instance {who}'s claim of it (attempt {}) was granted while it ran: one of them came after the other",
+                        child_name(k),
+                        o.attempt
+                    ),
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The claim of child `k` instance `i` was granted: a done child, one held
+/// by a live claim, or one that skips a child first in claim order breaks
+/// the contract.
+fn judge_claim(
+    next: &mut State,
+    i: usize,
+    k: u8,
+    asked_at: i64,
+    acked_before: usize,
+    contended: bool,
+) {
+    let now = next.now;
+    let name = instance_name(i);
+    let child = child_name(k);
+    // Another instance's complete of this child in flight, or answered at
+    // this instant, at its claim's expiry: the second race.
+    let holder_completing = next.insts.iter().enumerate().any(|(j, o)| {
+        j != i
+            && o.claim.is_some_and(|(c, _)| c == k)
+            && o.pending.as_ref().is_some_and(|p| p.op == Op::Complete)
+    });
+    if holder_completing
+        && next.queue.claims.iter().any(|c| {
+            c.child == k && !c.completed && (now == c.valid_until || now == c.may_hold_until)
+        })
+    {
+        next.queue.complete_race_reached = true;
+    }
+    if let Some(done) = next.queue.done[k as usize].filter(|d| *d < acked_before) {
+        let _ = done;
+        next.violate(
+            Property::QueueDoneNeverClaimed,
+            format!("instance {name} was granted {child}, which had been completed (acknowledged) before it asked"),
+        );
+    }
+    let live: Vec<String> = next
+        .queue
+        .claims
+        .iter()
+        .filter(|c| c.child == k && !c.completed && c.valid_until > now)
+        .filter(|c| {
+            // A claimer that asked to complete has stopped relying on it.
+            !next.insts.get(c.instance).is_some_and(|o| {
+                o.claim == Some((c.child, c.attempt))
+                    && o.pending.as_ref().is_some_and(|p| p.op == Op::Complete)
+            })
+        })
+        .map(|c| {
+            format!(
+                "{} (attempt {}, promised until {})",
+                instance_name(c.instance),
+                c.attempt,
+                c.valid_until
+            )
+        })
+        .collect();
+    if !live.is_empty() {
+        next.violate(
+            Property::QueueOneClaimHolder,
+            format!(
+                "instance {name} was granted {child} at server time {now} while {} still held it",
+                live.join(" and ")
+            ),
+        );
+    }
+    if !contended {
+        if let Some(first) = (0..CHILDREN).find(|c| {
+            *c != k
+                && precedes(next, *c, k)
+                && surely_claimable(next, *c, asked_at, acked_before, i)
+        }) {
+            next.violate(
+                Property::QueueClaimOrder,
+                format!(
+                    "instance {name}'s claim at server time {now} was granted {child}, but {} was ready and comes first in claim order (deeper)",
+                    child_name(first)
+                ),
+            );
+        }
+    }
+}
+
+/// Records the races instance `i`'s claim, answered now, took part in:
+/// another instance's claim in flight or answered at the same instant with
+/// at most one child ready (two claims for the last ready child), or a
+/// completion answered at its claim's expiry at this instant (a claim
+/// against a completion).
+fn note_claim_races(next: &mut State, i: usize) {
+    let now = next.now;
+    let q = &next.queue;
+    let other_claim = next
+        .insts
+        .iter()
+        .enumerate()
+        .any(|(j, o)| j != i && o.pending.as_ref().is_some_and(|p| p.op == Op::Claim))
+        || q.last_claim.is_some_and(|(j, t)| j != i && t == now);
+    let ready = (0..CHILDREN)
+        .filter(|c| q.saved[*c as usize].is_some() && q.done[*c as usize].is_none())
+        .count();
+    let against_complete = q
+        .last_expiry_complete
+        .is_some_and(|(j, t)| j != i && t == now);
+    if other_claim && ready == 1 {
+        next.queue.claim_race_reached = true;
+    }
+    if against_complete {
+        next.queue.complete_race_reached = true;
+    }
+    next.queue.last_claim = Some((i, now));
+}
+
+#[cfg(test)]
+mod tests {
+    //! Hand-written queue states and answers, each judged once: for each
+    //! property an answer that must pass and one that must fail.
+
+    use super::*;
+    use crate::judge;
+
+    const START: i64 = 1_000_000;
+
+    /// The state after instance `i`'s `op`, invoked and answered now (an
+    /// operation of one command), answered `reply`.
+    fn answer(state: &State, i: usize, op: Op, reply: Reply) -> State {
+        let mut next = state.clone();
+        let inv = judge::invoked(state, i, op);
+        let req = request(state, i, op);
+        judge::answered(&mut next, i, op, &req, &Ok(reply), inv);
+        next
+    }
+
+    fn claimed(k: u8, attempt: i64) -> Reply {
+        Reply::Claimed {
+            child: child_name(k),
+            depth: depth_of(k),
+            payload: format!("p{k}"),
+            attempt,
+        }
+    }
+
+    /// Two idle instances; child `c0` saved by `a`.
+    fn saved() -> State {
+        let s = State::initial(START, &[0, 0]);
+        answer(&s, 0, Op::Save(0), Reply::Saved {})
+    }
+
+    fn at(mut s: State, t: i64) -> State {
+        s.now = t;
+        s
+    }
+
+    #[test]
+    fn a_second_live_claim_of_one_child_breaks_one_claim_holder() {
+        let s = answer(&saved(), 0, Op::Claim, claimed(0, 1));
+        assert!(s.violations.is_empty(), "{:?}", s.violations);
+        // b claims the child while a's claim is live.
+        let twice = answer(&s, 1, Op::Claim, claimed(0, 2));
+        assert!(twice.broke(Property::QueueOneClaimHolder));
+        // Once a's claim ran out, b's claim is the next attempt: fine.
+        let later = answer(&at(s, START + CLAIM_MS), 1, Op::Claim, claimed(0, 2));
+        assert!(later.violations.is_empty(), "{:?}", later.violations);
+    }
+
+    #[test]
+    fn a_stale_or_expired_completion_accepted_breaks_complete_only_live() {
+        let s = answer(&saved(), 0, Op::Claim, claimed(0, 1));
+        let ok = answer(&s, 0, Op::Complete, Reply::Completed {});
+        assert!(ok.violations.is_empty(), "{:?}", ok.violations);
+        // Asked at the claim's expiry instant: the claim has ended.
+        let expired = answer(
+            &at(s.clone(), START + CLAIM_MS),
+            0,
+            Op::Complete,
+            Reply::Completed {},
+        );
+        assert!(expired.broke(Property::QueueCompleteOnlyLive));
+        // Another claim was granted (after a's ran out) before a completed.
+        let taken = answer(&at(s, START + CLAIM_MS), 1, Op::Claim, claimed(0, 2));
+        let stale = answer(&taken, 0, Op::Complete, Reply::Completed {});
+        assert!(stale.broke(Property::QueueCompleteOnlyLive));
+        let refused = answer(
+            &taken,
+            0,
+            Op::Complete,
+            Reply::NotClaimer {
+                claimer: Some("b".into()),
+                attempt: Some(2),
+            },
+        );
+        assert!(refused.violations.is_empty(), "{:?}", refused.violations);
+    }
+
+    #[test]
+    fn a_done_child_handed_out_again_breaks_done_never_claimed() {
+        let s = answer(&saved(), 0, Op::Claim, claimed(0, 1));
+        let done = answer(&s, 0, Op::Complete, Reply::Completed {});
+        let again = answer(
+            &at(done.clone(), START + 10 * CLAIM_MS),
+            1,
+            Op::Claim,
+            claimed(0, 2),
+        );
+        assert!(again.broke(Property::QueueDoneNeverClaimed));
+        let empty = answer(
+            &at(done, START + 10 * CLAIM_MS),
+            1,
+            Op::Claim,
+            Reply::Empty {},
+        );
+        assert!(empty.violations.is_empty(), "{:?}", empty.violations);
+    }
+
+    #[test]
+    fn an_empty_claim_while_a_saved_child_is_ready_breaks_no_save_lost() {
+        let lost = answer(&saved(), 1, Op::Claim, Reply::Empty {});
+        assert!(lost.broke(Property::QueueNoSaveLost));
+        // Held by a live claim: empty is right.
+        let s = answer(&saved(), 0, Op::Claim, claimed(0, 1));
+        let held = answer(&s, 1, Op::Claim, Reply::Empty {});
+        assert!(held.violations.is_empty(), "{:?}", held.violations);
+        // Its claim ran out (by the store's reading too): offered again.
+        let gone = answer(&at(s, START + CLAIM_MS), 1, Op::Claim, Reply::Empty {});
+        assert!(gone.broke(Property::QueueNoSaveLost));
+    }
+
+    #[test]
+    fn claiming_the_shallower_child_while_the_deeper_is_ready_breaks_claim_order() {
+        let both = answer(&saved(), 0, Op::Save(1), Reply::Saved {});
+        let wrong = answer(&both, 1, Op::Claim, claimed(0, 1));
+        assert!(wrong.broke(Property::QueueClaimOrder));
+        let right = answer(&both, 1, Op::Claim, claimed(1, 1));
+        assert!(right.violations.is_empty(), "{:?}", right.violations);
+    }
+
+    #[test]
+    fn two_claims_at_one_instant_with_one_child_ready_reach_the_first_race() {
+        let s = answer(&saved(), 0, Op::Claim, claimed(0, 1));
+        assert!(!s.queue.claim_race_reached);
+        let raced = answer(&s, 1, Op::Claim, Reply::Empty {});
+        assert!(raced.queue.claim_race_reached);
+        // At the claim's expiry instant, a's completion after b's claim.
+        let t = at(s, START + CLAIM_MS);
+        let claimed_now = answer(&t, 1, Op::Claim, claimed(0, 2));
+        let refused = answer(
+            &claimed_now,
+            0,
+            Op::Complete,
+            Reply::NotClaimer {
+                claimer: Some("b".into()),
+                attempt: Some(2),
+            },
+        );
+        assert!(refused.queue.complete_race_reached);
+    }
+}
