@@ -744,9 +744,12 @@ fn suite(name: SuiteName, args: &CertifyArgs, seed: u64) -> anyhow::Result<Box<d
 /// The sizes the sabotage suite runs the other suites at: each named
 /// sabotage must be caught at these, and the whole matrix stays within
 /// minutes.
-const SABOTAGE_SIZES: [(&str, &str); 10] = [
+const SABOTAGE_SIZES: [(&str, &str); 11] = [
     ("--cases", "16"),
     ("--depth", "6"),
+    // Deep enough for both of the queue's races (save, claim, a move to
+    // the claim's expiry, a claim, a completion).
+    ("--queue-depth", "5"),
     ("--walks", "10"),
     ("--fault-rounds", "4"),
     ("--faults", "4"),

@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+mod common;
+
 use conformance::{all_checks, run_check, CheckKind};
 use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
@@ -87,24 +89,7 @@ async fn take_races(
     store: Arc<dyn harness::store::StoreFactory>,
     tag: &str,
 ) -> harness::CheckResult {
-    let server = ManagedServer::start(ServerOptions::default())
-        .await
-        .unwrap();
-    let target = Subject {
-        spec: "test".into(),
-        factory: store,
-        server: ServerRef::Managed(&server),
-        run_prefix: format!("sp:{tag}:"),
-        opt_out: None,
-        contracts: Contract::COORDINATION.to_vec(),
-        seed: 0,
-        may_start_servers: true,
-    };
-    let def = all_checks()
-        .into_iter()
-        .find(|d| d.spec.id == "conformance.lease.take-races")
-        .expect("the take-races check exists");
-    run_check(&target, 0, &def).await
+    common::run_alone(store, "conformance.lease.take-races", tag).await
 }
 
 /// Each race's verdict and schedule count, as the evidence reports them.
