@@ -1093,13 +1093,18 @@ fn checks(
                         format!("{what} was reached under every clock skew")
                     } else {
                         format!(
-                            "not decided: the search never reached {what} under {} within {} steps, though nothing it tried kept {}; the store's operations take more commands than that depth allows, so a deeper search (--depth, --queue-depth) is needed",
+                            "not decided: the search never reached {what} under {} within {} steps, though nothing it tried kept {}; the store's operations take more commands than that depth allows, so a deeper search ({}) is needed",
                             missing.join(", "),
                             config.depth_of(property.contract().unwrap_or(Contract::Lease)),
                             if property.contract() == Some(Contract::Queue) {
                                 "a saved child from being claimed"
                             } else {
                                 "a tree from a new holder"
+                            },
+                            if property.contract() == Some(Contract::Queue) {
+                                "--queue-depth"
+                            } else {
+                                "--depth"
                             }
                         )
                     };
