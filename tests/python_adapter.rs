@@ -86,7 +86,16 @@ fn the_python_example_adapter_passes_the_explorer() {
     let out = dir.path().join("r");
     let output = common::command()
         .args([
-            "certify", "--suite", "explorer", "--depth", "5", "--walks", "10", "--store",
+            "certify",
+            "--suite",
+            "explorer",
+            "--depth",
+            "5",
+            "--queue-depth",
+            "5",
+            "--walks",
+            "10",
+            "--store",
         ])
         .arg(format!("cmd:python3 {}", adapter.display()))
         .arg("--out")
@@ -102,10 +111,16 @@ fn the_python_example_adapter_passes_the_explorer() {
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     let per_skew = report["stats"]["explorer"]["per_skew"].as_array().unwrap();
-    assert_eq!(per_skew.len(), 7);
+    // Each skew searched for the lease and for the queue.
+    assert_eq!(per_skew.len(), 14);
     for s in per_skew {
-        assert_eq!(s["zombie_renew_reached"], true);
-        assert_eq!(s["zombie_release_reached"], true);
+        if s["contract"] == "queue" {
+            assert_eq!(s["queue_claim_race_reached"], true);
+            assert_eq!(s["queue_complete_race_reached"], true);
+        } else {
+            assert_eq!(s["zombie_renew_reached"], true);
+            assert_eq!(s["zombie_release_reached"], true);
+        }
     }
 }
 

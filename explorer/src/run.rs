@@ -468,16 +468,13 @@ pub fn explore_part(
         }
     };
     let mut walks_cut = 0;
+    // Skew by skew, each skew's contracts together: the order a merge of
+    // shards (each a set of skews) rebuilds.
     let searches: Vec<(Contract, usize, i64)> = config
-        .contracts
+        .skews
         .iter()
-        .flat_map(|c| {
-            config
-                .skews
-                .iter()
-                .enumerate()
-                .map(move |(i, s)| (*c, i, *s))
-        })
+        .enumerate()
+        .flat_map(|(i, s)| config.contracts.iter().map(move |c| (*c, i, *s)))
         .collect();
     for (contract, index, skew) in searches {
         if !part.searches(index) {
