@@ -67,6 +67,9 @@ pub(crate) struct ClaimGrant {
     pub may_hold_until: i64,
     /// Its place among every acknowledgement of the queue.
     pub seq: usize,
+    /// How many acknowledgements came before it was asked for: a claim of
+    /// the same child acknowledged before that surely came before it.
+    pub after: usize,
     /// Its completion was acknowledged.
     pub completed: bool,
 }
@@ -134,6 +137,7 @@ impl QueueGhost {
             c.child.hash(h);
             c.attempt.hash(h);
             c.seq.hash(h);
+            c.after.hash(h);
             c.completed.hash(h);
             for t in [c.valid_until, c.may_hold_until] {
                 (t > now).hash(h);
@@ -331,6 +335,7 @@ pub(crate) fn answered(
                 valid_until: asked_at + CLAIM_MS,
                 may_hold_until: now + CLAIM_MS,
                 seq,
+                after: acked_before,
                 completed: false,
             });
             next.insts[i].claim = Some((k, *attempt));
@@ -380,13 +385,14 @@ pub(crate) fn answered(
             next.queue.acks += 1;
             let Some(pos) = ours else { return };
             let c = next.queue.claims[pos].clone();
-            // A newer claim of the child, acknowledged before this completion
-            // was asked for: the claim completed was stale.
+            // A newer claim of the child (asked for after this claim was
+            // acknowledged), acknowledged before this completion was asked
+            // for: the claim completed was stale.
             let superseded = next
                 .queue
                 .claims
                 .iter()
-                .any(|o| o.child == k && o.seq > c.seq && o.seq < acked_before);
+                .any(|o| o.child == k && o.after > c.seq && o.seq < acked_before);
             if superseded {
                 next.violate(
                     Property::QueueCompleteOnlyLive,
@@ -416,7 +422,7 @@ pub(crate) fn answered(
                 .queue
                 .claims
                 .iter()
-                .find(|o| o.child == k && o.seq > c.seq && o.seq >= acked_before)
+                .find(|o| o.child == k && o.after > c.seq && o.seq >= acked_before)
             {
                 let who = instance_name(o.instance);
                 next.violate(
