@@ -120,6 +120,10 @@ pub struct CertifyArgs {
     /// states grow faster than the lease's).
     #[arg(long, default_value_t = 6, value_name = "STEPS", value_parser = sized(MIN_DEPTH, 40, DEPTH_WHY))]
     queue_depth: usize,
+    /// Explorer: the rate limits' searches, this many steps deep (4 to 40;
+    /// slots, hits and pauses on skewed clocks).
+    #[arg(long, default_value_t = 5, value_name = "STEPS", value_parser = sized(MIN_DEPTH, 40, DEPTH_WHY))]
+    rate_depth: usize,
     /// Conformance: sequences each generated check (conformance.generated.*)
     /// plays, before shrinking a failure (1 to 100000).
     #[arg(long, default_value_t = conformance::DEFAULT_CASES as usize, value_name = "N", value_parser = sized(1, 100_000, ""))]
@@ -660,6 +664,7 @@ fn explorer_config(args: &CertifyArgs, seed: u64) -> explorer::ExplorerConfig {
     explorer::ExplorerConfig {
         depth: args.depth,
         queue_depth: args.queue_depth,
+        rate_depth: args.rate_depth,
         walks: args.walks,
         walk_steps: args.walk_steps,
         seed,
@@ -744,12 +749,14 @@ fn suite(name: SuiteName, args: &CertifyArgs, seed: u64) -> anyhow::Result<Box<d
 /// The sizes the sabotage suite runs the other suites at: each named
 /// sabotage must be caught at these, and the whole matrix stays within
 /// minutes.
-const SABOTAGE_SIZES: [(&str, &str); 11] = [
+const SABOTAGE_SIZES: [(&str, &str); 12] = [
     ("--cases", "16"),
     ("--depth", "6"),
     // Deep enough for both of the queue's races (save, claim, a move to
     // the claim's expiry, a claim, a completion).
     ("--queue-depth", "5"),
+    // Both of the rate limits' races take two steps and a third to judge.
+    ("--rate-depth", "4"),
     ("--walks", "10"),
     ("--fault-rounds", "4"),
     ("--faults", "4"),

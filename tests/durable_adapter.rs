@@ -202,8 +202,9 @@ fn the_durable_adapter_passes_what_it_is_judged_on_and_the_rest_says_why() {
             assert_eq!(c["verdict"], "skipped", "{id}");
             assert!(says_durable(c), "{id}: {}", reason(c));
         }
-        if id.starts_with("explorer.queue.") {
-            // The queue's exploration: a contract the store does not offer.
+        if id.starts_with("explorer.queue.") || id.starts_with("explorer.rate.") {
+            // The queue's and rate limits' explorations: contracts the store
+            // does not offer.
             assert_eq!(c["verdict"], "skipped", "{id}");
             assert!(reason(c).contains("does not offer"), "{id}: {}", reason(c));
         } else if id.starts_with("explorer.") {

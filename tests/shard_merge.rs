@@ -22,6 +22,8 @@ const RUN: &[&str] = &[
     // Deep enough for both of the queue's races.
     "--queue-depth",
     "5",
+    "--rate-depth",
+    "4",
     "--walks",
     "6",
     "--kills",

@@ -10,7 +10,7 @@ use harness::contract::{Contract, ErrorKind, Reply, Request, StoreError};
 use harness::gate::drive::instance_name;
 
 use crate::property::Property;
-use crate::state::{Grant, Op, State};
+use crate::state::{Action, Grant, Op, State};
 use crate::LEASE_MS;
 
 /// What an operation was invoked with, for judging its answer.
@@ -22,25 +22,39 @@ pub(crate) struct Invoked {
     pub acked_before: usize,
     /// Someone else may have held the tree at some instant since.
     pub contended: bool,
+    /// The server was full at some instant since it was invoked.
+    pub full_seen: bool,
+    /// The keys' digest when it was invoked, while only its own commands
+    /// have touched the server since.
+    pub quiet_since: Option<u64>,
 }
 
 /// What is known when instance `i` invokes an operation in `state`: its
 /// clock (read once: it keeps it until it answers), the grants acknowledged
 /// so far, and whether someone else may hold the tree.
 pub(crate) fn invoked(state: &State, i: usize, op: Op) -> Invoked {
-    let queue = op.contract() == Contract::Queue;
     Invoked {
         clock_ms: state.now + state.insts[i].skew_ms,
-        acked_before: if queue {
-            state.queue.acks
-        } else {
-            state.ghost.len()
+        acked_before: match op.contract() {
+            Contract::Queue => state.queue.acks,
+            Contract::Rate => state.rate.acks,
+            _ => state.ghost.len(),
         },
-        contended: if queue {
-            crate::queue::contended(state, i)
-        } else {
-            contended(state, i)
-        },
+        contended: contended_in(state, i, op.contract()),
+        full_seen: state.full,
+        quiet_since: Some(crate::state::keys_digest(&state.keys)),
+    }
+}
+
+/// Whether another instance than `i` may change what `contract`'s next
+/// answer to `i` may rightly be (see each contract's `contended`).
+fn contended_in(state: &State, i: usize, contract: Contract) -> bool {
+    match contract {
+        Contract::Queue => crate::queue::contended(state, i),
+        // A rate refusal is judged on what is in flight when it is answered
+        // (`rate::answered`), not on what was at some instant since.
+        Contract::Rate => false,
+        _ => contended(state, i),
     }
 }
 
@@ -78,17 +92,32 @@ pub(crate) fn contended(state: &State, i: usize) -> bool {
 /// else may have held the tree at any instant since it was invoked.
 pub(crate) fn stepped(next: &mut State) {
     for j in 0..next.insts.len() {
-        let queue = next.insts[j]
-            .pending
-            .as_ref()
-            .is_some_and(|p| p.op.contract() == Contract::Queue);
-        let contended = if queue {
-            crate::queue::contended(next, j)
-        } else {
-            contended(next, j)
+        let Some(contract) = next.insts[j].pending.as_ref().map(|p| p.op.contract()) else {
+            continue;
         };
+        let contended = contended_in(next, j, contract);
+        let full = next.full;
         if let Some(p) = next.insts[j].pending.as_mut() {
             p.contended |= contended;
+            p.full_seen |= full;
+        }
+    }
+}
+
+/// After `action`: the operations in flight whose keys something other
+/// than their own commands may have touched (another instance's command, a
+/// move of time) no longer know what their refusal must leave.
+pub(crate) fn touched(next: &mut State, action: Action) {
+    let by = match action {
+        Action::Start(i, _) | Action::Continue(i) => Some(i),
+        Action::Tick(_) => None,
+        Action::Crash(_) | Action::Fill | Action::Free => return,
+    };
+    for (j, inst) in next.insts.iter_mut().enumerate() {
+        if Some(j) != by {
+            if let Some(p) = inst.pending.as_mut() {
+                p.quiet_since = None;
+            }
         }
     }
 }
@@ -100,6 +129,7 @@ pub(crate) fn crashed(next: &mut State, i: usize) {
     // for at most a lease from now: until then a refusal is that lease, not
     // a stuck tree.
     let mut until = None;
+    let clock_ms = next.insts[i].pending.as_ref().map_or(0, |p| p.clock_ms);
     match next.insts[i].pending.as_ref().map(|p| p.op) {
         Some(Op::Take | Op::Renew) => until = Some(next.now + LEASE_MS),
         Some(Op::Release) => {
@@ -113,6 +143,7 @@ pub(crate) fn crashed(next: &mut State, i: usize) {
                 }
             }
         }
+        Some(op) if op.contract() == Contract::Rate => crate::rate::crashed(next, i, op, clock_ms),
         Some(op) => crate::queue::crashed(next, i, op),
         None => {}
     }
@@ -139,6 +170,8 @@ pub(crate) fn answered(
         clock_ms,
         acked_before,
         contended,
+        full_seen,
+        quiet_since,
     } = invoked;
     // A holder counts its lease from when it asked (all it can know): the
     // server time the operation was invoked at, which is now for an
@@ -177,11 +210,26 @@ pub(crate) fn answered(
                 next.unsupported.push((op, e.message.clone()));
             }
         }
+        (_, Err(e)) if e.kind == ErrorKind::StoreFull && full_seen => {
+            // The server was full while it ran: the contract's refusal
+            // (PROTOCOL 6), which changes nothing. The instance believes
+            // what it believed and may retry, as client libraries do. If
+            // nothing else touched the server meanwhile, the keys must be
+            // as they were; otherwise a store that wrote part of it is
+            // caught by what later answers show (a tree stuck, a lost save).
+            if quiet_since.is_some_and(|d| d != crate::state::keys_digest(&next.keys)) {
+                next.violate(
+                    answered_property(op),
+                    format!(
+                        "instance {name}'s {} was refused as store_full ({}), but it changed the store's keys: a refused write must change nothing",
+                        req.op(),
+                        e.message
+                    ),
+                );
+            }
+        }
         (_, Err(e)) => {
-            let property = match op.contract() {
-                Contract::Queue => Property::QueueAnswered,
-                _ => Property::Answered,
-            };
+            let property = answered_property(op);
             next.violate(
                 property,
                 format!("instance {name}'s {} answered the error {e}", req.op()),
@@ -189,6 +237,9 @@ pub(crate) fn answered(
         }
         (op, Ok(reply)) if op.contract() == Contract::Queue => {
             crate::queue::answered(next, i, op, reply, asked_at, invoked)
+        }
+        (op, Ok(reply)) if op.contract() == Contract::Rate => {
+            crate::rate::answered(next, i, op, req, reply, invoked)
         }
         (Op::Take, Ok(Reply::Granted { epoch, .. })) => {
             let epoch = *epoch;
@@ -302,6 +353,15 @@ pub(crate) fn answered(
     }
 }
 
+/// The property an answer to `op` that is not the contract's breaks.
+fn answered_property(op: Op) -> Property {
+    match op.contract() {
+        Contract::Queue => Property::QueueAnswered,
+        Contract::Rate => Property::RateAnswered,
+        _ => Property::Answered,
+    }
+}
+
 /// Whether `state` is a discovery for `property`: a violation of one that
 /// must always hold, the harness's trouble, or a race reached.
 pub(crate) fn discovers(state: &State, property: Property) -> bool {
@@ -311,6 +371,8 @@ pub(crate) fn discovers(state: &State, property: Property) -> bool {
         Property::ZombieReleaseRace => state.zombie_release_reached,
         Property::QueueClaimRace => state.queue.claim_race_reached,
         Property::QueueCompleteRace => state.queue.complete_race_reached,
+        Property::RateSlotRace => state.rate.slot_race_reached,
+        Property::RateHitRace => state.rate.hit_race_reached,
         p => state.broke(p),
     }
 }
@@ -347,6 +409,8 @@ mod tests {
             clock_ms,
             acked_before,
             contended,
+            full_seen,
+            quiet_since,
         } = invoked(state, i, op);
         state.insts[i].pending = Some(Pending {
             op,
@@ -354,6 +418,8 @@ mod tests {
             acked_before,
             contended,
             delivered: Vec::new(),
+            full_seen,
+            quiet_since,
         });
     }
 

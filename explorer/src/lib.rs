@@ -41,6 +41,7 @@ mod local;
 mod model;
 mod property;
 mod queue;
+mod rate;
 mod run;
 mod search;
 mod state;

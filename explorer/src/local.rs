@@ -130,6 +130,11 @@ impl Local {
                 let what = vec![format!("one transaction: {}", req.op())];
                 answered(next, i, op, &req, out, what, invoked);
             }
+            Action::Fill | Action::Free => {
+                return Err(format!(
+                    "a copy of a store with no Redis wire has no server to fill: {ONE_OPERATION}"
+                ))
+            }
             Action::Continue(i) => {
                 return Err(format!(
                     "instance {} has nothing to continue: {ONE_OPERATION}",

@@ -65,10 +65,23 @@ pub struct LeaseModel {
 impl LeaseModel {
     /// Every action possible in `state`, in a fixed order.
     pub fn possible(&self, state: &State, out: &mut Vec<Action>) {
-        if state.harness_error.is_some()
-            || !state.violations.is_empty()
-            || state.steps >= self.max_steps
-        {
+        if state.harness_error.is_some() || !state.violations.is_empty() {
+            return;
+        }
+        if state.steps >= self.max_steps {
+            // Past the depth, the operations in flight run to their answers,
+            // one instance after another and nothing else happening: an
+            // answer that only the last of several commands gives is judged
+            // too (two hits each refused for the other are only known to be
+            // wrong once both have answered). A store of one command an
+            // operation has none in flight here.
+            if let Some(i) = state
+                .insts
+                .iter()
+                .position(|i| !i.crashed && i.pending.is_some())
+            {
+                out.push(Action::Continue(i));
+            }
             return;
         }
         let crashed = state.insts.iter().filter(|i| i.crashed).count();
@@ -78,9 +91,12 @@ impl LeaseModel {
             }
             if inst.pending.is_some() {
                 out.push(Action::Continue(i));
-            } else if idle(inst) && self.contract == Contract::Queue {
+            } else if idle(inst) && self.contract != Contract::Lease {
                 let mut ops = Vec::new();
-                crate::queue::possible(state, i, &mut ops);
+                match self.contract {
+                    Contract::Rate => crate::rate::possible(state, i, &mut ops),
+                    _ => crate::queue::possible(state, i, &mut ops),
+                }
                 out.extend(ops.into_iter().map(|op| Action::Start(i, op)));
             } else if idle(inst) {
                 match inst.held {
@@ -105,6 +121,15 @@ impl LeaseModel {
         out.push(Action::Tick(Tick::HalfLease));
         out.push(Action::Tick(Tick::Lease));
         out.push(Action::Tick(Tick::LongPause));
+        // The server fills up between any two commands, and room comes back
+        // (a copy of a store with no Redis wire has no server to fill).
+        if self.shared.factory.keeps_state_in_redis() {
+            out.push(if state.full {
+                Action::Free
+            } else {
+                Action::Fill
+            });
+        }
     }
 
     /// The initial state: an empty keyspace, one idle instance per skew.

@@ -49,9 +49,26 @@ pub enum Property {
     QueueClaimRace,
     /// A claim raced a completion at the claim's expiry instant.
     QueueCompleteRace,
+    /// No grant counts more live slots than the limit on its own clock.
+    RateSlotLimit,
+    /// No allowed hit finds the limit's worth of hits in its window.
+    RateHitLimit,
+    /// A pause only lengthens: no answer shows a pause shorter than one
+    /// acknowledged before.
+    RatePauseOnlyLengthens,
+    /// Nothing is granted while an acknowledged pause is in force.
+    RateNothingWhilePaused,
+    /// A refusal (full, limited, paused) only when something could cause it.
+    RateRefusedOnlyWhenDue,
+    /// Every rate operation gets an answer, not an error.
+    RateAnswered,
+    /// Two acquires raced for the last slot.
+    RateSlotRace,
+    /// Two hits raced for the last place in a window.
+    RateHitRace,
 }
 
-/// Every explorer check is about the lease contract and needs worlds it
+/// A lease check of the explorer: like every explorer check, it needs worlds it
 /// restores to any state and moves the clock of: servers whose store's
 /// Redis commands it interleaves, or a copy of a store with no Redis wire
 /// whose operations it interleaves (a store offering neither cannot be
@@ -65,6 +82,11 @@ const fn queue_spec(id: &'static str, about: &'static str) -> CheckSpec {
     of(&[Contract::Queue], id, about)
 }
 
+/// A check of the rate limits' exploration.
+const fn rate_spec(id: &'static str, about: &'static str) -> CheckSpec {
+    of(&[Contract::Rate], id, about)
+}
+
 const fn of(contracts: &'static [Contract], id: &'static str, about: &'static str) -> CheckSpec {
     CheckSpec {
         id,
@@ -76,11 +98,11 @@ const fn of(contracts: &'static [Contract], id: &'static str, about: &'static st
 }
 
 /// The contracts the explorer explores, in the order it explores them.
-pub const EXPLORED: [Contract; 2] = [Contract::Lease, Contract::Queue];
+pub const EXPLORED: [Contract; 3] = [Contract::Lease, Contract::Queue, Contract::Rate];
 
 impl Property {
     /// Every property, in the order their checks are reported.
-    pub const ALL: [Property; 16] = [
+    pub const ALL: [Property; 24] = [
         Property::OneLiveHolder,
         Property::EpochMonotonic,
         Property::ZombieRefused,
@@ -96,6 +118,14 @@ impl Property {
         Property::QueueAnswered,
         Property::QueueClaimRace,
         Property::QueueCompleteRace,
+        Property::RateSlotLimit,
+        Property::RateHitLimit,
+        Property::RatePauseOnlyLengthens,
+        Property::RateNothingWhilePaused,
+        Property::RateRefusedOnlyWhenDue,
+        Property::RateAnswered,
+        Property::RateSlotRace,
+        Property::RateHitRace,
         Property::HarnessOk,
     ];
 
@@ -111,6 +141,14 @@ impl Property {
                 Property::QueueClaimOrder,
                 Property::QueueAnswered,
             ],
+            Contract::Rate => &[
+                Property::RateSlotLimit,
+                Property::RateHitLimit,
+                Property::RatePauseOnlyLengthens,
+                Property::RateNothingWhilePaused,
+                Property::RateRefusedOnlyWhenDue,
+                Property::RateAnswered,
+            ],
             _ => &[
                 Property::OneLiveHolder,
                 Property::EpochMonotonic,
@@ -125,6 +163,7 @@ impl Property {
     pub(crate) fn races(contract: Contract) -> &'static [Property] {
         match contract {
             Contract::Queue => &[Property::QueueClaimRace, Property::QueueCompleteRace],
+            Contract::Rate => &[Property::RateSlotRace, Property::RateHitRace],
             _ => &[Property::ZombieRenewRace, Property::ZombieReleaseRace],
         }
     }
@@ -164,6 +203,14 @@ impl Property {
             Property::QueueAnswered => "queue-answered",
             Property::QueueClaimRace => "queue-claim-race",
             Property::QueueCompleteRace => "queue-complete-race",
+            Property::RateSlotLimit => "rate-slot-limit",
+            Property::RateHitLimit => "rate-hit-limit",
+            Property::RatePauseOnlyLengthens => "rate-pause-only-lengthens",
+            Property::RateNothingWhilePaused => "rate-nothing-while-paused",
+            Property::RateRefusedOnlyWhenDue => "rate-refused-only-when-due",
+            Property::RateAnswered => "rate-answered",
+            Property::RateSlotRace => "rate-slot-race",
+            Property::RateHitRace => "rate-hit-race",
         }
     }
 
@@ -193,7 +240,7 @@ impl Property {
             ),
             Property::Answered => spec(
                 "explorer.answered",
-                "every operation gets an answer from the store, not an error",
+                "every operation gets an answer from the store, not an error (store_full while the server is full), and a write refused as store_full changes nothing",
             ),
             Property::ZombieRenewRace => spec(
                 "explorer.zombie-renew-race-reached",
@@ -225,7 +272,7 @@ impl Property {
             ),
             Property::QueueAnswered => queue_spec(
                 "explorer.queue.answered",
-                "every queue operation gets an answer from the store, not an error",
+                "every queue operation gets an answer from the store, not an error (store_full while the server is full), and a write refused as store_full changes nothing",
             ),
             Property::QueueClaimRace => queue_spec(
                 "explorer.queue.two-claims-race-reached",
@@ -235,8 +282,40 @@ impl Property {
                 "explorer.queue.claim-complete-race-reached",
                 "a claim racing a completion at the claim's expiry instant",
             ),
+            Property::RateSlotLimit => rate_spec(
+                "explorer.rate.slot-limit",
+                "no acquire is granted while the limit's worth of slots granted before it are live on its own clock",
+            ),
+            Property::RateHitLimit => rate_spec(
+                "explorer.rate.hit-limit",
+                "no hit is allowed while the limit's worth of hits allowed before it fall in its window on its own clock",
+            ),
+            Property::RatePauseOnlyLengthens => rate_spec(
+                "explorer.rate.pause-only-lengthens",
+                "a pause only lengthens: no answer shows a pause shorter than one acknowledged before it, or one no pause asked for",
+            ),
+            Property::RateNothingWhilePaused => rate_spec(
+                "explorer.rate.nothing-while-paused",
+                "no slot or hit is granted while a pause acknowledged before it is in force on its clock",
+            ),
+            Property::RateRefusedOnlyWhenDue => rate_spec(
+                "explorer.rate.refused-only-when-due",
+                "an acquire is refused only while a slot may be live, a hit only while a hit may fall in its window, and either as paused only while a pause is in force: a crashed holder's slot and an emptied window come back",
+            ),
+            Property::RateAnswered => rate_spec(
+                "explorer.rate.answered",
+                "every rate operation gets an answer from the store, not an error (store_full while the server is full), and a write refused as store_full changes nothing",
+            ),
+            Property::RateSlotRace => rate_spec(
+                "explorer.rate.two-acquires-race-reached",
+                "two acquires racing for the last slot",
+            ),
+            Property::RateHitRace => rate_spec(
+                "explorer.rate.two-hits-race-reached",
+                "two hits racing for the last place in a window",
+            ),
             Property::HarnessOk => of(
-                &[Contract::Lease, Contract::Queue],
+                &[Contract::Lease, Contract::Queue, Contract::Rate],
                 "explorer.exploration-complete",
                 "every transition's outcome came from the real server, directly or from the transition cache of its earlier outcomes for the same state, time and input (a seeded sample of which was sent to the server again and agreed), and every re-run of an operation sent the same commands",
             ),
@@ -267,6 +346,17 @@ impl Property {
             ],
             Property::QueueClaimRace => &[Op::Claim],
             Property::QueueCompleteRace => &[Op::Claim, Op::Complete],
+            Property::RateSlotLimit | Property::RateSlotRace => &[Op::Acquire],
+            Property::RateHitLimit | Property::RateHitRace => &[Op::Hit],
+            Property::RatePauseOnlyLengthens | Property::RateNothingWhilePaused => &[Op::Pause],
+            Property::RateRefusedOnlyWhenDue => &[Op::Acquire, Op::Hit],
+            Property::RateAnswered => &[
+                Op::Acquire,
+                Op::ReleaseSlot,
+                Op::Hit,
+                Op::Pause,
+                Op::RateRead,
+            ],
             Property::HarnessOk => &[],
         }
     }

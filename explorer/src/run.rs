@@ -36,6 +36,9 @@ pub struct ExplorerConfig {
     /// The queue's searches' depth: its state space grows faster (two
     /// children, claims and completions), so it has a depth of its own.
     pub queue_depth: usize,
+    /// The rate limits' searches' depth (slots, hits and pauses on skewed
+    /// clocks), likewise their own.
+    pub rate_depth: usize,
     /// Seeded walks of three instances.
     pub walks: usize,
     /// Steps per walk.
@@ -81,6 +84,7 @@ impl Default for ExplorerConfig {
         ExplorerConfig {
             depth: 8,
             queue_depth: 6,
+            rate_depth: 5,
             walks: 200,
             walk_steps: 20,
             seed: 0,
@@ -102,7 +106,17 @@ impl ExplorerConfig {
     pub fn depth_of(&self, contract: Contract) -> usize {
         match contract {
             Contract::Queue => self.queue_depth,
+            Contract::Rate => self.rate_depth,
             _ => self.depth,
+        }
+    }
+
+    /// The flag that sets the depth of `contract`'s searches.
+    pub fn depth_flag(contract: Contract) -> &'static str {
+        match contract {
+            Contract::Queue => "--queue-depth",
+            Contract::Rate => "--rate-depth",
+            _ => "--depth",
         }
     }
 
@@ -263,10 +277,17 @@ fn describe(a: &Action) -> String {
                 Op::Claim => "claim".to_string(),
                 Op::Complete => "complete".to_string(),
                 Op::QueueRead => format!("read {}", crate::queue::child_name(0)),
+                Op::Acquire => format!("acquire a slot of {}", crate::rate::PROVIDER),
+                Op::ReleaseSlot => "release its slot".to_string(),
+                Op::Hit => format!("hit {}", crate::rate::PROVIDER),
+                Op::Pause => format!("pause {} (clock + lease/2)", crate::rate::PROVIDER),
+                Op::RateRead => format!("read {}", crate::rate::PROVIDER),
             }
         ),
         Action::Continue(i) => format!("{}: next command", n(i)),
         Action::Crash(i) => format!("{}: crashes for good", n(i)),
+        Action::Fill => "the server fills up (maxmemory): writes refused".into(),
+        Action::Free => "room is given back: writes accepted again".into(),
         Action::Tick(t) => match t {
             Tick::NearestExpiry(d) => format!("time → nearest expiry {d:+} ms"),
             Tick::HalfLease => "time + lease/2".into(),
@@ -314,7 +335,7 @@ fn history_of(start: &State, path: &[(Action, State)]) -> History {
                 .pending
                 .as_ref()
                 .map(|p| (i, request(before, i, p.op).op().to_string(), p.clock_ms)),
-            Action::Tick(_) | Action::Crash(_) => None,
+            Action::Tick(_) | Action::Crash(_) | Action::Fill | Action::Free => None,
         };
         if let (Some((i, op, clock_ms)), Some(outcome)) = (ran, after.note.answer.as_ref()) {
             history.complete(instance_name(i), &op, outcome, Some(after.now), clock_ms);
@@ -569,6 +590,9 @@ pub fn explore_part(
         row.queue_complete_race_reached = searched
             .discoveries
             .contains_key(&Property::QueueCompleteRace);
+        row.rate_slot_race_reached = searched.discoveries.contains_key(&Property::RateSlotRace);
+        row.rate_hit_race_reached = searched.discoveries.contains_key(&Property::RateHitRace);
+        row.full_refusals = searched.full_refusals;
         row.depth = config.depth_of(contract);
         row.states = searched.states;
         row.unique_states = searched.unique_states;
@@ -1058,6 +1082,7 @@ fn checks(
                     )
                 },
                 p if p.is_race() => {
+                    let contract = property.contract().unwrap_or(Contract::Lease);
                     let missing: Vec<String> = unreached
                         .iter()
                         .filter(|(k, _)| *k == property)
@@ -1092,17 +1117,13 @@ fn checks(
                         format!(
                             "not decided: the search never reached {what} under {} within {} steps, though nothing it tried kept {}; the store's operations take more commands than that depth allows, so a deeper search ({}) is needed",
                             missing.join(", "),
-                            config.depth_of(property.contract().unwrap_or(Contract::Lease)),
-                            if property.contract() == Some(Contract::Queue) {
-                                "a saved child from being claimed"
-                            } else {
-                                "a tree from a new holder"
+                            config.depth_of(contract),
+                            match contract {
+                                Contract::Queue => "a saved child from being claimed",
+                                Contract::Rate => "a free slot or window place from being granted",
+                                _ => "a tree from a new holder",
                             },
-                            if property.contract() == Some(Contract::Queue) {
-                                "--queue-depth"
-                            } else {
-                                "--depth"
-                            }
+                            ExplorerConfig::depth_flag(contract),
                         )
                     };
                     result(property, verdict, reason)
@@ -1193,6 +1214,8 @@ mod tests {
             acked_before: 1,
             contended: true,
             delivered: vec![],
+            full_seen: false,
+            quiet_since: None,
         });
         path.push((Action::Start(1, Op::Take), s.clone()));
         // Time moves; b's take then answers busy.
@@ -1222,6 +1245,8 @@ mod tests {
             acked_before: 1,
             contended: false,
             delivered: vec![],
+            full_seen: false,
+            quiet_since: None,
         });
         path.push((Action::Start(0, Op::Renew), s.clone()));
         s.insts[0].pending = None;
@@ -1318,7 +1343,7 @@ mod tests {
         // The default explores the lease alone: its checks and the harness's.
         let explored: Vec<Property> = Property::ALL
             .into_iter()
-            .filter(|p| p.contract() != Some(Contract::Queue))
+            .filter(|p| p.contract().is_none_or(|c| c == Contract::Lease))
             .collect();
         assert_eq!(results.len(), explored.len());
         explored

@@ -67,6 +67,9 @@ pub struct Searched {
     /// The operations the store answered `unsupported`, with its first
     /// message, in the order first met.
     pub unsupported: Vec<(Op, String)>,
+    /// Transitions that ended an operation with `store_full` (the full
+    /// server met a write): the refusals judged.
+    pub full_refusals: usize,
     /// The search stopped after this level, at a violation (fail fast):
     /// the deeper levels were not explored.
     pub stopped_at: Option<usize>,
@@ -157,6 +160,12 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool, shift: Shift
         let mut merges: Vec<Merge> = Vec::new();
         for ((k, action), next) in jobs.into_iter().zip(nexts) {
             out.states += 1;
+            // Counted before the merge: a clean refusal leads back to a
+            // state met already.
+            if matches!(&next.note.answer, Some(Err(e)) if e.kind == harness::contract::ErrorKind::StoreFull)
+            {
+                out.full_refusals += 1;
+            }
             let fingerprint = next.fingerprint();
             if let Some(&(kept_level, kept_index)) = seen.get(&fingerprint) {
                 // Only a merge of states with successors (a budget left, no

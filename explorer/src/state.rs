@@ -30,6 +30,17 @@ pub enum Op {
     Complete,
     /// `queue.read` of the first child.
     QueueRead,
+    /// `rate.acquire_slot` of the explored provider's last slot.
+    Acquire,
+    /// `rate.release_slot` of the slot the instance believes it holds.
+    ReleaseSlot,
+    /// `rate.hit` of the explored provider's window.
+    Hit,
+    /// `rate.pause` of the explored provider, half a lease ahead of the
+    /// instance's clock.
+    Pause,
+    /// `rate.read` of the explored provider.
+    RateRead,
 }
 
 impl Op {
@@ -39,6 +50,7 @@ impl Op {
         match self {
             Op::Take | Op::Renew | Op::Release | Op::Read => Contract::Lease,
             Op::Save(_) | Op::Claim | Op::Complete | Op::QueueRead => Contract::Queue,
+            Op::Acquire | Op::ReleaseSlot | Op::Hit | Op::Pause | Op::RateRead => Contract::Rate,
         }
     }
 
@@ -53,6 +65,11 @@ impl Op {
             Op::Claim => "queue.claim",
             Op::Complete => "queue.complete",
             Op::QueueRead => "queue.read",
+            Op::Acquire => "rate.acquire_slot",
+            Op::ReleaseSlot => "rate.release_slot",
+            Op::Hit => "rate.hit",
+            Op::Pause => "rate.pause",
+            Op::RateRead => "rate.read",
         }
     }
 }
@@ -83,6 +100,11 @@ pub enum Action {
     Tick(Tick),
     /// An instance stops for good, between any two of its commands.
     Crash(usize),
+    /// The server fills up (`maxmemory` reached, `noeviction`): every
+    /// later write is refused with `OOM` until room is given back.
+    Fill,
+    /// Room is given back: writes are accepted again.
+    Free,
 }
 
 /// One key under the prefix, as dumped.
@@ -138,6 +160,25 @@ pub(crate) struct Pending {
     pub contended: bool,
     /// The Redis commands delivered so far, each with its reply.
     pub delivered: Vec<Exchange>,
+    /// The server was full at some instant since it was invoked: a
+    /// `store_full` answer is then the contract's refusal, not an error.
+    pub full_seen: bool,
+    /// The digest of the keys when it was invoked ([`keys_digest`]), while
+    /// nothing but its own commands has touched the server since (no other
+    /// instance's command, no move of time): a refusal must leave them so.
+    pub quiet_since: Option<u64>,
+}
+
+/// A digest of the keys exactly as the server holds them (names, `DUMP`
+/// bytes, absolute expiries).
+pub(crate) fn keys_digest(keys: &[KeyDump]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for k in keys {
+        k.name.hash(&mut h);
+        k.dump.hash(&mut h);
+        k.expire_at.hash(&mut h);
+    }
+    h.finish()
 }
 
 /// One simulated application instance.
@@ -149,6 +190,8 @@ pub(crate) struct Inst {
     pub held: Option<i64>,
     /// The claim it believes it holds: the child and the attempt.
     pub claim: Option<(u8, i64)>,
+    /// The rate slot it believes it holds.
+    pub slot: Option<String>,
     /// The operation it is in the middle of, if any.
     pub pending: Option<Pending>,
     /// Stopped for good: it takes no further step.
@@ -191,6 +234,8 @@ pub(crate) struct Note {
 pub struct State {
     /// Server time (virtual, ms).
     pub(crate) now: i64,
+    /// The server is full: every write is refused with `OOM`.
+    pub(crate) full: bool,
     /// Every key under the prefix: the store's state on the server.
     pub(crate) keys: Vec<KeyDump>,
     /// The instances, by index.
@@ -201,6 +246,9 @@ pub struct State {
     /// What the queue's instances were told (empty when the queue is not
     /// explored).
     pub(crate) queue: crate::queue::QueueGhost,
+    /// What the rate limits' instances were told (empty when the rate
+    /// limits are not explored).
+    pub(crate) rate: crate::rate::RateGhost,
     /// Broken properties (sticky): (property, what happened).
     pub(crate) violations: Vec<(Property, String)>,
     /// A renew by a holder whose epoch was superseded was reached (the first
@@ -386,6 +434,7 @@ impl State {
     pub(crate) fn initial(now: i64, skews: &[i64]) -> State {
         State {
             now,
+            full: false,
             keys: Vec::new(),
             insts: skews
                 .iter()
@@ -393,12 +442,14 @@ impl State {
                     skew_ms: *s,
                     held: None,
                     claim: None,
+                    slot: None,
                     pending: None,
                     crashed: false,
                 })
                 .collect(),
             ghost: Vec::new(),
             queue: crate::queue::QueueGhost::new(),
+            rate: crate::rate::RateGhost::default(),
             violations: Vec::new(),
             zombie_renew_reached: false,
             zombie_release_reached: false,
@@ -418,6 +469,7 @@ impl State {
             self.now.hash(h);
         }
         let far = if relative { far_ms } else { i64::MAX };
+        self.full.hash(h);
         for k in &self.keys {
             k.name.hash(h);
             k.expire_at.map(|t| rel(t, now, far)).hash(h);
@@ -427,6 +479,7 @@ impl State {
             i.skew_ms.hash(h);
             i.held.hash(h);
             i.claim.hash(h);
+            i.slot.hash(h);
             i.crashed.hash(h);
             match &i.pending {
                 None => 0u8.hash(h),
@@ -437,6 +490,8 @@ impl State {
                     rel(p.clock_ms - i.skew_ms, now, far).hash(h);
                     p.acked_before.hash(h);
                     p.contended.hash(h);
+                    p.full_seen.hash(h);
+                    p.quiet_since.hash(h);
                     // The replies, not the commands: a deterministic store's
                     // commands follow from the state, and a store that sends
                     // other commands on a re-run must still fingerprint the
@@ -465,6 +520,7 @@ impl State {
             }
         }
         self.queue.hash_at(self.now, &|t| rel(t, now, far), h);
+        self.rate.hash_at(self, &|t| rel(t, now, far), h);
         // Like a promise: once it ran out it no longer matters.
         self.unacked_until
             .filter(|t| *t > self.now)
@@ -553,6 +609,8 @@ pub(crate) enum Input {
         instance: usize,
         /// The command's arguments.
         command: harness::gate::Command,
+        /// The server was full (`maxmemory` reached): writes are refused.
+        full: bool,
     },
     /// Server time moved to this instant.
     Tick {

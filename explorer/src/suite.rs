@@ -229,8 +229,11 @@ mod tests {
         for c in checks {
             assert_eq!(c.level, Level::Must, "{}", c.id);
             let explored = match c.id {
-                "explorer.exploration-complete" => &[Contract::Lease, Contract::Queue][..],
+                "explorer.exploration-complete" => {
+                    &[Contract::Lease, Contract::Queue, Contract::Rate][..]
+                }
                 id if id.starts_with("explorer.queue.") => &[Contract::Queue][..],
+                id if id.starts_with("explorer.rate.") => &[Contract::Rate][..],
                 _ => &[Contract::Lease][..],
             };
             assert_eq!(c.contracts, explored, "{}", c.id);

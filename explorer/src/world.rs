@@ -216,6 +216,8 @@ struct Inner {
     /// The keyspace the server holds now, known exactly (it was restored,
     /// or read back holding nothing else); `None`: unknown.
     holds: Option<Keyspace>,
+    /// The server is full now (`maxmemory` 1 byte).
+    full: bool,
 }
 
 /// The request instance `i` sends for `op` in `state`.
@@ -242,6 +244,9 @@ pub fn request(state: &State, i: usize, op: Op) -> Request {
         Op::Read => Request::LeaseRead { tree: TREE.into() },
         Op::Save(_) | Op::Claim | Op::Complete | Op::QueueRead => {
             crate::queue::request(state, i, op)
+        }
+        Op::Acquire | Op::ReleaseSlot | Op::Hit | Op::Pause | Op::RateRead => {
+            crate::rate::request(state, i, op)
         }
     }
 }
@@ -285,6 +290,7 @@ impl World {
                 admin,
                 server,
                 holds: None,
+                full: false,
             })),
             shared,
             runtime,
@@ -315,6 +321,7 @@ impl World {
         if let Err(e) = stepped {
             next.harness_error = Some(e);
         }
+        judge::touched(&mut next, action);
         next
     }
 }
@@ -337,6 +344,10 @@ impl Inner {
                 }
             }
             Action::Crash(i) => judge::crashed(next, i),
+            // The server is made to match when a command must reach it
+            // (`ensure`, `restore`): no round trip now.
+            Action::Fill => next.full = true,
+            Action::Free => next.full = false,
             Action::Start(i, op) => {
                 // The instance clock is read once, when the operation is
                 // invoked: it keeps it until it answers.
@@ -344,6 +355,8 @@ impl Inner {
                     clock_ms,
                     acked_before,
                     contended,
+                    full_seen,
+                    quiet_since,
                 } = judge::invoked(next, i, op);
                 let started = Pending {
                     op,
@@ -351,6 +364,8 @@ impl Inner {
                     acked_before,
                     contended,
                     delivered: Vec::new(),
+                    full_seen,
+                    quiet_since,
                 };
                 self.deliver(next, i, started, true).await?
             }
@@ -434,11 +449,30 @@ impl Inner {
             // Every key it holds is alive at the state's time: the state
             // was read back (or ticked) with them alive then.
             self.shared.restores_skipped.fetch_add(1, Ordering::Relaxed);
-            return Ok(());
+            return self.make_full(state.full).await;
         }
         self.holds = None;
         self.restore(state).await?;
         self.holds = Some(wanted);
+        Ok(())
+    }
+
+    /// Makes the server full (`maxmemory` 1 byte, under `noeviction`: every
+    /// write refused with `OOM`) or gives the room back (no limit), unless
+    /// it is so already.
+    async fn make_full(&mut self, full: bool) -> Result<(), String> {
+        if self.full == full {
+            return Ok(());
+        }
+        self.rt();
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg(if full { "1" } else { "0" })
+            .query_async::<()>(&mut self.admin)
+            .await
+            .map_err(|e| format!("cannot set maxmemory: {e}"))?;
+        self.full = full;
         Ok(())
     }
 
@@ -458,11 +492,15 @@ impl Inner {
         if let Some(c) = self.server.clock() {
             c.set_ms(if at_instant { state.now - 1 } else { state.now });
         }
+        // RESTORE is a write: the server takes the keys with room, then is
+        // made as full as the state says.
+        self.make_full(false).await?;
         let restored = self.restore_keys(state).await;
         if let (Some(c), true) = (self.server.clock(), at_instant) {
             c.set_ms(state.now);
         }
-        restored
+        restored?;
+        self.make_full(state.full).await
     }
 
     /// Replaces the server's keys with `state`'s (one round trip).
@@ -586,11 +624,15 @@ impl Inner {
             acked_before,
             contended,
             delivered,
+            full_seen,
+            quiet_since,
         } = pending;
         let invoked = judge::Invoked {
             clock_ms,
             acked_before,
             contended,
+            full_seen,
+            quiet_since,
         };
         let req = request(next, i, op);
         let gate = self.gates[i].clone();
@@ -615,6 +657,7 @@ impl Inner {
                 let input = Input::Command {
                     instance: i,
                     command: command.clone(),
+                    full: next.full,
                 };
                 let outcome = self.shared.cache.get(&next.keys, next.now, &input)?;
                 // An entry in the sample is not answered from the cache:
@@ -702,6 +745,7 @@ impl Inner {
             let input = Input::Command {
                 instance: i,
                 command: held.command.clone(),
+                full: next.full,
             };
             let before = next.keys.clone();
             let cached = if use_cache {
@@ -805,6 +849,8 @@ impl Inner {
                     acked_before,
                     contended,
                     delivered,
+                    full_seen,
+                    quiet_since,
                 });
                 next.note = Note {
                     commands: text,
@@ -952,6 +998,7 @@ pub fn nearest_expiry(state: &State) -> Option<i64> {
         .flat_map(|g| [g.valid_until, g.may_hold_until])
         .filter(|t| *t > state.now)
         .chain(crate::queue::nearest_expiry(state))
+        .chain(crate::rate::nearest_expiry(state))
         .min()
 }
 

@@ -155,7 +155,7 @@ fn kept_adapters_are_judged_as_a_new_process_per_abandoned_operation_was() {
     // The old way starts a process per abandoned operation: kept tiny (a
     // take stopped after its read, and everything around it).
     let config = ExplorerConfig {
-        depth: 3,
+        depth: 4,
         walks: 0,
         skews: vec![0],
         ..small()
@@ -167,8 +167,9 @@ fn kept_adapters_are_judged_as_a_new_process_per_abandoned_operation_was() {
         "adapter processes: kept {kept_started}, a new one per abandoned operation {fresh_started}"
     );
     assert_eq!(judged(&kept), judged(&fresh));
-    // The search's world, two instances (too shallow for a counterexample).
-    assert!(kept_started <= 2, "{kept_started}");
+    // The search's world, two instances, and the world the counterexample
+    // replays on (the race is within depth 4 once its operations drain).
+    assert!(kept_started <= 4, "{kept_started}");
     assert!(
         fresh_started > 4 * kept_started,
         "only {fresh_started} operations were abandoned: the test lost its point"

@@ -231,25 +231,27 @@ fn the_checks_run_for_the_sqlite_store_and_are_skipped_for_one_without_a_copy() 
         may_start_servers: true,
     };
     let (settled, to_run) = plan("explorer", suite.checks(), &subject(Arc::new(sqlite(&dir))));
-    // Only the queue's checks are settled: outside the claim (lease).
+    // Only the queue's and the rate limits' checks are settled: outside the
+    // claim (lease).
     assert!(
-        settled
-            .iter()
-            .all(|r| r.outside_claim && r.id.starts_with("explorer.queue.")),
+        settled.iter().all(|r| r.outside_claim
+            && (r.id.starts_with("explorer.queue.") || r.id.starts_with("explorer.rate."))),
         "{settled:?}"
     );
     let lease: Vec<_> = suite
         .checks()
         .into_iter()
-        .filter(|c| !c.id.starts_with("explorer.queue."))
+        .filter(|c| !c.id.starts_with("explorer.queue.") && !c.id.starts_with("explorer.rate."))
         .collect();
     assert_eq!(to_run, lease);
     let (settled, to_run) = plan("explorer", suite.checks(), &subject(Arc::new(NoCopy)));
     assert!(to_run.is_empty(), "{to_run:?}");
     for r in settled {
         assert_eq!(r.verdict, Verdict::Skipped, "{}", r.id);
-        // The queue's checks: a contract the store does not offer.
-        let outside = r.id.starts_with("explorer.queue.") && r.outside_claim;
+        // The queue's and rate limits' checks: contracts the store does not
+        // offer.
+        let outside = (r.id.starts_with("explorer.queue.") || r.id.starts_with("explorer.rate."))
+            && r.outside_claim;
         assert!(outside || r.reason.contains("no copy"), "{}", r.reason);
     }
 }

@@ -16,7 +16,7 @@ use harness::store::redis::{parse_reply, script_sources, Keys, RedisStoreFactory
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 use redis::aio::MultiplexedConnection;
 
-use crate::conn::{self, unavailable};
+use crate::conn::{self, refused};
 use redis::Script;
 
 const SERVER_TIME: &str = "local t = redis.call('TIME')\nlocal now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n";
@@ -95,10 +95,7 @@ impl StoreClient for Client {
             _ => return self.inner.call(call, clock_ms).await,
         };
         inv.arg(clock_ms);
-        let value: redis::Value = inv
-            .invoke_async(&mut self.conn)
-            .await
-            .map_err(unavailable)?;
+        let value: redis::Value = inv.invoke_async(&mut self.conn).await.map_err(refused)?;
         parse_reply(req.op(), &value)
     }
 }

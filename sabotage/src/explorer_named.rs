@@ -31,8 +31,8 @@ pub(crate) const NAMED: &[Named] = &[
     ),
     Named {
         name: "read-back-renew",
-        breaks: "its take and its renew read the lease record back (HGETALL) after their script, two commands each where the protocol asks for one EVALSHA, so the shortest zombie renew after a takeover takes seven steps and a search six deep cannot reach it",
-        real_bug: "lock clients that GET the lock key after the acquire or extend to check that they own it (a read-your-write check in the client), doubling the round trips of every acquire and extend",
+        breaks: "its take and its renew read the lease record and its remaining time back (HGETALL, PTTL) after their script, three commands each where the protocol asks for one EVALSHA, so a take, a move of time and the takeover's take are seven steps: a search six deep cannot even start the zombie's renew",
+        real_bug: "lock clients that GET the lock key and its PTTL after the acquire or extend to check that they own it and for how long (a read-your-write check in the client), tripling the round trips of every acquire and extend",
         caught_by: "explorer.zombie-renew-race-reached",
         caught_when: Caught::Undecided(DEEPER),
         how: How::Store(|w, _| {
@@ -45,8 +45,8 @@ pub(crate) const NAMED: &[Named] = &[
     },
     Named {
         name: "read-back-release",
-        breaks: "its take and its release read the lease record back (HGETALL) after their script, two commands each where the protocol asks for one EVALSHA, so the shortest zombie release after a takeover takes seven steps and a search six deep cannot reach it",
-        real_bug: "lock clients that GET the lock key after the acquire or the unlock to check what they did (a read-your-write check in the client), an extra round trip on every acquire and release",
+        breaks: "its take and its release read the lease record and its remaining time back (HGETALL, PTTL) after their script, three commands each where the protocol asks for one EVALSHA, so a take, a move of time and the takeover's take are seven steps: a search six deep cannot even start the zombie's release",
+        real_bug: "lock clients that GET the lock key and its PTTL after the acquire or the unlock to check what they did (a read-your-write check in the client), two extra round trips on every acquire and release",
         caught_by: "explorer.zombie-release-race-reached",
         caught_when: Caught::Undecided(DEEPER),
         how: How::Store(|w, _| {

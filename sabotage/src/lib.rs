@@ -204,7 +204,7 @@ pub fn find(name: &str) -> Option<&'static Named> {
 }
 
 /// The core set: stores of their own and one-script edits of the built-in.
-const CORE: [Named; 34] = [
+const CORE: [Named; 35] = [
     Named {
         name: "read-then-write-take",
         breaks: "its take reads the lease and then writes it in a second command, so two instances can both be granted",
@@ -244,6 +244,14 @@ const CORE: [Named; 34] = [
         caught_by: "conformance.rate.races",
         caught_when: Caught::Fails,
         how: How::Store(|w, _| Arc::new(SplitRoundTrips::hit(builtin(w)))),
+    },
+    Named {
+        name: "save-split-in-two",
+        breaks: "its save writes the child's record in one command and adds it to the claim index in a second, so a server that fills up between the two leaves a record no claim finds: the save answered store_full but changed the keys, and every retry answers exists",
+        real_bug: "a job queue whose enqueue is HSET of the job then LPUSH/ZADD of its id without MULTI or a script: an OOM (or a crash) between them leaves an orphaned job that is never run, while the producer's retry sees it as already enqueued",
+        caught_by: "explorer.queue.answered",
+        caught_when: Caught::Fails,
+        how: How::Store(|w, _| Arc::new(SplitRoundTrips::save(builtin(w)))),
     },
     Named {
         name: "lease-on-caller-clock",

@@ -8,6 +8,11 @@
 //! - an acquire that reads the pause and the live slots, then adds its slot
 //!   in a second script: two acquires of the last slot both get one
 //!   (`conformance.rate.races`);
+//! - a save that writes the child's record in one script and adds it to
+//!   the claim index with a plain `ZADD` in a second: if the server fills up
+//!   between the two, the save answers `store_full` but the record stays,
+//!   and every retry answers `exists` for a child no claim ever finds
+//!   (`explorer.queue.answered`: a refused write changed the keys);
 //! - a hit that is counted first (`INCR`, `ZADD`) and checked afterwards
 //!   (`ZCOUNT`, then `ZREM` of its own id when over the limit): two hits of
 //!   the last place both see one hit too many and are both refused, though
@@ -20,12 +25,12 @@
 
 use async_trait::async_trait;
 use harness::contract::{Call, Reply, Request, StoreError, MAX_DURATION_MS};
-use harness::store::redis::{parse_reply, Keys, RedisStoreFactory};
+use harness::store::redis::{depth_rank, parse_reply, Keys, RedisStoreFactory};
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 use redis::aio::MultiplexedConnection;
 use redis::{Script, Value};
 
-use crate::conn::{self, unavailable};
+use crate::conn::{self, refused};
 
 /// `queue.claim`, command 1: server time and the first claimable child,
 /// walking the index from the head as `queue_claim.lua` does, writing
@@ -113,9 +118,30 @@ local oldest = redis.call('ZRANGEBYSCORE', KEYS[1], low, ARGV[1], 'WITHSCORES',
 return {count, string.format('%d', tonumber(oldest[2] or ARGV[1]))}
 ";
 
+/// `queue.save`, command 1: the record written as `queue_save.lua` writes
+/// it, but not yet in the claim index; answers `{'written', member}`.
+/// KEYS[1] = the child's hash, KEYS[2] = the save-order counter; ARGV as
+/// `queue_save.lua`'s.
+const SAVE_RECORD: &str = r"
+local state = redis.call('HGET', KEYS[1], 'state')
+if state then
+  return {'exists', state}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local seq = redis.call('INCR', KEYS[2])
+local member = ARGV[4] .. ':' .. string.format('%016d', now) .. ':'
+  .. string.format('%016d', seq) .. ':' .. ARGV[1]
+redis.call('HSET', KEYS[1], 'state', 'queued', 'depth', ARGV[2], 'payload', ARGV[3],
+  'attempt', '0', 'saved_at', string.format('%d', now),
+  'seq', string.format('%d', seq), 'member', member)
+return {'written', member}
+";
+
 /// Which operation is split into round trips.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Split {
+    Save,
     Claim,
     Acquire,
     Hit,
@@ -129,6 +155,15 @@ pub struct SplitRoundTrips {
 }
 
 impl SplitRoundTrips {
+    /// Wraps the built-in store; only `queue.save` changes: it writes the
+    /// child's record, then adds it to the claim index in a second command.
+    pub fn save(inner: RedisStoreFactory) -> Self {
+        SplitRoundTrips {
+            inner,
+            split: Split::Save,
+        }
+    }
+
     /// Wraps the built-in store; only `queue.claim` changes: it reads the
     /// first claimable child, then claims it with a plain `HSET`.
     pub fn claim(inner: RedisStoreFactory) -> Self {
@@ -159,6 +194,7 @@ impl SplitRoundTrips {
 
 /// The scripts of the split operations, loaded on the extra connection.
 struct Scripts {
+    save_record: Script,
     claim_read: Script,
     acquire_read: Script,
     acquire_write: Script,
@@ -169,6 +205,7 @@ struct Scripts {
 impl Scripts {
     fn new() -> Self {
         Scripts {
+            save_record: Script::new(SAVE_RECORD),
             claim_read: Script::new(CLAIM_READ),
             acquire_read: Script::new(&format!("{DECIMAL}{ACQUIRE_READ}")),
             acquire_write: Script::new(ACQUIRE_WRITE),
@@ -180,6 +217,7 @@ impl Scripts {
     /// The scripts `split` runs.
     fn of(&self, split: Split) -> Vec<&Script> {
         match split {
+            Split::Save => vec![&self.save_record],
             Split::Claim => vec![&self.claim_read],
             Split::Acquire => vec![&self.acquire_read, &self.acquire_write],
             Split::Hit => vec![&self.hit_count, &self.hit_check],
@@ -216,6 +254,36 @@ fn field(value: &Value, i: usize) -> Option<String> {
 }
 
 impl Client {
+    async fn save(&mut self, child: &str, depth: i64, payload: &str) -> Result<Reply, StoreError> {
+        // Command 1: the record.
+        let written: Value = self
+            .scripts
+            .save_record
+            .key(self.keys.child(child))
+            .key(self.keys.queue_seq())
+            .arg(child)
+            .arg(depth)
+            .arg(payload)
+            .arg(depth_rank(depth))
+            .invoke_async(&mut self.conn)
+            .await
+            .map_err(refused)?;
+        let (Some("written"), Some(member)) = (field(&written, 0).as_deref(), field(&written, 1))
+        else {
+            return parse_reply("queue.save", &written);
+        };
+        // Command 2: the child becomes claimable (a full server refuses it,
+        // and the record written by command 1 stays).
+        redis::cmd("ZADD")
+            .arg(self.keys.queue_index())
+            .arg(0)
+            .arg(&member)
+            .query_async::<()>(&mut self.conn)
+            .await
+            .map_err(refused)?;
+        Ok(Reply::Saved {})
+    }
+
     async fn claim(&mut self, instance: &str, claim_ttl_ms: i64) -> Result<Reply, StoreError> {
         // Command 1: server time and the first claimable child.
         let (now, child, attempt, depth, payload): Claimable = self
@@ -225,7 +293,7 @@ impl Client {
             .arg(self.keys.child_prefix())
             .invoke_async(&mut self.conn)
             .await
-            .map_err(unavailable)?;
+            .map_err(refused)?;
         let Some(child) = child else {
             return Ok(Reply::Empty {});
         };
@@ -244,7 +312,7 @@ impl Client {
             .arg(now + claim_ttl_ms)
             .query_async::<()>(&mut self.conn)
             .await
-            .map_err(unavailable)?;
+            .map_err(refused)?;
         Ok(Reply::Claimed {
             child,
             depth: depth.unwrap_or(0),
@@ -271,7 +339,7 @@ impl Client {
             .arg(limit)
             .invoke_async(&mut self.conn)
             .await
-            .map_err(unavailable)?;
+            .map_err(refused)?;
         if field(&seen, 0).as_deref() != Some("free") {
             return parse_reply(op, &seen);
         }
@@ -286,7 +354,7 @@ impl Client {
             .arg(ttl_ms)
             .invoke_async(&mut self.conn)
             .await
-            .map_err(unavailable)?;
+            .map_err(refused)?;
         parse_reply(op, &acquired)
     }
 
@@ -309,7 +377,7 @@ impl Client {
             .arg(MAX_DURATION_MS)
             .invoke_async(&mut self.conn)
             .await
-            .map_err(unavailable)?;
+            .map_err(refused)?;
         let (Some("counted"), Some(id)) = (field(&counted, 0).as_deref(), field(&counted, 1))
         else {
             return parse_reply("rate.hit", &counted);
@@ -324,7 +392,7 @@ impl Client {
             .arg(window_ms)
             .invoke_async(&mut self.conn)
             .await
-            .map_err(unavailable)?;
+            .map_err(refused)?;
         if count <= limit {
             return Ok(Reply::Allowed {
                 remaining: limit - count,
@@ -336,7 +404,7 @@ impl Client {
             .arg(&id)
             .query_async::<()>(&mut self.conn)
             .await
-            .map_err(unavailable)?;
+            .map_err(refused)?;
         Ok(Reply::Limited {
             retry_at_ms: oldest + window_ms,
         })
@@ -347,6 +415,14 @@ impl Client {
 impl StoreClient for Client {
     async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
         match (self.split, Request::parse(call)) {
+            (
+                Split::Save,
+                Ok(Request::QueueSave {
+                    child,
+                    depth,
+                    payload,
+                }),
+            ) => self.save(&child, depth, &payload).await,
             (
                 Split::Claim,
                 Ok(Request::QueueClaim {
@@ -380,6 +456,7 @@ impl StoreClient for Client {
 impl StoreFactory for SplitRoundTrips {
     fn spec(&self) -> String {
         match self.split {
+            Split::Save => "sabotage:save-split-in-two".into(),
             Split::Claim => "sabotage:two-round-trip-claim".into(),
             Split::Acquire => "sabotage:read-then-write-acquire".into(),
             Split::Hit => "sabotage:hit-counted-before-check".into(),

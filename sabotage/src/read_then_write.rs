@@ -11,7 +11,7 @@ use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 use redis::aio::MultiplexedConnection;
 
-use crate::conn::{self, unavailable};
+use crate::conn::{self, refused};
 use redis::Script;
 
 /// Reads server time and the record in one read-only script.
@@ -100,7 +100,7 @@ impl Client {
             })
             .invoke_async(&mut self.conn)
             .await
-            .map_err(unavailable)
+            .map_err(refused)
     }
 
     async fn renew(
@@ -134,7 +134,7 @@ impl Client {
             .arg(expires_at_ms)
             .query_async::<()>(&mut self.conn)
             .await
-            .map_err(unavailable)?;
+            .map_err(refused)?;
         Ok(Reply::Renewed { expires_at_ms })
     }
 
@@ -165,7 +165,7 @@ impl Client {
             .arg("0")
             .query_async::<()>(&mut self.conn)
             .await
-            .map_err(unavailable)?;
+            .map_err(refused)?;
         Ok(Reply::Granted {
             epoch,
             expires_at_ms,

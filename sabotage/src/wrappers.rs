@@ -8,7 +8,7 @@ use harness::contract::{Call, ErrorKind, Reply, Request, StoreError};
 use harness::store::{DurableState, Hello, StoreClient, StoreFactory, StoreInfo};
 use redis::aio::MultiplexedConnection;
 
-use crate::conn::{self, unavailable};
+use crate::conn::{self, refused};
 use crate::{ClientSabotage, Sabotaged};
 
 use crate::corrupt;
@@ -156,7 +156,7 @@ impl StoreClient for SideEffectClient {
                 .arg(value)
                 .query_async::<()>(&mut self.conn)
                 .await
-                .map_err(unavailable)?;
+                .map_err(refused)?;
         }
         outcome
     }
@@ -244,6 +244,9 @@ pub enum Lie {
     /// Every `lease.read` answers `unavailable`. `explorer.answered` must
     /// catch it.
     ReadFails,
+    /// Every `rate.read` answers `unavailable`. `explorer.rate.answered`
+    /// must catch it.
+    RateReadFails,
 }
 
 /// A store that tells one [`Lie`] and forwards everything else.
@@ -272,6 +275,10 @@ impl StoreClient for LyingClient {
             (Lie::ReadFails, "lease.read") => Err(StoreError::new(
                 ErrorKind::Unavailable,
                 "this store never answers a read",
+            )),
+            (Lie::RateReadFails, "rate.read") => Err(StoreError::new(
+                ErrorKind::Unavailable,
+                "this store never answers a rate read",
             )),
             _ => self.inner.call(call, clock_ms).await,
         }

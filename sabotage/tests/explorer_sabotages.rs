@@ -99,13 +99,15 @@ fn the_builtin_store_passes_every_explorer_check_at_the_sabotage_sizes() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(RedisStoreFactory::new(dir.path().join("kept.sqlite")));
     let outcome = explored(store, "sp:xs-builtin:", &sabotage_sizes());
-    // The lease's checks and the harness's: the queue is explored only
-    // when asked for.
+    // The lease's checks and the harness's: the queue and the rate limits
+    // are explored only when asked for.
     assert_eq!(
         outcome.checks.len(),
         explorer::Property::ALL
             .iter()
-            .filter(|p| !p.id().starts_with("explorer.queue."))
+            .filter(
+                |p| !p.id().starts_with("explorer.queue.") && !p.id().starts_with("explorer.rate.")
+            )
             .count()
     );
     for c in &outcome.checks {
@@ -121,29 +123,32 @@ fn a_script_error_after_a_release_fails_answered() {
     assert!(c.counterexample.is_some(), "{}", c.reason);
 }
 
-#[test]
-fn a_read_back_after_each_take_and_renew_leaves_only_the_renew_race_undecided() {
-    let checks = explorer_catches("read-back-renew");
-    let renew = check(&checks, "explorer.zombie-renew-race-reached");
-    assert!(renew.reason.contains("--depth"), "{}", renew.reason);
-    // Only the race its extra commands put out of reach is undecided; the
-    // store answers right, so nothing else fails and the other race passes.
+/// A take of three commands (its script, then `HGETALL` and `PTTL`) puts
+/// the takeover out of a search six deep: a take, a move of time and the
+/// takeover's take are seven steps, so neither zombie call can even start
+/// (operations started within the depth run to their answers, so only the
+/// prefix counts). Both races are undecided, never failed; the store
+/// answers right, so everything else passes.
+fn read_back_leaves_the_races_undecided(name: &str) {
+    let checks = explorer_catches(name);
     for c in &checks {
-        if c.id != renew.id {
+        if c.id.ends_with("-race-reached") {
+            assert_eq!(c.verdict, Verdict::Unknown, "{}: {}", c.id, c.reason);
+            assert!(c.reason.contains("--depth"), "{}", c.reason);
+        } else {
             assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
         }
     }
 }
 
 #[test]
-fn a_read_back_after_each_take_and_release_leaves_only_the_release_race_undecided() {
-    let checks = explorer_catches("read-back-release");
-    let release = check(&checks, "explorer.zombie-release-race-reached");
-    for c in &checks {
-        if c.id != release.id {
-            assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
-        }
-    }
+fn a_read_back_after_each_take_and_renew_leaves_the_takeover_races_undecided() {
+    read_back_leaves_the_races_undecided("read-back-renew");
+}
+
+#[test]
+fn a_read_back_after_each_take_and_release_leaves_the_takeover_races_undecided() {
+    read_back_leaves_the_races_undecided("read-back-release");
 }
 
 #[test]

@@ -88,6 +88,9 @@ impl Default for SkewFigures {
             zombie_release_reached: false,
             queue_claim_race_reached: false,
             queue_complete_race_reached: false,
+            rate_slot_race_reached: false,
+            rate_hit_race_reached: false,
+            full_refusals: 0,
             violating_states_cut: 0,
             shallowest_cut: None,
             shift_checked: 0,
@@ -105,7 +108,7 @@ fn lease() -> String {
 /// The exhaustive search under one skew of the second clock.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SkewFigures {
-    /// The contract explored (`lease`, `queue`).
+    /// The contract explored (`lease`, `queue`, `rate`).
     #[serde(default = "lease")]
     pub contract: String,
     /// The second clock's offset from server time (ms).
@@ -136,6 +139,16 @@ pub struct SkewFigures {
     /// A claim racing a completion at the claim's expiry was reached.
     #[serde(default)]
     pub queue_complete_race_reached: bool,
+    /// Two acquires racing for the last slot were reached.
+    #[serde(default)]
+    pub rate_slot_race_reached: bool,
+    /// Two hits racing for the last place in a window were reached.
+    #[serde(default)]
+    pub rate_hit_race_reached: bool,
+    /// Transitions that ended an operation with `store_full`: how often
+    /// the full server met a write (each refusal judged).
+    #[serde(default)]
+    pub full_refusals: usize,
     /// States that broke a property before the depth ran out: each had no
     /// successors, so the schedules through it were not followed further.
     #[serde(default)]

@@ -30,11 +30,12 @@ fn figures(h: &mut String, e: &ExplorerFigures) {
     for r in &e.per_skew {
         // The lease's races are the zombie renew and release after a
         // takeover; the queue's, two claims of the last child and a claim
-        // against a completion at the claim's expiry.
-        let (first, second) = if r.contract == "queue" {
-            (r.queue_claim_race_reached, r.queue_complete_race_reached)
-        } else {
-            (r.zombie_renew_reached, r.zombie_release_reached)
+        // against a completion at the claim's expiry; the rate limits',
+        // two acquires of the last slot and two hits of a window's last place.
+        let (first, second) = match r.contract.as_str() {
+            "queue" => (r.queue_claim_race_reached, r.queue_complete_race_reached),
+            "rate" => (r.rate_slot_race_reached, r.rate_hit_race_reached),
+            _ => (r.zombie_renew_reached, r.zombie_release_reached),
         };
         h.push_str(&format!(
             "<tr><td>{}</td><td>{:+} ms</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",

@@ -14,7 +14,7 @@ use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient};
 use redis::aio::MultiplexedConnection;
 
-use crate::conn::{self, unavailable};
+use crate::conn::{self, refused};
 use crate::{ClientSabotage, Sabotaged};
 
 /// The tables of one process: one [`ContractModel`] per key prefix (a
@@ -56,7 +56,7 @@ impl StateInProcessClient {
         let (secs, micros): (i64, i64) = redis::cmd("TIME")
             .query_async(&mut self.time)
             .await
-            .map_err(unavailable)?;
+            .map_err(refused)?;
         Ok(secs * 1000 + micros / 1000)
     }
 }

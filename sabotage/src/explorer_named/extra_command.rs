@@ -4,10 +4,11 @@
 //! answer is still the built-in script's; only what goes over the wire
 //! differs:
 //!
-//! - [`Extra::ReadBack`] reads the lease record (`HGETALL`) back after the
-//!   script, the same bytes on every run, so each operation it names is two
-//!   steps (after the script: the lease is still decided when it was asked
-//!   for, which is what a holder counts from);
+//! - [`Extra::ReadBack`] reads the lease record (`HGETALL`) and its
+//!   remaining time (`PTTL`) back after the script, the same bytes on every
+//!   run, so each operation it names is three steps (after the script: the
+//!   lease is still decided when it was asked for, which is what a holder
+//!   counts from);
 //! - [`Extra::WallClockStamp`] first publishes an event stamped with the
 //!   machine's wall clock and a counter kept in process memory, so the same
 //!   operation from the same state never sends the same command twice.
@@ -22,14 +23,14 @@ use harness::store::redis::{Keys, RedisStoreFactory};
 use harness::store::{Hello, StoreClient};
 use redis::aio::MultiplexedConnection;
 
-use crate::conn::{self, unavailable};
+use crate::conn::{self, refused};
 use crate::{ClientSabotage, Sabotaged};
 
 /// What is sent ahead of each lease operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Extra {
-    /// `HGETALL` of the operation's lease record after the script of these
-    /// operations.
+    /// `HGETALL` and `PTTL` of the operation's lease record after the
+    /// script of these operations.
     ReadBack(&'static [&'static str]),
     /// `PUBLISH` of an event stamped with the wall clock and a process-local
     /// sequence number, before the script of every lease operation.
@@ -82,7 +83,7 @@ fn wall_clock_ms() -> u128 {
 
 impl Client {
     /// The extra command sent with `req`, if any (lease operations only).
-    fn extra_for(&self, req: &Request) -> Option<redis::Cmd> {
+    fn extra_for(&self, req: &Request) -> Option<Vec<redis::Cmd>> {
         let tree = match req {
             Request::LeaseTake { tree, .. }
             | Request::LeaseRenew { tree, .. }
@@ -93,9 +94,11 @@ impl Client {
         Some(match self.extra {
             Extra::ReadBack(ops) if !ops.contains(&req.op()) => return None,
             Extra::ReadBack(_) => {
-                let mut cmd = redis::cmd("HGETALL");
-                cmd.arg(self.keys.lease(tree));
-                cmd
+                let mut all = redis::cmd("HGETALL");
+                all.arg(self.keys.lease(tree));
+                let mut ttl = redis::cmd("PTTL");
+                ttl.arg(self.keys.lease(tree));
+                vec![all, ttl]
             }
             Extra::WallClockStamp => {
                 let n = self.sequence.fetch_add(1, Ordering::SeqCst);
@@ -107,7 +110,7 @@ impl Client {
                         req.op(),
                         wall_clock_ms()
                     ));
-                cmd
+                vec![cmd]
             }
         })
     }
@@ -116,7 +119,7 @@ impl Client {
 #[async_trait]
 impl StoreClient for Client {
     async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
-        let Some(cmd) = Request::parse(call).ok().and_then(|r| self.extra_for(&r)) else {
+        let Some(cmds) = Request::parse(call).ok().and_then(|r| self.extra_for(&r)) else {
             return self.inner.call(call, clock_ms).await;
         };
         let after = matches!(self.extra, Extra::ReadBack(_));
@@ -124,10 +127,12 @@ impl StoreClient for Client {
         if after {
             reply = Some(self.inner.call(call, clock_ms).await?);
         }
-        // Its reply is only logged, never used: the script decides.
-        cmd.query_async::<redis::Value>(&mut self.conn)
-            .await
-            .map_err(unavailable)?;
+        // Their replies are only logged, never used: the script decides.
+        for cmd in cmds {
+            cmd.query_async::<redis::Value>(&mut self.conn)
+                .await
+                .map_err(refused)?;
+        }
         match reply {
             Some(reply) => Ok(reply),
             None => self.inner.call(call, clock_ms).await,

@@ -28,8 +28,7 @@ use crate::contract::{Call, Contract, ErrorKind, Reply, Request, StoreError, MAX
 use crate::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 
 use kept::KeptExecutions;
-use keys::depth_rank;
-pub use keys::Keys;
+pub use keys::{depth_rank, Keys};
 pub use replies::parse_reply;
 pub use scripts::{builtin_source, script_files, script_sources, UnknownScript};
 
