@@ -51,8 +51,6 @@ pub(crate) struct SlotGrant {
     pub slot: String,
     /// The clock its acquire decided on.
     pub clock_ms: i64,
-    /// Its expiry on that clock: `clock_ms + ttl`.
-    pub expires: i64,
     /// Its place among every acknowledgement of the rate limits.
     pub seq: usize,
     /// How many acknowledgements came before its acquire was invoked.
@@ -61,6 +59,13 @@ pub(crate) struct SlotGrant {
     pub released: bool,
     /// A release of it was cut short by a crash (it may be gone).
     pub maybe_released: bool,
+}
+
+impl SlotGrant {
+    /// Its expiry on its acquirer's clock.
+    pub(crate) fn expires(&self) -> i64 {
+        self.clock_ms + SLOT_TTL_MS
+    }
 }
 
 /// An acknowledged (allowed) hit.
@@ -157,11 +162,10 @@ impl RateGhost {
             s.after.hash(h);
             s.released.hash(h);
             s.maybe_released.hash(h);
-            live(s.expires).hash(h);
-            live(s.clock_ms + SLOT_TTL_MS).hash(h);
+            live(s.expires()).hash(h);
             // The acquire's own clock, for the concurrent pair rule: it
             // matters only while the slot could still be live.
-            live(s.expires).map(|_| rel(s.clock_ms)).hash(h);
+            live(s.expires()).map(|_| rel(s.clock_ms)).hash(h);
         }
         for x in &self.hits {
             (x.instance, x.seq, x.after).hash(h);
@@ -249,7 +253,7 @@ pub(crate) fn nearest_expiry(state: &State) -> Option<i64> {
         .slots
         .iter()
         .filter(|s| !s.released)
-        .map(|s| s.expires)
+        .map(|s| s.expires())
         .chain(r.maybe_slots.iter().copied())
         .chain(r.hits.iter().map(|x| x.t + WINDOW_MS))
         .chain(r.maybe_hits.iter().map(|t| t + WINDOW_MS))
@@ -307,7 +311,7 @@ fn latest_clock(state: &State, i: usize) -> Option<i64> {
 /// the store may have forgotten it), and no release of it answered, in
 /// flight or cut short.
 fn holds(state: &State, i: usize, s: &SlotGrant, n: i64) -> bool {
-    s.expires > n.max(latest_clock(state, i).unwrap_or(n))
+    s.expires() > n.max(latest_clock(state, i).unwrap_or(n))
         && !s.released
         && !s.maybe_released
         && !state.insts.get(s.instance).is_some_and(|o| {
@@ -449,7 +453,7 @@ fn judge_answer(
                             "{}'s slot {:?} (until {})",
                             instance_name(s.instance),
                             s.slot,
-                            s.expires
+                            s.expires()
                         )
                     })
                     .collect();
@@ -471,7 +475,6 @@ fn judge_answer(
                 instance: i,
                 slot: slot.clone(),
                 clock_ms: n,
-                expires,
                 seq,
                 after,
                 released: false,
@@ -492,12 +495,12 @@ fn judge_answer(
                 .rate
                 .slots
                 .iter()
-                .any(|s| s.expires > n && !s.released)
+                .any(|s| s.expires() > n && !s.released)
                 || state
                     .rate
                     .slots
                     .iter()
-                    .any(|s| s.expires > n && s.released && s.seq >= after)
+                    .any(|s| s.expires() > n && s.released && s.seq >= after)
                 || state.rate.maybe_slots.iter().any(|t| *t > n);
             if !in_flight(next, i, Op::Acquire) && !maybe_live {
                 next.violate(
@@ -626,7 +629,7 @@ fn judge_answer(
                 .rate
                 .slots
                 .iter()
-                .filter(|s| s.expires > n && !(s.released && s.seq < after))
+                .filter(|s| s.expires() > n && !(s.released && s.seq < after))
                 .count()
                 + state.rate.maybe_slots.iter().filter(|t| **t > n).count()
                 + state
