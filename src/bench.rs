@@ -86,6 +86,14 @@ pub struct ExplorerBench {
     /// Seconds each round-trip measurement runs (0.05 to 600).
     #[arg(long, default_value_t = 2.0, value_parser = seconds)]
     seconds: f64,
+    /// The queue's search depth for the per-contract rows (4 to 40;
+    /// `certify`'s default).
+    #[arg(long, default_value_t = 6, value_parser = sized(4, 40, ""))]
+    queue_depth: usize,
+    /// The rate limits' search depth for the per-contract rows (4 to 40;
+    /// `certify`'s default).
+    #[arg(long, default_value_t = 5, value_parser = sized(4, 40, ""))]
+    rate_depth: usize,
     /// Also the whole exploration at this depth with the new method
     /// (default: --depth + 2; 0: not run), beside the old method's time at
     /// --depth.
@@ -178,6 +186,15 @@ pub async fn run(bench: Bench) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    // Every contract at its own depth, the way `certify` explores them: one
+    // search per contract and skew, no walks.
+    let contracts = explorer::ExplorerConfig {
+        queue_depth: args.queue_depth,
+        rate_depth: args.rate_depth,
+        contracts: harness::contract::Contract::COORDINATION.to_vec(),
+        ..sized(args.depth, explorer::skews(), 0)
+    };
+    let contracts_run = timed(factory.clone(), contracts).await?;
     // The caller's-clock sabotage with fail-fast: when the search that found
     // its counterexample ended, and when the outcome was in hand.
     let broken: Arc<dyn StoreFactory> = Arc::new(sabotage::ClientClockLease::new(
@@ -265,6 +282,31 @@ pub async fn run(bench: Bench) -> anyhow::Result<ExitCode> {
         unique(&new_run.outcome),
         unique(&absolute_run.outcome)
     );
+    for contract in harness::contract::Contract::COORDINATION {
+        let rows: Vec<_> = contracts_run
+            .outcome
+            .figures
+            .per_skew
+            .iter()
+            .filter(|r| r.contract == contract.name())
+            .collect();
+        let sum = |f: &dyn Fn(&harness::figures::SkewFigures) -> f64| {
+            rows.iter().map(|r| f(r)).sum::<f64>()
+        };
+        let states = sum(&|r| r.states as f64);
+        let seconds = sum(&|r| r.seconds);
+        println!(
+            "  {:<5} at depth {:>2}, {} skews: {:>8.0} states ({:>7.0} unique), {:>8.0} transitions, {:>5.1}s searching, {:>6.0} states/s",
+            contract.name(),
+            rows.first().map_or(0, |r| r.depth),
+            rows.len(),
+            states,
+            sum(&|r| r.unique_states as f64),
+            sum(&|r| r.transitions as f64),
+            seconds,
+            states / seconds.max(1e-9),
+        );
+    }
     let (cut, searched_at, cut_wall) = cut;
     let failed = cut
         .checks

@@ -15,7 +15,7 @@ use serde_json::Value;
 fn adapter() -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/adapters/durable/durable_adapter.py");
-    format!("cmd:python3 {}", path.display())
+    format!("cmd:{} {}", common::python(), path.display())
 }
 
 /// Runs certify on the adapter with `args`, seed 1, into `out`: the exit

@@ -3,34 +3,17 @@
 //! shape of a sabotage of `sabotage/src/queue_rate_races.rs`) keep their
 //! contract one call at a time, and the race check of that contract catches
 //! each: every other check of the contract passes, the race fails with the
-//! adapter's own interleaved commands as evidence.
+//! adapter's own interleaved commands as evidence. The explorer, searching
+//! every interleaving of the adapter's commands by itself, catches each too.
 
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use serde_json::Value;
 
 const CLAIM_RACES: &str = "conformance.queue.claim-races";
 const RATE_RACES: &str = "conformance.rate.races";
-
-/// The interpreter `python3` runs, resolved once: a version manager's shim
-/// (pyenv's) costs most of a second per adapter process, and a conformance
-/// run starts dozens of them.
-fn python() -> &'static str {
-    static PYTHON: OnceLock<String> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        std::process::Command::new("python3")
-            .args(["-c", "import sys; print(sys.executable)"])
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .filter(|p| !p.is_empty() && !p.contains(char::is_whitespace))
-            .unwrap_or_else(|| "python3".into())
-    })
-}
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -41,7 +24,7 @@ fn fixture(name: &str) -> PathBuf {
 /// `storeproof certify --suite conformance --check <contract> --seed 7` of
 /// the fixture `adapter`: its exit code and report.
 fn certify(adapter: &str, contract: &str, out: &Path) -> (Option<i32>, Value) {
-    let store = format!("cmd:{} {}", python(), fixture(adapter).display());
+    let store = format!("cmd:{} {}", common::python(), fixture(adapter).display());
     let output = common::command()
         .args([
             "certify",
@@ -115,6 +98,79 @@ fn only_the_race_fails(
     cx
 }
 
+/// `storeproof certify --suite explorer` of the fixture `adapter`, offering
+/// `contract` alone, searched to `depth` (`depth_flag`), no walks, stopping
+/// at the first violation: asserts the run fails on `property` with a
+/// schedule of both instances, and returns that check.
+fn the_explorer_catches(
+    adapter: &str,
+    contract: &str,
+    depth_flag: &str,
+    depth: &str,
+    property: &str,
+) -> Value {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = dir.path().join("r");
+    let store = format!("cmd:{} {}", common::python(), fixture(adapter).display());
+    let output = common::command()
+        .env("STOREPROOF_ADAPTER_CONTRACTS", contract)
+        .args([
+            "certify",
+            "--suite",
+            "explorer",
+            depth_flag,
+            depth,
+            "--walks",
+            "0",
+            "--fail-fast",
+            "--seed",
+            "7",
+            "--store",
+            &store,
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .expect("run storeproof");
+    eprintln!(
+        "{store}: exit {:?}\n{}{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.status.code(), Some(1), "the explorer fails the run");
+    let report = common::read_report(&out);
+    let checks = report["checks"].as_array().expect("the checks");
+    let found = checks
+        .iter()
+        .find(|c| c["id"] == property)
+        .unwrap_or_else(|| panic!("{property} was reported: {checks:?}"))
+        .clone();
+    assert_eq!(found["verdict"], "fail", "{}", found["reason"]);
+    // Nothing of another contract was judged, or blamed.
+    for c in checks {
+        let id = c["id"].as_str().unwrap_or("");
+        if c["verdict"] == "fail" {
+            assert!(
+                id.starts_with(&format!("explorer.{contract}.")),
+                "{id}: {}",
+                c["reason"]
+            );
+        }
+    }
+    // A schedule of both instances' operations.
+    let cx = &found["counterexample"];
+    assert_eq!(cx["kind"], "explorer-schedule", "{cx}");
+    let by: Vec<&str> = cx["history"]["events"]
+        .as_array()
+        .expect("the schedule's history")
+        .iter()
+        .map(|e| e["instance"].as_str().unwrap_or(""))
+        .collect();
+    assert!(by.contains(&"a") && by.contains(&"b"), "{cx}");
+    found
+}
+
 /// The counterexample's released commands: (instance, command line).
 fn commands(cx: &Value) -> Vec<(&str, &str)> {
     cx["commands"]
@@ -163,6 +219,14 @@ fn a_claim_of_two_round_trips_keeps_the_queue_contract_alone_but_loses_the_claim
             .collect();
         assert_eq!(own, ["EVALSHA", "HSET"], "{instance}: {cx}");
     }
+    // The explorer finds the two holders of one child by itself.
+    the_explorer_catches(
+        "two_round_trip_claim.py",
+        "queue",
+        "--queue-depth",
+        "5",
+        "explorer.queue.one-claim-holder",
+    );
 }
 
 #[test]
@@ -191,6 +255,14 @@ fn an_acquire_that_reads_then_writes_keeps_the_rate_contract_alone_but_loses_the
         assert!(own.iter().all(|c| c.starts_with("EVALSHA ")), "{own:?}");
         assert_ne!(own[0].split(' ').nth(1), own[1].split(' ').nth(1));
     }
+    // The explorer finds the second slot by itself.
+    the_explorer_catches(
+        "read_then_write_acquire.py",
+        "rate",
+        "--rate-depth",
+        "4",
+        "explorer.rate.slot-limit",
+    );
 }
 
 #[test]
@@ -214,4 +286,12 @@ fn a_hit_counted_before_its_check_keeps_the_rate_contract_alone_but_loses_the_ra
             .collect();
         assert_eq!(own, ["EVALSHA", "EVALSHA", "ZREM"], "{instance}: {cx}");
     }
+    // The explorer finds both hits refused for each other by itself.
+    the_explorer_catches(
+        "hit_counted_before_check.py",
+        "rate",
+        "--rate-depth",
+        "4",
+        "explorer.rate.refused-only-when-due",
+    );
 }

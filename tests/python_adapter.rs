@@ -55,7 +55,7 @@ fn the_python_example_adapter_passes_every_check_the_builtin_store_does() {
         .join("fixtures/adapters/python/storeproof_adapter.py");
     let dir = tempfile::tempdir().unwrap();
     let (code, python) = certify(
-        &format!("cmd:python3 {}", adapter.display()),
+        &format!("cmd:{} {}", common::python(), adapter.display()),
         &dir.path().join("python"),
     );
     assert_eq!(code, Some(0));
@@ -100,7 +100,7 @@ fn the_python_example_adapter_passes_the_explorer() {
             "10",
             "--store",
         ])
-        .arg(format!("cmd:python3 {}", adapter.display()))
+        .arg(format!("cmd:{} {}", common::python(), adapter.display()))
         .arg("--out")
         .arg(&out)
         .output()
@@ -159,7 +159,7 @@ fn a_store_offering_only_rate_limits_gets_the_rest_skipped_with_reasons() {
             "10",
             "--store",
         ])
-        .arg(format!("cmd:python3 {}", adapter.display()))
+        .arg(format!("cmd:{} {}", common::python(), adapter.display()))
         .arg("--out")
         .arg(&out)
         .output()
