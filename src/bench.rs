@@ -86,13 +86,13 @@ pub struct ExplorerBench {
     /// Seconds each round-trip measurement runs (0.05 to 600).
     #[arg(long, default_value_t = 2.0, value_parser = seconds)]
     seconds: f64,
-    /// The queue's search depth for the per-contract rows (4 to 40;
+    /// The queue's search depth for the per-contract rows (1 to 40;
     /// `certify`'s default).
-    #[arg(long, default_value_t = 6, value_parser = sized(4, 40, ""))]
+    #[arg(long, default_value_t = 6, value_parser = sized(1, 40, ""))]
     queue_depth: usize,
-    /// The rate limits' search depth for the per-contract rows (4 to 40;
+    /// The rate limits' search depth for the per-contract rows (1 to 40;
     /// `certify`'s default).
-    #[arg(long, default_value_t = 5, value_parser = sized(4, 40, ""))]
+    #[arg(long, default_value_t = 5, value_parser = sized(1, 40, ""))]
     rate_depth: usize,
     /// Also the whole exploration at this depth with the new method
     /// (default: --depth + 2; 0: not run), beside the old method's time at

@@ -12,7 +12,7 @@ use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 
 use harness::contract::{Contract, ErrorKind};
-use harness::figures::Stats;
+use harness::figures::{Figures, Stats};
 use harness::server::{self, ManagedServer, ServerKind, ServerOptions};
 use harness::store::{Hello, StoreFactory, OPT_OUT_WRITES_MAY_BE_LOST};
 use harness::{CheckResult, Report, RunSection, ServerSection, StoreSection, Verdict};
@@ -43,6 +43,12 @@ impl SuiteName {
         SuiteName::Crash,
         SuiteName::Layout,
     ];
+
+    /// Whether `suite` is this one.
+    fn is(self, suite: &dyn Suite) -> bool {
+        self.to_possible_value()
+            .is_some_and(|v| v.get_name() == suite.name())
+    }
 
     /// Every suite `--check` may name: the default run's and the sabotage
     /// suite, which only `--suite sabotage` runs.
@@ -488,33 +494,47 @@ async fn certify_on(
         seed,
         may_start_servers: managed.is_some() || server::find_binary().is_ok(),
     };
+    // The crash suite waits on servers it kills and restarts, on servers of
+    // its own: it runs beside the suites before the fault suite (whose
+    // rounds follow real time, so it runs alone after them), when nothing
+    // but keys under each suite's own prefix is shared. A store whose
+    // records live elsewhere (a durable adapter's database, the SQLite
+    // store) might share them between suites: its suites run one by one.
+    let index_of = |name: SuiteName| suites.iter().position(|s| name.is(s.as_ref()));
+    let lane_end = index_of(SuiteName::Faults).unwrap_or(suites.len());
+    let crash = index_of(SuiteName::Crash)
+        .filter(|&c| c > lane_end && lane_end > 0 && factory.keeps_state_in_redis());
+    let mut ran: Vec<Option<(Vec<CheckResult>, Option<Figures>)>> = Vec::new();
+    ran.resize_with(suites.len(), || None);
+    if let Some(c) = crash {
+        // One task, both futures polled in turn: the suites wait on I/O and
+        // blocking threads (the explorer's search), so neither holds the
+        // other up, and a signal still drops the whole run at once.
+        let lines = LinesOnly(&progress);
+        let crash_run = run_suite(suites[c].as_ref(), &subject, &args.check, &lines);
+        let lane = async {
+            let mut done = Vec::new();
+            for suite in &suites[..lane_end] {
+                done.push(run_suite(suite.as_ref(), &subject, &args.check, &progress).await?);
+            }
+            anyhow::Ok(done)
+        };
+        let (crash_run, lane) = tokio::join!(crash_run, lane);
+        for (i, r) in lane?.into_iter().enumerate() {
+            ran[i] = Some(r);
+        }
+        ran[c] = Some(crash_run?);
+    }
+    for (i, suite) in suites.iter().enumerate() {
+        if ran[i].is_none() {
+            ran[i] = Some(run_suite(suite.as_ref(), &subject, &args.check, &progress).await?);
+        }
+    }
     let mut checks: Vec<CheckResult> = Vec::new();
     let mut stats = Stats::default();
-    for suite in suites {
-        stop_on_adapter_failure()?;
-        let declared: Vec<CheckSpec> = suite
-            .checks()
-            .into_iter()
-            .filter(|c| selected(&args.check, c.id))
-            .collect();
-        if declared.is_empty() {
-            continue;
-        }
-        let (settled, to_run) = harness::plan(suite.name(), declared.clone(), &subject);
-        let mut found = settled;
-        let mut figures = None;
-        let started = Instant::now();
-        if !to_run.is_empty() {
-            let run = suite
-                .run(&subject, &to_run, &progress)
-                .await
-                .map_err(|e| anyhow::anyhow!("{e}; no report written"))?;
-            found.extend(run.checks);
-            figures = Some(run.figures);
-        }
-        let results = harness::in_declared_order(suite.name(), &declared, found);
+    for (results, figures) in ran.into_iter().flatten() {
         if let Some(figures) = figures {
-            stats.add(figures.tallied(&results, started.elapsed()));
+            stats.add(figures);
         }
         checks.extend(results);
     }
@@ -769,6 +789,54 @@ const SABOTAGE_SIZES: [(&str, &str); 12] = [
 
 /// A broken adapter (exited, hung, wrote garbage) is bad input, not a
 /// verdict on the store: the run ends with that one line and no report.
+/// One suite's run on `subject`: its checks `--check` selects, those
+/// `plan` settles without a run, the rest run; the results in declared
+/// order and its figures tallied over them (`None`: nothing ran). An
+/// adapter that failed before it stops the run.
+async fn run_suite(
+    suite: &dyn Suite,
+    subject: &Subject<'_>,
+    check: &[String],
+    progress: &dyn harness::Progress,
+) -> anyhow::Result<(Vec<CheckResult>, Option<Figures>)> {
+    stop_on_adapter_failure()?;
+    let declared: Vec<CheckSpec> = suite
+        .checks()
+        .into_iter()
+        .filter(|c| selected(check, c.id))
+        .collect();
+    if declared.is_empty() {
+        return Ok((Vec::new(), None));
+    }
+    let (settled, to_run) = harness::plan(suite.name(), declared.clone(), subject);
+    let mut found = settled;
+    let mut figures = None;
+    let started = Instant::now();
+    if !to_run.is_empty() {
+        let run = suite
+            .run(subject, &to_run, progress)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}; no report written"))?;
+        found.extend(run.checks);
+        figures = Some(run.figures);
+    }
+    let results = harness::in_declared_order(suite.name(), &declared, found);
+    let figures = figures.map(|f| f.tallied(&results, started.elapsed()));
+    Ok((results, figures))
+}
+
+/// The progress of a suite run beside others: its lines, never the bar
+/// (one bar shows one suite's part).
+struct LinesOnly<'a>(&'a dyn harness::Progress);
+
+impl harness::Progress for LinesOnly<'_> {
+    fn part(&self, _: &str, _: u64) {}
+    fn step(&self, _: &str) {}
+    fn line(&self, text: &str) {
+        self.0.line(text);
+    }
+}
+
 fn stop_on_adapter_failure() -> anyhow::Result<()> {
     match harness::store::external::first_adapter_failure() {
         Some(line) => bail!("{line}; no report written"),

@@ -459,6 +459,10 @@ fn the_explorer_benchmark_prints_its_figures() {
             "explorer",
             "--depth",
             "2",
+            "--queue-depth",
+            "2",
+            "--rate-depth",
+            "2",
             "--walks",
             "2",
             "--seconds",
@@ -475,6 +479,9 @@ fn the_explorer_benchmark_prints_its_figures() {
         "round trips per transition",
         "ratio",
         "unique states",
+        "lease at depth  2, 7 skews",
+        "queue at depth  2, 7 skews",
+        "rate  at depth  2, 7 skews",
     ] {
         assert!(stdout.contains(figure), "no {figure} in {stdout}");
     }
