@@ -168,6 +168,16 @@ impl Property {
         }
     }
 
+    /// Whether the property is a contract's `answered` check (every
+    /// operation answered; a write refused on the full server changed
+    /// nothing).
+    pub(crate) fn is_answered(self) -> bool {
+        matches!(
+            self,
+            Property::Answered | Property::QueueAnswered | Property::RateAnswered
+        )
+    }
+
     /// Whether the property is a race that must be reached.
     pub(crate) fn is_race(self) -> bool {
         EXPLORED.iter().any(|c| Property::races(*c).contains(&self))

@@ -780,6 +780,7 @@ pub fn explore_part(
                 part: part.describe(config).as_deref(),
                 cut: not_explored.as_deref(),
                 unsupported: &unsupported,
+                filled: step.is_none(),
             },
         ),
         figures,
@@ -865,6 +866,10 @@ struct Context<'a> {
     cut: Option<&'a str>,
     /// The operations the store answered `unsupported`, with its message.
     unsupported: &'a [(Op, String)],
+    /// The searches filled the server between commands (a store whose
+    /// state is on the Redis wire): the `answered` checks also say that a
+    /// write refused on the full server changed nothing.
+    filled: bool,
 }
 
 impl Context<'_> {
@@ -879,6 +884,18 @@ impl Context<'_> {
             .collect();
         (!said.is_empty()).then(|| said.join(", "))
     }
+}
+
+/// The refusals of a write on the full server that `contract`'s searches
+/// judged, summed over its skews; `None` when none of them was searched
+/// here (a shard of walks alone).
+fn refusals_of(figures: &ExplorerFigures, contract: Contract) -> Option<usize> {
+    let rows: Vec<_> = figures
+        .per_skew
+        .iter()
+        .filter(|r| r.contract == contract.name())
+        .collect();
+    (!rows.is_empty()).then(|| rows.iter().map(|r| r.full_refusals).sum())
 }
 
 /// An operation's wire name.
@@ -1130,10 +1147,17 @@ fn checks(
                 }
                 _ => {
                     let found = findings.iter().find(|f| f.property == property);
+                    // An `answered` check also says a write refused on the
+                    // full server changed nothing: decided only if the
+                    // searches of its contract met such a refusal.
+                    let refusals = (context.filled && property.is_answered())
+                        .then(|| refusals_of(figures, property.contract().unwrap_or(Contract::Lease)))
+                        .flatten();
                     let verdict = match found {
                         Some(f) if f.replays => Verdict::Fail,
                         Some(_) => Verdict::Unknown,
                         None if harness.is_some() => Verdict::Unknown,
+                        None if refusals == Some(0) => Verdict::Unknown,
                         None => Verdict::Pass,
                     };
                     let reason = match (found, harness) {
@@ -1153,8 +1177,16 @@ fn checks(
                             "not decided: the exploration could not go on ({}; {}); no schedule explored before that broke it ({what})",
                             h.message, h.found_in
                         ),
+                        (None, None) if refusals == Some(0) => format!(
+                            "not decided: every operation was answered in {}, but no search met a write on the full server, so that a refused write changes nothing was never tried (a deeper search is needed)",
+                            scope_of(property.contract())
+                        ),
                         (None, None) => {
-                            format!("{what}: held in {}", scope_of(property.contract()))
+                            let judged = match refusals {
+                                Some(n) => format!("; {n} refusals of a write on the full server judged"),
+                                None => String::new(),
+                            };
+                            format!("{what}: held in {}{judged}", scope_of(property.contract()))
                         }
                     };
                     CheckResult {
@@ -1438,6 +1470,60 @@ mod tests {
         let all = verdicts(&[found(Property::NoTreeStuck, true)], &unreached);
         assert!(all.contains(&(Property::ZombieReleaseRace, Verdict::Skipped)));
         assert!(all.contains(&(Property::NoTreeStuck, Verdict::Fail)));
+    }
+
+    /// `answered` also says a write refused on the full server changed
+    /// nothing: with the server filled in the searches but no write ever
+    /// met it full, that part was never tried, so the check is undecided;
+    /// once refusals were judged it passes and counts them. A store with
+    /// no server to fill is judged on its answers alone.
+    #[test]
+    fn answered_is_undecided_until_a_write_met_the_full_server() {
+        let with = |refusals: usize, filled: bool| {
+            let mut figures = ExplorerFigures::default();
+            let mut row = ExplorerFigures::skew_row(0);
+            row.contract = "lease".into();
+            row.full_refusals = refusals;
+            figures.per_skew.push(row);
+            let context = Context {
+                filled,
+                ..Context::default()
+            };
+            let results = checks(&[], &[], &figures, &ExplorerConfig::default(), &context);
+            results
+                .into_iter()
+                .find(|r| r.id == Property::Answered.id())
+                .unwrap()
+        };
+        let none = with(0, true);
+        assert_eq!(none.verdict, Verdict::Unknown, "{}", none.reason);
+        assert!(
+            none.reason
+                .contains("no search met a write on the full server"),
+            "{}",
+            none.reason
+        );
+        let some = with(3, true);
+        assert_eq!(some.verdict, Verdict::Pass, "{}", some.reason);
+        assert!(some.reason.contains("3 refusals"), "{}", some.reason);
+        let unfilled = with(0, false);
+        assert_eq!(unfilled.verdict, Verdict::Pass, "{}", unfilled.reason);
+        // The other properties do not depend on it.
+        let results = checks(
+            &[],
+            &[],
+            &ExplorerFigures::default(),
+            &ExplorerConfig::default(),
+            &Context {
+                filled: true,
+                ..Context::default()
+            },
+        );
+        let one = results
+            .iter()
+            .find(|r| r.id == Property::OneLiveHolder.id())
+            .unwrap();
+        assert_eq!(one.verdict, Verdict::Pass, "{}", one.reason);
     }
 
     #[test]
