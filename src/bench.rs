@@ -1,7 +1,8 @@
 //! `storeproof bench explorer`: the explorer's speed beside the limit one
 //! Redis connection sets, measured in the same run on the same machine;
 //! `storeproof bench linearizability`: the fault suite's checker's time on
-//! seeded histories.
+//! seeded histories; `storeproof bench certify`: the default run's wall time,
+//! whole and per suite.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -22,6 +23,70 @@ pub enum Bench {
     /// Seconds the linearizability checker takes on seeded lease histories
     /// of one tree with lost replies.
     Linearizability(LinearizabilityBench),
+    /// Wall seconds of the default `certify` run (every suite, the built-in
+    /// Redis stores, a managed server), whole and per suite.
+    Certify(CertifyBench),
+}
+
+#[derive(Debug, Args)]
+pub struct CertifyBench {
+    /// The run's seed (fixes every schedule, so runs are compared alike).
+    #[arg(long, default_value_t = 11)]
+    seed: u64,
+    /// Runs, one after another (1 to 20); each is printed, then the slowest.
+    #[arg(long, default_value_t = 1, value_parser = sized(1, 20, ""))]
+    runs: usize,
+}
+
+/// Runs `storeproof certify --seed <seed>` (this binary, default sizes) into
+/// a temporary folder `args.runs` times; prints each run's wall time, its
+/// verdict and every suite's seconds from its report, then the slowest. A
+/// run that ends without a report is an error.
+fn certify(args: CertifyBench) -> anyhow::Result<ExitCode> {
+    let exe = std::env::current_exe().context("cannot find the storeproof binary")?;
+    println!(
+        "storeproof bench certify (default sizes, seed {})",
+        args.seed
+    );
+    let mut slowest: f64 = 0.0;
+    for run in 1..=args.runs {
+        let dir = tempfile::tempdir()?;
+        let out = dir.path().join("report");
+        let started = Instant::now();
+        let status = std::process::Command::new(&exe)
+            .arg("certify")
+            .arg("--seed")
+            .arg(args.seed.to_string())
+            .arg("--out")
+            .arg(&out)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .context("cannot run storeproof certify")?;
+        let wall = started.elapsed().as_secs_f64();
+        let text = std::fs::read_to_string(out.join("report.json")).with_context(|| {
+            format!(
+                "storeproof certify exited with {status} and wrote no report; run it by hand to see why"
+            )
+        })?;
+        let report: serde_json::Value =
+            serde_json::from_str(&text).context("the run's report.json is not JSON")?;
+        let suites: Vec<String> = ["conformance", "explorer", "faults", "crash", "layout"]
+            .iter()
+            .filter_map(|name| {
+                let secs = report["stats"][name]["seconds"].as_f64()?;
+                Some(format!("{name} {secs:.1}s"))
+            })
+            .collect();
+        println!(
+            "  run {run}: {wall:.1}s wall, verdict {}; per suite (the crash suite runs beside conformance and the explorer): {}",
+            report["verdict"].as_str().unwrap_or("?"),
+            suites.join(", ")
+        );
+        slowest = slowest.max(wall);
+    }
+    println!("  slowest of {}: {slowest:.1}s", args.runs);
+    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Debug, Args)]
@@ -133,6 +198,7 @@ pub async fn run(bench: Bench) -> anyhow::Result<ExitCode> {
     let args = match bench {
         Bench::Explorer(args) => args,
         Bench::Linearizability(args) => return Ok(linearizability(args)),
+        Bench::Certify(args) => return certify(args),
     };
     let server = ManagedServer::start(ServerOptions::default())
         .await
