@@ -24,30 +24,28 @@ fn fixture(name: &str) -> PathBuf {
 /// `storeproof certify --suite conformance --check <contract> --seed 7` of
 /// the fixture `adapter`: its exit code and report.
 fn certify(adapter: &str, contract: &str, out: &Path) -> (Option<i32>, Value) {
-    let store = format!("cmd:{} {}", common::python(), fixture(adapter).display());
-    let output = common::command()
-        .args([
-            "certify",
-            "--suite",
-            "conformance",
-            "--check",
-            contract,
-            "--seed",
-            "7",
-            "--store",
-            &store,
-            "--out",
-        ])
-        .arg(out)
-        .output()
-        .expect("run storeproof");
-    eprintln!(
-        "{store}: exit {:?}\n{}{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let store = store_of(adapter);
+    let out_dir = out.to_string_lossy();
+    let args = [
+        "certify",
+        "--suite",
+        "conformance",
+        "--check",
+        contract,
+        "--seed",
+        "7",
+        "--store",
+        &store,
+        "--out",
+        &out_dir,
+    ];
+    let output = common::storeproof_in(None, &args, &[]);
     (output.status.code(), common::read_report(out))
+}
+
+/// `--store` of the Python fixture `adapter`, on the resolved interpreter.
+fn store_of(adapter: &str) -> String {
+    format!("cmd:{} {}", common::python(), fixture(adapter).display())
 }
 
 /// Runs the contract's checks on `adapter` and asserts that exactly
@@ -111,33 +109,25 @@ fn the_explorer_catches(
 ) -> Value {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let out = dir.path().join("r");
-    let store = format!("cmd:{} {}", common::python(), fixture(adapter).display());
-    let output = common::command()
-        .env("STOREPROOF_ADAPTER_CONTRACTS", contract)
-        .args([
-            "certify",
-            "--suite",
-            "explorer",
-            depth_flag,
-            depth,
-            "--walks",
-            "0",
-            "--fail-fast",
-            "--seed",
-            "7",
-            "--store",
-            &store,
-            "--out",
-        ])
-        .arg(&out)
-        .output()
-        .expect("run storeproof");
-    eprintln!(
-        "{store}: exit {:?}\n{}{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let store = store_of(adapter);
+    let out_dir = out.to_string_lossy();
+    let args = [
+        "certify",
+        "--suite",
+        "explorer",
+        depth_flag,
+        depth,
+        "--walks",
+        "0",
+        "--fail-fast",
+        "--seed",
+        "7",
+        "--store",
+        &store,
+        "--out",
+        &out_dir,
+    ];
+    let output = common::storeproof_in(None, &args, &[("STOREPROOF_ADAPTER_CONTRACTS", contract)]);
     assert_eq!(output.status.code(), Some(1), "the explorer fails the run");
     let report = common::read_report(&out);
     let checks = report["checks"].as_array().expect("the checks");

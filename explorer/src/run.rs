@@ -1150,7 +1150,8 @@ fn checks(
                     // An `answered` check also says a write refused on the
                     // full server changed nothing: decided only if the
                     // searches of its contract met such a refusal.
-                    let refusals = (context.filled && property.is_answered())
+                    // (A search fail-fast cut short says so instead.)
+                    let refusals = (context.filled && property.is_answered() && cut.is_none())
                         .then(|| refusals_of(figures, property.contract().unwrap_or(Contract::Lease)))
                         .flatten();
                     let verdict = match found {

@@ -25,21 +25,9 @@ use sabotage::ReadThenWriteLease;
 /// time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// The interpreter `python3` runs, resolved once: a version manager's shim
-/// (pyenv's) costs a tenth of a second per adapter process.
-fn python() -> &'static str {
-    static PYTHON: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    PYTHON.get_or_init(|| {
-        std::process::Command::new("python3")
-            .args(["-c", "import sys; print(sys.executable)"])
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .filter(|p| !p.is_empty() && !p.contains(char::is_whitespace))
-            .unwrap_or_else(|| "python3".into())
-    })
-}
+#[path = "../../tests/common/python.rs"]
+mod python;
+use python::python;
 
 fn adapter(file: &str, workdir: &tempfile::TempDir) -> ExternalStoreFactory {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
