@@ -46,6 +46,7 @@ mod run;
 mod search;
 mod state;
 mod suite;
+mod symmetry;
 mod walk;
 mod world;
 

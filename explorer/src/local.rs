@@ -197,7 +197,7 @@ impl Local {
             return Ok(c);
         }
         let hello = Hello {
-            instance: instance_name(i).into(),
+            instance: crate::symmetry::holder(i).into(),
             redis_url: String::new(),
             prefix: self.shared.prefix.clone(),
             opt_out: self.shared.opt_out.clone(),

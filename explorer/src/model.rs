@@ -60,6 +60,9 @@ pub struct LeaseModel {
     pub absolute_times: bool,
     /// The contract whose operations the instances start.
     pub contract: Contract,
+    /// Fold states that differ by a renaming of instances of one clock
+    /// (see [`crate::symmetry`]).
+    pub symmetric: bool,
 }
 
 impl LeaseModel {
@@ -196,6 +199,7 @@ mod tests {
             max_steps: 4,
             absolute_times: false,
             contract: Contract::Lease,
+            symmetric: false,
         };
         let init = model.initial();
         let died = model.step(&init, Action::Start(0, Op::Read));

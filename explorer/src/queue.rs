@@ -171,7 +171,7 @@ pub(crate) fn possible(state: &State, i: usize, out: &mut Vec<Op>) {
 
 /// The request instance `i` sends for queue operation `op` in `state`.
 pub(crate) fn request(state: &State, i: usize, op: Op) -> Request {
-    let instance = instance_name(i).to_string();
+    let instance = crate::symmetry::holder(i).to_string();
     match op {
         Op::Save(k) => Request::QueueSave {
             child: child_name(k),

@@ -238,7 +238,7 @@ pub(crate) fn request(state: &State, i: usize, op: Op) -> Request {
         Op::RateRead => Request::RateRead { provider },
         _ => Request::RateAcquireSlot {
             provider,
-            holder: instance_name(i).to_string(),
+            holder: crate::symmetry::holder(i).to_string(),
             limit: SLOT_LIMIT,
             ttl_ms: SLOT_TTL_MS,
         },

@@ -39,6 +39,14 @@ pub struct ExplorerConfig {
     /// The rate limits' searches' depth (slots, hits and pauses on skewed
     /// clocks), likewise their own.
     pub rate_depth: usize,
+    /// The depth of the exhaustive searches of three instances (clocks 0,
+    /// 0 and each skew), on every contract explored (0: none).
+    pub three_depth: usize,
+    /// Take a state met again as a renaming of instances of one clock
+    /// (their holder names swapped in every key and belief) as the state
+    /// kept: the same verdicts, far fewer states (checked on a seeded
+    /// sample of the merges, as the relative reading of times is).
+    pub symmetry: bool,
     /// Seeded walks of three instances.
     pub walks: usize,
     /// Steps per walk.
@@ -85,6 +93,8 @@ impl Default for ExplorerConfig {
             depth: 8,
             queue_depth: 6,
             rate_depth: 5,
+            three_depth: 0,
+            symmetry: true,
             walks: 200,
             walk_steps: 20,
             seed: 0,
@@ -491,20 +501,43 @@ pub fn explore_part(
     let mut walks_cut = 0;
     // Skew by skew, each skew's contracts together: the order a merge of
     // shards (each a set of skews) rebuilds.
-    let searches: Vec<(Contract, usize, i64)> = config
+    // Two instances first, then three (at their own depth).
+    let sizes: Vec<usize> = if config.three_depth > 0 {
+        vec![2, 3]
+    } else {
+        vec![2]
+    };
+    let searches: Vec<(Contract, usize, i64, usize)> = config
         .skews
         .iter()
         .enumerate()
-        .flat_map(|(i, s)| config.contracts.iter().map(move |c| (*c, i, *s)))
+        .flat_map(|(i, s)| {
+            let sizes = sizes.clone();
+            sizes
+                .into_iter()
+                .flat_map(move |n| config.contracts.iter().map(move |c| (*c, i, *s, n)))
+        })
         .collect();
-    for (contract, index, skew) in searches {
+    for (contract, index, skew, instances) in searches {
         if !part.searches(index) {
             continue;
         }
-        let races = Property::races(contract);
+        // The races are the two-instance search's to reach: three
+        // instances, at a depth of their own, look for violations only.
+        let races = if instances == 3 {
+            &[][..]
+        } else {
+            Property::races(contract)
+        };
+        // How the search is named in the checks' reasons and the progress.
+        let three = if instances == 3 {
+            ", three instances"
+        } else {
+            ""
+        };
         if config.fail_fast && broke(&findings) {
-            skews_left_out.push(if config.contracts.len() > 1 {
-                format!("{skew:+} ms ({})", contract.name())
+            skews_left_out.push(if config.contracts.len() > 1 || instances == 3 {
+                format!("{skew:+} ms ({}{three})", contract.name())
             } else {
                 format!("{skew:+} ms")
             });
@@ -522,11 +555,20 @@ pub fn explore_part(
         let mut model = LeaseModel {
             run,
             shared: shared.clone(),
-            skews: vec![0, skew],
+            skews: if instances == 3 {
+                vec![0, 0, skew]
+            } else {
+                vec![0, skew]
+            },
             start_ms: VIRTUAL_EPOCH_MS,
-            max_steps: config.depth_of(contract),
+            max_steps: if instances == 3 {
+                config.three_depth
+            } else {
+                config.depth_of(contract)
+            },
             absolute_times: config.absolute_times,
             contract,
+            symmetric: config.symmetry,
         };
         let shift = ShiftCheck {
             seed: config.seed ^ (index as u64),
@@ -534,27 +576,41 @@ pub fn explore_part(
         };
         let mut searched = search(&model, pool, config.fail_fast, shift);
         let mut shift_checked = searched.shift_checked;
-        let shift_failure = searched.shift_failure.take();
-        if let Some(why) = &shift_failure {
-            // The store's answers do not shift with every time: under this
-            // skew its states are told apart by absolute time. Each skew
-            // decides for itself, so a shard's rows are the whole run's.
-            progress(&format!(
-                "explorer: second clock {skew:+} ms: {why}; searching again on absolute times"
-            ));
-            model.absolute_times = true;
+        let (mut shift_failure, mut symmetry_failure) = (None, None);
+        loop {
+            if let Some(why) = searched.symmetry_failure.take() {
+                // The store is not symmetric in its holders (it hashes or
+                // orders them): every state is its own.
+                progress(&format!(
+                    "explorer: second clock {skew:+} ms{three}: {why}; searching again without folding renamed instances"
+                ));
+                model.symmetric = false;
+                symmetry_failure = Some(why);
+            } else if let Some(why) = searched.shift_failure.take() {
+                // The store's answers do not shift with every time: under
+                // this skew its states are told apart by absolute time.
+                // Each skew decides for itself, so a shard's rows are the
+                // whole run's.
+                progress(&format!(
+                    "explorer: second clock {skew:+} ms{three}: {why}; searching again on absolute times"
+                ));
+                model.absolute_times = true;
+                shift_failure = Some(why);
+            } else {
+                break;
+            }
             searched = search(&model, pool, config.fail_fast, shift);
             shift_checked += searched.shift_checked;
         }
         saw_unsupported(&searched.unsupported);
         if let Some(level) = searched.stopped_at {
             not_explored.push(format!(
-                "the search under second clock {skew:+} ms past depth {level} (of {})",
-                config.depth
+                "the search under second clock {skew:+} ms{three} past depth {level} (of {})",
+                model.max_steps
             ));
         }
         let found_in = format!(
-            "exhaustive search of the {} contract, second clock {skew:+} ms",
+            "exhaustive search of the {} contract{three}, second clock {skew:+} ms",
             contract.name()
         );
         for property in Property::always(contract)
@@ -593,7 +649,9 @@ pub fn explore_part(
         row.rate_slot_race_reached = searched.discoveries.contains_key(&Property::RateSlotRace);
         row.rate_hit_race_reached = searched.discoveries.contains_key(&Property::RateHitRace);
         row.full_refusals = searched.full_refusals;
-        row.depth = config.depth_of(contract);
+        row.depth = model.max_steps;
+        row.instances = instances;
+        row.symmetric_merges = searched.symmetric_merges;
         row.states = searched.states;
         row.unique_states = searched.unique_states;
         row.max_depth = searched.max_depth;
@@ -611,13 +669,14 @@ pub fn explore_part(
         row.shift_checked = shift_checked;
         row.absolute_times = model.absolute_times;
         row.shift_failure = shift_failure;
+        row.symmetry_failure = symmetry_failure;
         row.violating_states_cut = searched.violating_states_cut;
         row.shallowest_cut = searched.shallowest_cut;
         row.zombie_release_reached = searched
             .discoveries
             .contains_key(&Property::ZombieReleaseRace);
         progress(&format!(
-            "explorer: {}, second clock {skew:+} ms: {} states ({} unique), depth {}, {:.1}s",
+            "explorer: {}{three}, second clock {skew:+} ms: {} states ({} unique), depth {}, {:.1}s",
             contract.name(),
             row.states,
             row.unique_states,
@@ -676,6 +735,7 @@ pub fn explore_part(
             max_steps: usize::MAX,
             absolute_times: false,
             contract,
+            symmetric: false,
         };
         let w = walk(&model, config.walk_steps, &mut rng);
         walk_steps += w.actions.len();
@@ -835,6 +895,7 @@ pub fn replay_schedule(
                 _ => None,
             })
             .unwrap_or(Contract::Lease),
+        symmetric: false,
     };
     let (_, last) = play(&model, &schedule.actions);
     let (_, rendered, _) = replay_path(&model, &schedule.actions);

@@ -30,6 +30,7 @@ use crate::judge::discovers;
 use crate::model::LeaseModel;
 use crate::property::Property;
 use crate::state::{Action, Op, State};
+use crate::symmetry::Symmetry;
 use crate::world::{Shared, World};
 
 /// The first state met for a property, and the path to it.
@@ -64,6 +65,13 @@ pub struct Searched {
     /// times is not sound for this store, in words. The search stopped at
     /// that level (it is to be run again on absolute times).
     pub shift_failure: Option<String>,
+    /// States met again as a renaming of a state kept (instances of one
+    /// clock swapped): merged by the symmetry, not explored twice.
+    pub symmetric_merges: usize,
+    /// Two states the symmetry took as one went on differently: the store
+    /// is not symmetric in its holders, in words. The search stopped at
+    /// that level (it is to be run again without the folding).
+    pub symmetry_failure: Option<String>,
     /// The operations the store answered `unsupported`, with its first
     /// message, in the order first met.
     pub unsupported: Vec<(Op, String)>,
@@ -104,6 +112,8 @@ pub struct ShiftCheck {
 /// A state met again (by fingerprint) that differs from the one kept in
 /// absolute time: the duplicate and its path, and where the kept one is.
 struct Merge {
+    /// The two differ by a renaming of instances, not only in time.
+    symmetric: bool,
     state: State,
     path: Vec<Action>,
     kept_level: usize,
@@ -128,6 +138,7 @@ fn absolute(state: &State) -> u64 {
 /// action, must fingerprint alike. When they do not, the search stops there
 /// with [`Searched::shift_failure`] set.
 pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool, shift: ShiftCheck) -> Searched {
+    let symmetry = Symmetry::of(&model.skews, model.symmetric);
     let init = model.initial();
     let mut out = Searched {
         states: 1,
@@ -136,7 +147,7 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool, shift: Shift
     };
     // Every state kept, by fingerprint: where it is (level, index).
     let mut seen: HashMap<u64, (usize, usize)> = HashMap::new();
-    seen.insert(init.fingerprint(), (0, 0));
+    seen.insert(symmetry.fingerprint(&init), (0, 0));
     note(&mut out, &init, &[]);
     // Every level so far but the current one (the merges refer to them).
     let mut levels: Vec<Vec<(State, Vec<Action>)>> = Vec::new();
@@ -166,25 +177,31 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool, shift: Shift
             {
                 out.full_refusals += 1;
             }
-            let fingerprint = next.fingerprint();
+            let fingerprint = symmetry.fingerprint(&next);
             if let Some(&(kept_level, kept_index)) = seen.get(&fingerprint) {
+                let kept = if kept_level == depth {
+                    &next_level[kept_index].0
+                } else if kept_level + 1 == depth {
+                    &level[kept_index].0
+                } else {
+                    &levels[kept_level][kept_index].0
+                };
+                let symmetric = symmetry.folds() && kept.fingerprint() != next.fingerprint();
+                if symmetric {
+                    out.symmetric_merges += 1;
+                }
                 // Only a merge of states with successors (a budget left, no
                 // violation, no trouble) loses anything, and only one the
-                // absolute reading would not make.
-                let checking = shift.per_level > 0 && !model.absolute_times;
+                // absolute reading, or no renaming, would not make.
+                let checking = shift.per_level > 0;
                 let goes_on = next.harness_error.is_none() && next.violations.is_empty();
                 if checking && depth < model.max_steps && goes_on {
-                    let kept = if kept_level == depth {
-                        &next_level[kept_index].0
-                    } else if kept_level + 1 == depth {
-                        &level[kept_index].0
-                    } else {
-                        &levels[kept_level][kept_index].0
-                    };
-                    if absolute(kept) != absolute(&next) {
+                    let shifted = !model.absolute_times && absolute(kept) != absolute(&next);
+                    if shifted || symmetric {
                         let mut path = level[k].1.clone();
                         path.push(action);
                         merges.push(Merge {
+                            symmetric,
                             state: next,
                             path,
                             kept_level,
@@ -222,10 +239,14 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool, shift: Shift
                 .into_iter()
                 .map(|i| (kept(&merges[i]), &merges[i]))
                 .collect();
-            let (checked, failure) = check_merges(model, pool, &pairs);
+            let (checked, failure) = check_merges(model, pool, &symmetry, &pairs);
             out.shift_checked += checked;
-            if failure.is_some() {
-                out.shift_failure = failure;
+            if let Some((symmetric, why)) = failure {
+                if symmetric {
+                    out.symmetry_failure = Some(why);
+                } else {
+                    out.shift_failure = Some(why);
+                }
                 break;
             }
         }
@@ -260,53 +281,72 @@ fn sampled(n: usize, shift: ShiftCheck, depth: usize) -> Vec<usize> {
 }
 
 /// Computes every successor of both states of each merged pair (kept,
-/// met again) and compares them by fingerprint. Returns how many pairs were
-/// compared and, at the first that went on differently, why in words. A
+/// met again) and compares them by fingerprint: action by action for a
+/// pair that differs in time only, as sets for a pair that differs by a
+/// renaming of instances (the renamed state's actions are the kept one's,
+/// renamed). Returns how many pairs were compared and, at the first that
+/// went on differently, whether it was a renaming, and why in words. A
 /// successor with the harness's own trouble proves nothing either way.
 fn check_merges(
     model: &LeaseModel,
     pool: &mut Pool,
+    symmetry: &Symmetry,
     pairs: &[(&(State, Vec<Action>), &Merge)],
-) -> (usize, Option<String>) {
+) -> (usize, Option<(bool, String)>) {
     let mut states: Vec<(State, Vec<Action>)> = Vec::new();
     let mut jobs: Vec<(usize, Action)> = Vec::new();
+    // The jobs of each pair: the kept state's, then the merged state's.
+    let mut spans: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> = Vec::new();
     let mut actions = Vec::new();
     for (kept, merge) in pairs {
-        actions.clear();
-        model.possible(&merge.state, &mut actions);
         let k = states.len();
         states.push((*kept).clone());
         states.push((merge.state.clone(), merge.path.clone()));
+        let start = jobs.len();
+        actions.clear();
+        model.possible(&kept.0, &mut actions);
         jobs.extend(actions.iter().map(|a| (k, *a)));
+        let mid = jobs.len();
+        actions.clear();
+        model.possible(&merge.state, &mut actions);
         jobs.extend(actions.iter().map(|a| (k + 1, *a)));
+        spans.push((start..mid, mid..jobs.len()));
     }
     let nexts = run_level(model, pool, &states, &jobs);
     let mut checked = 0;
-    let mut at = 0;
-    for (p, (kept, merge)) in pairs.iter().enumerate() {
-        // The jobs of pair p: its kept state's, then its merged state's.
-        let n = jobs[at..].iter().take_while(|(k, _)| *k == 2 * p).count();
-        let (a, b) = (&nexts[at..at + n], &nexts[at + n..at + 2 * n]);
-        at += 2 * n;
-        let mut decided = false;
-        for (i, (x, y)) in a.iter().zip(b).enumerate() {
-            if x.harness_error.is_some() || y.harness_error.is_some() {
-                continue;
-            }
-            decided = true;
-            if x.fingerprint() != y.fingerprint() {
-                let action = jobs[at - 2 * n + i].1;
-                return (
-                    checked + 1,
-                    Some(format!(
-                        "two states the relative reading of times took as one went on differently: the state after {:?} (server time {}) and the one after {:?} (server time {}), then {:?}",
-                        kept.1, kept.0.now, merge.path, merge.state.now, action
-                    )),
-                );
-            }
+    for ((kept, merge), (a, b)) in pairs.iter().zip(spans) {
+        let (xs, ys) = (&nexts[a.clone()], &nexts[b.clone()]);
+        if xs.iter().chain(ys).any(|x| x.harness_error.is_some()) {
+            continue;
         }
-        if decided {
-            checked += 1;
+        let differs = if merge.symmetric {
+            let prints = |s: &[State]| {
+                let mut v: Vec<u64> = s.iter().map(|x| symmetry.fingerprint(x)).collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            };
+            (prints(xs) != prints(ys)).then(|| "a renaming of instances of one clock".to_string())
+        } else {
+            (xs.len() != ys.len()
+                || xs
+                    .iter()
+                    .zip(ys)
+                    .any(|(x, y)| symmetry.fingerprint(x) != symmetry.fingerprint(y)))
+            .then(|| "the relative reading of times".to_string())
+        };
+        checked += 1;
+        if let Some(what) = differs {
+            return (
+                checked,
+                Some((
+                    merge.symmetric,
+                    format!(
+                        "two states {what} took as one went on differently: the state after {:?} (server time {}) and the one after {:?} (server time {})",
+                        kept.1, kept.0.now, merge.path, merge.state.now
+                    ),
+                )),
+            );
         }
     }
     (checked, None)

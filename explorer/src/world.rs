@@ -222,7 +222,7 @@ struct Inner {
 
 /// The request instance `i` sends for `op` in `state`.
 pub fn request(state: &State, i: usize, op: Op) -> Request {
-    let holder = instance_name(i).to_string();
+    let holder = crate::symmetry::holder(i).to_string();
     let epoch = state.insts[i].held.unwrap_or(0);
     match op {
         Op::Take => Request::LeaseTake {
@@ -579,7 +579,7 @@ impl Inner {
         if self.clients[i].is_none() {
             self.gates[i].set_mode(Mode::PassThrough);
             let hello = Hello {
-                instance: instance_name(i).into(),
+                instance: crate::symmetry::holder(i).into(),
                 redis_url: self.gates[i].url(),
                 prefix: self.shared.prefix.clone(),
                 opt_out: self.shared.opt_out.clone(),

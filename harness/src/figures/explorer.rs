@@ -76,6 +76,8 @@ impl Default for SkewFigures {
         SkewFigures {
             contract: lease(),
             skew_ms: 0,
+            instances: 2,
+            symmetric_merges: 0,
             depth: 0,
             states: 0,
             unique_states: 0,
@@ -96,8 +98,14 @@ impl Default for SkewFigures {
             shift_checked: 0,
             absolute_times: false,
             shift_failure: None,
+            symmetry_failure: None,
         }
     }
+}
+
+/// The instances of a row saved before rows counted theirs.
+fn two() -> usize {
+    2
 }
 
 /// The contract of a row saved before rows named theirs.
@@ -113,6 +121,15 @@ pub struct SkewFigures {
     pub contract: String,
     /// The second clock's offset from server time (ms).
     pub skew_ms: i64,
+    /// How many instances the search ran: two (clocks `0` and the skew),
+    /// or three (`0`, `0` and the skew).
+    #[serde(default = "two")]
+    pub instances: usize,
+    /// States the symmetry between instances of one clock took as one
+    /// (met again as an image of a state kept, by a renaming of those
+    /// instances): 0 when the search did not fold them.
+    #[serde(default)]
+    pub symmetric_merges: usize,
     /// The depth searched to.
     pub depth: usize,
     /// States generated, the initial one and duplicates included.
@@ -169,4 +186,9 @@ pub struct SkewFigures {
     /// Why the relative reading was given up, if it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shift_failure: Option<String>,
+    /// Why the folding of renamed instances was given up, if it was (two
+    /// states it took as one went on differently; this row is the search
+    /// run again without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symmetry_failure: Option<String>,
 }
