@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::redis::RedisStoreFactory;
 use harness::store::StoreFactory;
@@ -164,6 +165,12 @@ pub struct ExplorerBench {
     /// --depth.
     #[arg(long, value_parser = sized(0, 40, ""))]
     deep: Option<usize>,
+    /// Three instances (clocks 0, 0 and the skew) searched exhaustively at
+    /// this depth on every contract, with and without folding renamed
+    /// instances of one clock, on the built-in store and on the explorer's
+    /// sabotages (0 to 40; 0: not run).
+    #[arg(long, default_value_t = 6, value_parser = sized(0, 40, ""))]
+    three_depth: usize,
 }
 
 /// The clap parser of `--seconds`: 0.05 to 600.
@@ -384,7 +391,120 @@ pub async fn run(bench: Bench) -> anyhow::Result<ExitCode> {
         cut_wall - searched_at,
         cut.not_explored.as_deref().unwrap_or("nothing")
     );
+    if args.three_depth > 0 {
+        reduction(&args, factory, workdir.path()).await?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The sabotages the explorer's reduction is shown on, each with the
+/// contract it breaks and the skew its search runs at (the caller's-clock
+/// lease needs clocks that disagree).
+const REDUCED_SABOTAGES: [(&str, Contract, i64); 6] = [
+    ("read-then-write-take", Contract::Lease, 0),
+    (
+        "lease-on-caller-clock",
+        Contract::Lease,
+        explorer::LEASE_MS / 2,
+    ),
+    ("two-round-trip-claim", Contract::Queue, 0),
+    ("save-split-in-two", Contract::Queue, 0),
+    ("read-then-write-acquire", Contract::Rate, 0),
+    ("hit-counted-before-check", Contract::Rate, 0),
+];
+
+/// A store the reduction is shown on: its name, the store, the contract
+/// searched and the skews.
+type Subject = (String, Arc<dyn StoreFactory>, Contract, Vec<i64>);
+
+/// Three instances searched exhaustively with and without folding renamed
+/// instances of one clock (issue 21, item 5): the states each search kept
+/// and its time, and whether every verdict is the same, per contract on
+/// the built-in store (skews 0 and + lease/2), then per sabotage.
+async fn reduction(
+    args: &ExplorerBench,
+    builtin: Arc<dyn StoreFactory>,
+    workdir: &std::path::Path,
+) -> anyhow::Result<()> {
+    println!(
+        "  three instances (clocks 0, 0, skew) at depth {}, folding renamed instances of one clock or not:",
+        args.three_depth
+    );
+    let mut subjects: Vec<Subject> = harness::contract::Contract::COORDINATION
+        .iter()
+        .map(|c| {
+            (
+                "built-in".to_string(),
+                builtin.clone(),
+                *c,
+                vec![0, explorer::LEASE_MS / 2],
+            )
+        })
+        .collect();
+    for (name, contract, skew) in REDUCED_SABOTAGES {
+        let store = sabotage::by_name(name, workdir)
+            .with_context(|| format!("no sabotage named {name}"))?;
+        subjects.push((format!("sabotage:{name}"), store, contract, vec![skew]));
+    }
+    for (name, store, contract, skews) in subjects {
+        let config = |symmetry: bool| explorer::ExplorerConfig {
+            depth: args.depth,
+            queue_depth: args.queue_depth,
+            rate_depth: args.rate_depth,
+            three_depth: args.three_depth,
+            symmetry,
+            walks: 0,
+            seed: 1,
+            threads: args.threads,
+            skews: skews.clone(),
+            contracts: vec![contract],
+            ..Default::default()
+        };
+        let folded = timed(store.clone(), config(true)).await?;
+        let plain = timed(store.clone(), config(false)).await?;
+        let three = |run: &Timed| -> (usize, usize, f64, usize, usize) {
+            run.outcome
+                .figures
+                .per_skew
+                .iter()
+                .filter(|r| r.instances == 3)
+                .fold((0, 0, 0.0, 0, 0), |(s, u, t, m, f), r| {
+                    (
+                        s + r.states,
+                        u + r.unique_states,
+                        t + r.seconds,
+                        m + r.symmetric_merges,
+                        f + usize::from(r.symmetry_failure.is_some()),
+                    )
+                })
+        };
+        let verdicts = |run: &Timed| -> Vec<(String, harness::Verdict)> {
+            run.outcome
+                .checks
+                .iter()
+                .map(|c| (c.id.clone(), c.verdict))
+                .collect()
+        };
+        let (states, unique, secs, merges, failures) = three(&folded);
+        let (plain_states, plain_unique, plain_secs, _, _) = three(&plain);
+        let failed: Vec<String> = folded
+            .outcome
+            .checks
+            .iter()
+            .filter(|c| c.verdict == harness::Verdict::Fail)
+            .map(|c| c.id.clone())
+            .collect();
+        let skews: Vec<String> = skews.iter().map(|s| format!("{s:+}")).collect();
+        println!(
+            "    {name} ({}, skews {} ms): folded {states} states ({unique} unique, {merges} renamings merged) in {secs:.1}s; not folded {plain_states} ({plain_unique} unique) in {plain_secs:.1}s; {:.1}x fewer unique states; searches that gave folding up: {failures}; same verdicts: {}; failed: {}",
+            contract.name(),
+            skews.join(", "),
+            plain_unique as f64 / unique.max(1) as f64,
+            if verdicts(&folded) == verdicts(&plain) { "yes" } else { "NO" },
+            if failed.is_empty() { "nothing".to_string() } else { failed.join(", ") },
+        );
+    }
+    Ok(())
 }
 
 /// An exploration's outcome and its wall time.

@@ -140,6 +140,16 @@ pub struct CertifyArgs {
     /// Explorer: steps per walk (4 to 10000).
     #[arg(long, default_value_t = 20, value_name = "STEPS", value_parser = sized(MIN_DEPTH, 10_000, DEPTH_WHY))]
     walk_steps: usize,
+    /// Explorer: also every schedule of three instances (clocks 0, 0 and
+    /// each skew) this many steps deep, on every contract explored (0, the
+    /// default: none; at most 40).
+    #[arg(long, default_value_t = 0, value_name = "STEPS", value_parser = sized(0, 40, ""))]
+    three_depth: usize,
+    /// Explorer: keep states that differ only by a renaming of instances of
+    /// one clock apart (the same verdicts, more states: to measure the
+    /// folding or to rule it out).
+    #[arg(long)]
+    no_symmetry: bool,
     /// Crash: SIGKILLs of the server with the required settings (1 to 1000).
     #[arg(long, default_value_t = 20, value_name = "N", value_parser = sized(1, 1000, KILLS_WHY))]
     kills: usize,
@@ -687,6 +697,8 @@ fn explorer_config(args: &CertifyArgs, seed: u64) -> explorer::ExplorerConfig {
         rate_depth: args.rate_depth,
         walks: args.walks,
         walk_steps: args.walk_steps,
+        three_depth: args.three_depth,
+        symmetry: !args.no_symmetry,
         seed,
         threads: args.threads,
         skews: explorer::skews(),

@@ -467,12 +467,27 @@ fn the_explorer_benchmark_prints_its_figures() {
             "2",
             "--seconds",
             "0.2",
+            "--three-depth",
+            "2",
         ],
         &[],
     );
     assert_eq!(out.status.code(), Some(0));
     let stdout = String::from_utf8_lossy(&out.stdout);
+    // Folding renamed instances changes no verdict, on the built-in store
+    // and on each sabotage.
+    let reduced: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("folded") && l.contains("same verdicts"))
+        .collect();
+    assert_eq!(reduced.len(), 9, "{stdout}");
+    for line in reduced {
+        assert!(line.contains("same verdicts: yes"), "{line}");
+    }
     for figure in [
+        "three instances (clocks 0, 0, skew) at depth 2",
+        "built-in (rate, skews +0, +500 ms)",
+        "sabotage:hit-counted-before-check (rate",
         "PING",
         "EVALSHA",
         "transitions/s",

@@ -321,7 +321,7 @@ fn check_merges(
         }
         let differs = if merge.symmetric {
             let prints = |s: &[State]| {
-                let mut v: Vec<u64> = s.iter().map(|x| symmetry.fingerprint(x)).collect();
+                let mut v: Vec<u64> = s.iter().map(|x| symmetry.check_print(x)).collect();
                 v.sort_unstable();
                 v.dedup();
                 v
