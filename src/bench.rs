@@ -168,8 +168,9 @@ pub struct ExplorerBench {
     /// Three instances (clocks 0, 0 and the skew) searched exhaustively at
     /// this depth on every contract, with and without folding renamed
     /// instances of one clock, on the built-in store and on the explorer's
-    /// sabotages (0 to 40; 0: not run).
-    #[arg(long, default_value_t = 6, value_parser = sized(0, 40, ""))]
+    /// sabotages (0 to 40; 0: not run; at 6 the rate limits' sabotages
+    /// take minutes each unfolded).
+    #[arg(long, default_value_t = 5, value_parser = sized(0, 40, ""))]
     three_depth: usize,
 }
 
@@ -494,13 +495,19 @@ async fn reduction(
             .filter(|c| c.verdict == harness::Verdict::Fail)
             .map(|c| c.id.clone())
             .collect();
+        let differ: Vec<String> = verdicts(&folded)
+            .iter()
+            .zip(verdicts(&plain))
+            .filter(|(a, b)| **a != *b)
+            .map(|((id, a), (_, b))| format!("{id} {} folded, {} not", a.word(), b.word()))
+            .collect();
         let skews: Vec<String> = skews.iter().map(|s| format!("{s:+}")).collect();
         println!(
             "    {name} ({}, skews {} ms): folded {states} states ({unique} unique, {merges} renamings merged) in {secs:.1}s; not folded {plain_states} ({plain_unique} unique) in {plain_secs:.1}s; {:.1}x fewer unique states; searches that gave folding up: {failures}; same verdicts: {}; failed: {}",
             contract.name(),
             skews.join(", "),
             plain_unique as f64 / unique.max(1) as f64,
-            if verdicts(&folded) == verdicts(&plain) { "yes" } else { "NO" },
+            if verdicts(&folded) == verdicts(&plain) { "yes".to_string() } else { format!("NO ({})", differ.join("; ")) },
             if failed.is_empty() { "nothing".to_string() } else { failed.join(", ") },
         );
     }

@@ -73,18 +73,18 @@ impl LeaseModel {
         }
         if state.steps >= self.max_steps {
             // Past the depth, the operations in flight run to their answers,
-            // one instance after another and nothing else happening: an
+            // nothing else happening, their commands in every order: an
             // answer that only the last of several commands gives is judged
             // too (two hits each refused for the other are only known to be
-            // wrong once both have answered). A store of one command an
-            // operation has none in flight here.
-            if let Some(i) = state
-                .insts
-                .iter()
-                .position(|i| !i.crashed && i.pending.is_some())
-            {
-                out.push(Action::Continue(i));
-            }
+            // wrong once both have answered). Every order, not one: a state
+            // folded with its renamings stands for each of them, and each
+            // would drain in its own instances' order. A store of one
+            // command an operation has none in flight here.
+            out.extend(
+                (0..state.insts.len())
+                    .filter(|i| !state.insts[*i].crashed && state.insts[*i].pending.is_some())
+                    .map(Action::Continue),
+            );
             return;
         }
         let crashed = state.insts.iter().filter(|i| i.crashed).count();

@@ -72,6 +72,11 @@ pub struct ExplorerConfig {
     /// time and command bytes (the same states; off only to measure it, or
     /// to prove it changes nothing).
     pub cache: bool,
+    /// Keep an adapter declared `stateless` that does not offer
+    /// `reconnect` after an operation abandoned between two commands had
+    /// its connection reset, instead of starting a new process (the same
+    /// states and verdicts; off only to measure it).
+    pub keep_after_reset: bool,
     /// One transition cache entry in this many (a sample seeded with
     /// `seed`) is sent to the real server again when next used, which must
     /// give the same reply and keys after (0: none).
@@ -104,6 +109,7 @@ impl Default for ExplorerConfig {
             fail_fast: false,
             skip_restore: true,
             cache: true,
+            keep_after_reset: true,
             cache_check_one_in: 16,
             shift_checks_per_level: 8,
             contracts: vec![Contract::Lease],
@@ -135,6 +141,7 @@ impl ExplorerConfig {
         Speed {
             skip_restore: self.skip_restore,
             cache: self.cache,
+            keep_after_reset: self.keep_after_reset,
         }
     }
 }
@@ -229,6 +236,10 @@ pub struct Savings {
     /// Instances made fresh (reconnected, or new) before an operation,
     /// because their client may remember earlier operations.
     pub refreshes: u64,
+    /// Steps run again on a new process: a `stateless` adapter kept after
+    /// its abandoned operation's connection was reset had not connected
+    /// again.
+    pub not_reconnected: u64,
 }
 
 /// A check's counterexample: the schedule that broke `property`, replayable
@@ -828,6 +839,7 @@ pub fn explore_part(
         restores_skipped: shared.restores_skipped.load(Ordering::Relaxed),
         cache_entries: shared.cache.len(),
         refreshes: shared.refreshes.load(Ordering::Relaxed),
+        not_reconnected: shared.not_reconnected.load(Ordering::Relaxed),
     };
     ExplorerOutcome {
         checks: checks(

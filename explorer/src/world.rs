@@ -73,6 +73,10 @@ pub struct Speed {
     /// among every skew and world, and answer a command the store is
     /// guessed to send from it without the server.
     pub cache: bool,
+    /// Keep a `stateless` adapter without `reconnect` after an abandoned
+    /// operation's connection was reset (its next operation shows whether
+    /// it connected again). Off: a new process per abandoned operation.
+    pub keep_after_reset: bool,
 }
 
 impl Speed {
@@ -80,6 +84,7 @@ impl Speed {
     pub const FAST: Speed = Speed {
         skip_restore: true,
         cache: true,
+        keep_after_reset: true,
     };
 
     /// Whether the server is touched only when a command must reach it.
@@ -114,6 +119,12 @@ pub struct Shared {
     /// Instances made fresh before an operation because their client may
     /// remember earlier ones ([`StoreClient::remembers`]).
     pub refreshes: AtomicU64,
+    /// Steps run again on a new process because a `stateless` adapter kept
+    /// after a reset had not connected again.
+    pub not_reconnected: AtomicU64,
+    /// A client kept after a reset once did not connect again: this store's
+    /// clients are not kept after a reset any more (a wasted re-run each).
+    pub keeps_failed: std::sync::atomic::AtomicBool,
     /// Cached outcomes compared with what the server did for the same
     /// input in the same state (the seeded sample, and every entry met
     /// again when its input went to the server anyway).
@@ -167,6 +178,8 @@ impl Shared {
             cache_hits: AtomicU64::new(0),
             restores_skipped: AtomicU64::new(0),
             refreshes: AtomicU64::new(0),
+            not_reconnected: AtomicU64::new(0),
+            keeps_failed: std::sync::atomic::AtomicBool::new(false),
             cache_checked: AtomicU64::new(0),
             cache_differed: AtomicU64::new(0),
             first_difference: std::sync::Mutex::new(None),
@@ -210,6 +223,13 @@ struct Inner {
     /// Per instance: its client answered an operation since it connected
     /// or last reconnected (what it remembers may be another branch's).
     used: Vec<bool>,
+    /// Per instance: its client is a `stateless` adapter kept after an
+    /// abandoned operation's connection was reset without `reconnect`, until
+    /// a new client takes its place: any `unavailable` answer of it, or a
+    /// command other than the one it replays, may be that reset's (one of
+    /// its connections not open again), so the step runs again on a new
+    /// process and nothing of it is judged.
+    after_reset: Vec<bool>,
     gates: Vec<Gate>,
     admin: MultiplexedConnection,
     server: ManagedServer,
@@ -286,6 +306,7 @@ impl World {
                 shared: shared.clone(),
                 clients: (0..instances).map(|_| None).collect(),
                 used: vec![false; instances],
+                after_reset: vec![false; instances],
                 gates,
                 admin,
                 server,
@@ -577,6 +598,7 @@ impl Inner {
             }
         }
         if self.clients[i].is_none() {
+            self.after_reset[i] = false;
             self.gates[i].set_mode(Mode::PassThrough);
             let hello = Hello {
                 instance: crate::symmetry::holder(i).into(),
@@ -618,6 +640,11 @@ impl Inner {
         let lazy = self.shared.speed.lazy();
         let use_cache = self.shared.speed.cache;
         let retry = pending.clone();
+        // A client kept after a reset must show it connected again; until
+        // it does, the state before the step is kept to run it again on a
+        // new process.
+        let suspect = self.after_reset[i] && self.clients[i].is_some();
+        let mut state_before = suspect.then(|| next.clone());
         let Pending {
             op,
             clock_ms,
@@ -712,12 +739,32 @@ impl Inner {
             }
             gate.release_all();
             task.abort();
+            if suspect {
+                return self
+                    .again_fresh(next, state_before.take(), i, retry, guess)
+                    .await;
+            }
             return Err(format!(
                 "the store is not deterministic: instance {} {d}",
                 instance_name(i)
             ));
         }
-        let first = first?;
+        let first = match first {
+            Ok(Step::Answered(_, Err(e))) if suspect && not_connected(&e) => {
+                // Not connected again: nothing the store did is judged.
+                gate.set_mode(Mode::PassThrough);
+                return self
+                    .again_fresh(next, state_before.take(), i, retry, guess)
+                    .await;
+            }
+            Err(_) if suspect => {
+                task.abort();
+                return self
+                    .again_fresh(next, state_before.take(), i, retry, guess)
+                    .await;
+            }
+            first => first?,
+        };
         let answered_from_cache = gate.replay_remaining() == 0 && gate.recording().len() > replayed;
         let (exchange, after) = if let Some((exchange, outcome)) =
             guessed.filter(|_| answered_from_cache)
@@ -827,10 +874,27 @@ impl Inner {
                     }
                 }
             }
-            (exchange, next_event(&gate, &mut task).await?)
+            match next_event(&gate, &mut task).await {
+                Err(_) if suspect => {
+                    // The task may be done and read already: not awaited.
+                    task.abort();
+                    return self
+                        .again_fresh(next, state_before.take(), i, retry, guess)
+                        .await;
+                }
+                after => (exchange, after?),
+            }
         };
         let text = vec![format!("{}", exchange.command)];
         match after {
+            Step::Answered(_, Err(e)) if suspect && not_connected(&e) => {
+                // One of its connections may be the one reset (a store of
+                // several connections): nothing of it is judged.
+                gate.set_mode(Mode::PassThrough);
+                return self
+                    .again_fresh(next, state_before.take(), i, retry, guess)
+                    .await;
+            }
             Step::Answered(client, out) => {
                 self.keep(i, client, &out);
                 gate.set_mode(Mode::PassThrough);
@@ -859,6 +923,30 @@ impl Inner {
             }
         }
         Ok(())
+    }
+
+    /// Runs the step of instance `i` again from the state `before` it, on a
+    /// new process: the kept client did not connect again after its
+    /// connection was reset (it answered `unavailable`, or sent something
+    /// other than the commands it replays), which says nothing about the
+    /// store.
+    async fn again_fresh(
+        &mut self,
+        next: &mut State,
+        before: Option<State>,
+        i: usize,
+        retry: Pending,
+        guess: bool,
+    ) -> Result<(), String> {
+        let before = before.ok_or("no state before the step")?;
+        self.clients[i] = None;
+        self.after_reset[i] = false;
+        self.used[i] = false;
+        self.holds = None;
+        *next = before;
+        self.shared.not_reconnected.fetch_add(1, Ordering::Relaxed);
+        self.shared.keeps_failed.store(true, Ordering::Relaxed);
+        Box::pin(self.deliver(next, i, retry, guess)).await
     }
 
     /// Abandons instance `i`'s operation `task`, whose next command `held`
@@ -900,6 +988,17 @@ impl Inner {
             // The reconnect sent no scheduled command either.
             if reconnected && resets(&gate) == 1 {
                 self.clients[i] = Some(client);
+            } else if clean
+                && !reconnected
+                && !client.remembers()
+                && self.shared.speed.keep_after_reset
+                && !self.shared.keeps_failed.load(Ordering::Relaxed)
+            {
+                // A `stateless` adapter keeps nothing an answer depends on
+                // but its connection, which was reset: kept, and its next
+                // operation shows whether it connected again.
+                self.clients[i] = Some(client);
+                self.after_reset[i] = true;
             }
         }
         gate.clear_faults();
@@ -937,6 +1036,12 @@ impl Inner {
         self.clients[i] = (!dead).then_some(client);
         self.used[i] = true;
     }
+}
+
+/// An answer a client kept after its connection was reset may give for
+/// that reset alone (its connection, or one of them, not open again).
+fn not_connected(e: &StoreError) -> bool {
+    matches!(e.kind, ErrorKind::Unavailable | ErrorKind::AdapterFailed)
 }
 
 /// Resets that no store spends: the rule stays in force until cleared, and

@@ -30,6 +30,11 @@ mod python;
 use python::python;
 
 fn adapter(file: &str, workdir: &tempfile::TempDir) -> ExternalStoreFactory {
+    adapter_with("", file, workdir)
+}
+
+/// `file` started with the environment assignments `env` (`VAR=value …`).
+fn adapter_with(env: &str, file: &str, workdir: &tempfile::TempDir) -> ExternalStoreFactory {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../fixtures/adapters")
         .join(if file.contains('/') {
@@ -38,7 +43,7 @@ fn adapter(file: &str, workdir: &tempfile::TempDir) -> ExternalStoreFactory {
             format!("python/{file}")
         });
     ExternalStoreFactory::new(
-        format!("exec {} {}", python(), script.display()),
+        format!("{env} exec {} {}", python(), script.display()),
         workdir.path().to_path_buf(),
     )
 }
@@ -164,9 +169,13 @@ fn kept_adapters_are_judged_as_a_new_process_per_abandoned_operation_was() {
         skews: vec![0],
         ..small()
     };
+    let old_way = ExplorerConfig {
+        keep_after_reset: false,
+        ..config.clone()
+    };
     let store = adapter("read_then_write_take.py", &dir);
     let (kept, kept_started) = run(Arc::new(store.clone()), &config);
-    let (fresh, fresh_started) = run(Arc::new(NoReconnect(store)), &config);
+    let (fresh, fresh_started) = run(Arc::new(NoReconnect(store)), &old_way);
     eprintln!(
         "adapter processes: kept {kept_started}, a new one per abandoned operation {fresh_started}"
     );
@@ -265,4 +274,56 @@ fn a_read_then_write_adapter_without_reconnect_fails_one_live_holder_and_nothing
         );
         assert_ne!(c.verdict, Verdict::Unknown, "{}: {}", c.id, c.reason);
     }
+}
+
+/// Issue 21: an adapter declared `stateless` that does not offer
+/// `reconnect` (its library opens a new connection by itself after a
+/// reset, as redis-py does) is kept after an operation abandoned between
+/// its read and its write, as a `reconnect` would keep it: judged as the
+/// kept adapter is, with as few processes. One whose library does not
+/// connect again answers `unavailable` on its next operation: that step
+/// runs again on a new process and nothing is judged of it.
+#[test]
+fn a_stateless_adapter_without_reconnect_is_kept_after_a_reset_and_judged_the_same() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let config = ExplorerConfig {
+        depth: 4,
+        walks: 2,
+        walk_steps: 8,
+        ..small()
+    };
+    let stateless = adapter_with(
+        "STOREPROOF_ADAPTER_CAPABILITIES=stateless",
+        "read_then_write_take.py",
+        &dir,
+    );
+    let (alone, alone_started) = run(Arc::new(stateless), &config);
+    let (kept, _) = run(Arc::new(adapter("read_then_write_take.py", &dir)), &config);
+    eprintln!(
+        "adapter processes: {alone_started}; steps run again on a new process: {}",
+        alone.savings.not_reconnected
+    );
+    assert_eq!(verdict(&alone, "explorer.one-live-holder"), Verdict::Fail);
+    assert_eq!(judged(&alone), judged(&kept));
+    assert_eq!(alone.savings.not_reconnected, 0);
+    let slots = 4 * config.skews.len() as u64 + 3;
+    assert!(
+        alone_started <= slots,
+        "{alone_started} processes for {slots} slots"
+    );
+
+    // A client that never connects again by itself.
+    let lock = "explorer-tests/jedis_like_lock.py";
+    let dead = adapter_with("JEDIS_LIKE_CAPABILITIES=stateless", lock, &dir);
+    let config = ExplorerConfig {
+        walks: 0,
+        skews: vec![LEASE_MS],
+        ..config
+    };
+    let (dead, _) = run(Arc::new(dead), &config);
+    let (kept, _) = run(Arc::new(adapter(lock, &dir)), &config);
+    assert!(dead.savings.not_reconnected > 0, "{:?}", dead.savings);
+    assert_eq!(verdict(&dead, "explorer.one-live-holder"), Verdict::Fail);
+    assert_eq!(judged(&dead), judged(&kept));
 }

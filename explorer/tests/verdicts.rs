@@ -655,7 +655,10 @@ fn a_store_that_tells_holders_apart_is_searched_again_without_folding() {
     let folded = run(Arc::new(marks_the_second_holder(&dir)), &every_merge(true));
     let unfolded = run(Arc::new(marks_the_second_holder(&dir)), &every_merge(false));
     let row = &folded.figures.per_skew[0];
-    let why = row.symmetry_failure.as_deref().expect("no symmetry failure");
+    let why = row
+        .symmetry_failure
+        .as_deref()
+        .expect("no symmetry failure");
     assert!(why.contains("renam"), "{why}");
     let plain = &unfolded.figures.per_skew[0];
     assert!(plain.symmetry_failure.is_none(), "{plain:?}");
@@ -671,7 +674,10 @@ fn a_store_that_tells_holders_apart_is_searched_again_without_folding() {
     let plain = &unfolded.figures.per_skew[0];
     assert!(row.symmetry_failure.is_none(), "{row:?}");
     assert!(row.symmetric_merges > 0, "{row:?}");
-    assert!(row.unique_states < plain.unique_states, "{row:?} vs {plain:?}");
+    assert!(
+        row.unique_states < plain.unique_states,
+        "{row:?} vs {plain:?}"
+    );
     assert_eq!(verdicts(&folded), verdicts(&unfolded));
     for c in &folded.checks {
         assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
