@@ -322,13 +322,6 @@ pub async fn run(bench: Bench) -> anyhow::Result<ExitCode> {
             .map(|r| (r.skew_ms, r.states, r.unique_states))
             .collect()
     };
-    let verdicts = |run: &Timed| -> Vec<(String, harness::Verdict)> {
-        run.outcome
-            .checks
-            .iter()
-            .map(|c| (c.id.clone(), c.verdict))
-            .collect()
-    };
     let same = states(&old_run) == states(&new_run)
         && states(&old_run) == states(&skip_run)
         && verdicts(&old_run) == verdicts(&new_run)
@@ -479,13 +472,6 @@ async fn reduction(
                     )
                 })
         };
-        let verdicts = |run: &Timed| -> Vec<(String, harness::Verdict)> {
-            run.outcome
-                .checks
-                .iter()
-                .map(|c| (c.id.clone(), c.verdict))
-                .collect()
-        };
         let (states, unique, secs, merges, failures) = three(&folded);
         let (plain_states, plain_unique, plain_secs, _, _) = three(&plain);
         let failed: Vec<String> = folded
@@ -536,6 +522,15 @@ async fn timed(
         }
     })
     .await?)
+}
+
+/// Every check's id and verdict, in the order the run gave them.
+fn verdicts(run: &Timed) -> Vec<(String, harness::Verdict)> {
+    run.outcome
+        .checks
+        .iter()
+        .map(|c| (c.id.clone(), c.verdict))
+        .collect()
 }
 
 /// Unique states of the first skew searched.
