@@ -92,8 +92,10 @@ fn builtin_counts(depth: usize) -> Vec<u64> {
 #[test]
 fn any_thread_count_explores_the_same_states() {
     let counts = builtin_counts(9);
-    // 13779 before the server could fill up between any two commands.
-    assert_eq!(counts, vec![20456; 3], "depth 9");
+    // 13779 before the server could fill up between any two commands,
+    // 20456 before an idle instance stopped being crashed (a crash between
+    // operations is a schedule where it never acts again).
+    assert_eq!(counts, vec![11070; 3], "depth 9");
     let dir = tempfile::tempdir().unwrap();
     let counts: Vec<(u64, Verdict)> = [1, 2, 4]
         .iter()
