@@ -150,6 +150,13 @@ pub struct CertifyArgs {
     /// folding or to rule it out).
     #[arg(long)]
     no_symmetry: bool,
+    /// Explorer: also lose one write's reply a schedule, anywhere (the
+    /// connection closed after the server applied it); the operation's
+    /// answer, a client library's retry included, is judged, and
+    /// `unavailable` ends it without an answer. Off by default: it about
+    /// doubles the states.
+    #[arg(long)]
+    lost_replies: bool,
     /// Crash: SIGKILLs of the server with the required settings (1 to 1000).
     #[arg(long, default_value_t = 20, value_name = "N", value_parser = sized(1, 1000, KILLS_WHY))]
     kills: usize,
@@ -700,6 +707,7 @@ fn explorer_config(args: &CertifyArgs, seed: u64) -> explorer::ExplorerConfig {
         walk_steps: args.walk_steps,
         three_depth: args.three_depth,
         symmetry: !args.no_symmetry,
+        lost_replies: args.lost_replies,
         seed,
         threads: args.threads,
         skews: explorer::skews(),

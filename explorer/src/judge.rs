@@ -109,7 +109,7 @@ pub(crate) fn stepped(next: &mut State) {
 /// move of time) no longer know what their refusal must leave.
 pub(crate) fn touched(next: &mut State, action: Action) {
     let by = match action {
-        Action::Start(i, _) | Action::Continue(i) => Some(i),
+        Action::Start(i, _) | Action::Continue(i) | Action::Lose(i, _) => Some(i),
         Action::Tick(_) => None,
         Action::Crash(_) | Action::Fill | Action::Free => return,
     };
@@ -125,12 +125,36 @@ pub(crate) fn touched(next: &mut State, action: Action) {
 /// Instance `i` crashes for good, between two of its commands: what it was
 /// doing may still hold on the store, though nobody was told.
 pub(crate) fn crashed(next: &mut State, i: usize) {
+    let cut = next.insts[i].pending.as_ref().map(|p| (p.op, p.clock_ms));
+    if let Some((op, clock_ms)) = cut {
+        cut_short(next, i, op, clock_ms);
+    }
+    next.insts[i].crashed = true;
+    next.insts[i].pending = None;
+    next.insts[i].held = None;
+}
+
+/// Instance `i`'s operation `op` (invoked with `clock_ms`) ended without
+/// an answer, its reply lost: it may have taken effect, or not. The
+/// instance lives on and may retry it, as client libraries do; what it
+/// believes is what it would after a crash (no lease, claim or slot it
+/// was not sure of).
+pub(crate) fn ended_unanswered(next: &mut State, i: usize, op: Op, clock_ms: i64) {
+    cut_short(next, i, op, clock_ms);
+    next.insts[i].pending = None;
+    if matches!(op, Op::Take | Op::Release) {
+        next.insts[i].held = None;
+    }
+}
+
+/// What instance `i`'s operation `op`, cut short (a crash, a lost reply),
+/// may still have done on the store, though nobody was told.
+fn cut_short(next: &mut State, i: usize, op: Op, clock_ms: i64) {
     // A take or renew cut short may have written its lease already, valid
     // for at most a lease from now: until then a refusal is that lease, not
     // a stuck tree.
     let mut until = None;
-    let clock_ms = next.insts[i].pending.as_ref().map_or(0, |p| p.clock_ms);
-    match next.insts[i].pending.as_ref().map(|p| p.op) {
+    match Some(op) {
         Some(Op::Take | Op::Renew) => until = Some(next.now + LEASE_MS),
         Some(Op::Release) => {
             // It had asked to release: it gave its lease up then, though the
@@ -148,9 +172,6 @@ pub(crate) fn crashed(next: &mut State, i: usize) {
         None => {}
     }
     next.unacked_until = next.unacked_until.max(until);
-    next.insts[i].crashed = true;
-    next.insts[i].pending = None;
-    next.insts[i].held = None;
 }
 
 /// Instance `i`'s operation `op` (sent as `req`) was answered `out`:

@@ -135,6 +135,12 @@ impl Local {
                     "a copy of a store with no Redis wire has no server to fill: {ONE_OPERATION}"
                 ))
             }
+            Action::Lose(i, _) => {
+                return Err(format!(
+                    "instance {}'s reply cannot be lost: a copy of a store with no Redis wire has no connection to close ({ONE_OPERATION})",
+                    instance_name(i)
+                ))
+            }
             Action::Continue(i) => {
                 return Err(format!(
                     "instance {} has nothing to continue: {ONE_OPERATION}",

@@ -63,6 +63,8 @@ pub struct LeaseModel {
     /// Fold states that differ by a renaming of instances of one clock
     /// (see [`crate::symmetry`]).
     pub symmetric: bool,
+    /// Offer [`Action::Lose`]: one write a schedule whose reply is lost.
+    pub lost_replies: bool,
 }
 
 impl LeaseModel {
@@ -92,6 +94,7 @@ impl LeaseModel {
             if inst.crashed {
                 continue;
             }
+            let from = out.len();
             if inst.pending.is_some() {
                 out.push(Action::Continue(i));
             } else if idle(inst) && self.contract != Contract::Lease {
@@ -110,6 +113,23 @@ impl LeaseModel {
                     }
                 }
                 out.push(Action::Start(i, Op::Read));
+            }
+            if self.loses_replies(state) {
+                // Any write's next command may be the one whose reply is
+                // lost (a read's loss changes nothing on the server).
+                let lost: Vec<Action> = out[from..]
+                    .iter()
+                    .filter_map(|a| match *a {
+                        Action::Start(i, op) if op.writes() => Some(Action::Lose(i, op)),
+                        Action::Continue(i) => inst
+                            .pending
+                            .as_ref()
+                            .filter(|p| p.op.writes())
+                            .map(|p| Action::Lose(i, p.op)),
+                        _ => None,
+                    })
+                    .collect();
+                out.extend(lost);
             }
             // An instance crashes between two commands of an operation. A
             // crash between operations changes nothing on the server and
@@ -137,6 +157,12 @@ impl LeaseModel {
                 Action::Fill
             });
         }
+    }
+
+    /// Whether a reply may be lost from `state` on: asked for, none lost
+    /// yet, and a Redis wire to lose it on.
+    fn loses_replies(&self, state: &State) -> bool {
+        self.lost_replies && !state.lost_reply && self.shared.factory.keeps_state_in_redis()
     }
 
     /// The initial state: an empty keyspace, one idle instance per skew.
@@ -204,6 +230,7 @@ mod tests {
             absolute_times: false,
             contract: Contract::Lease,
             symmetric: false,
+            lost_replies: false,
         };
         let init = model.initial();
         let died = model.step(&init, Action::Start(0, Op::Read));

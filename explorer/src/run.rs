@@ -77,6 +77,10 @@ pub struct ExplorerConfig {
     /// its connection reset, instead of starting a new process (the same
     /// states and verdicts; off only to measure it).
     pub keep_after_reset: bool,
+    /// Also lose one write's reply a schedule, anywhere ([`Action::Lose`]):
+    /// the operation runs on after its connection closed, and its answer
+    /// (a retry's included) is judged; `unavailable` ends it unanswered.
+    pub lost_replies: bool,
     /// One transition cache entry in this many (a sample seeded with
     /// `seed`) is sent to the real server again when next used, which must
     /// give the same reply and keys after (0: none).
@@ -110,6 +114,7 @@ impl Default for ExplorerConfig {
             skip_restore: true,
             cache: true,
             keep_after_reset: true,
+            lost_replies: false,
             cache_check_one_in: 16,
             shift_checks_per_level: 8,
             contracts: vec![Contract::Lease],
@@ -306,6 +311,13 @@ fn describe(a: &Action) -> String {
             }
         ),
         Action::Continue(i) => format!("{}: next command", n(i)),
+        Action::Lose(i, op) => format!(
+            "{}: {}, its reply lost (connection closed)",
+            n(i),
+            describe(&Action::Start(*i, *op))
+                .split_once(": ")
+                .map_or(String::new(), |(_, what)| what.to_string())
+        ),
         Action::Crash(i) => format!("{}: crashes for good", n(i)),
         Action::Fill => "the server fills up (maxmemory): writes refused".into(),
         Action::Free => "room is given back: writes accepted again".into(),
@@ -356,6 +368,15 @@ fn history_of(start: &State, path: &[(Action, State)]) -> History {
                 .pending
                 .as_ref()
                 .map(|p| (i, request(before, i, p.op).op().to_string(), p.clock_ms)),
+            Action::Lose(i, op) => match before.insts[i].pending.as_ref() {
+                Some(p) => Some((i, request(before, i, p.op).op().to_string(), p.clock_ms)),
+                None => {
+                    let call = request(before, i, op).to_call();
+                    let clock_ms = before.now + before.insts[i].skew_ms;
+                    history.invoke(instance_name(i), &call, Some(before.now), clock_ms);
+                    Some((i, call.op, clock_ms))
+                }
+            },
             Action::Tick(_) | Action::Crash(_) | Action::Fill | Action::Free => None,
         };
         if let (Some((i, op, clock_ms)), Some(outcome)) = (ran, after.note.answer.as_ref()) {
@@ -580,6 +601,7 @@ pub fn explore_part(
             absolute_times: config.absolute_times,
             contract,
             symmetric: config.symmetry,
+            lost_replies: config.lost_replies,
         };
         let shift = ShiftCheck {
             seed: config.seed ^ (index as u64),
@@ -747,6 +769,7 @@ pub fn explore_part(
             absolute_times: false,
             contract,
             symmetric: false,
+            lost_replies: config.lost_replies,
         };
         let w = walk(&model, config.walk_steps, &mut rng);
         walk_steps += w.actions.len();
@@ -903,11 +926,15 @@ pub fn replay_schedule(
             .actions
             .iter()
             .find_map(|a| match a {
-                Action::Start(_, op) => Some(op.contract()),
+                Action::Start(_, op) | Action::Lose(_, op) => Some(op.contract()),
                 _ => None,
             })
             .unwrap_or(Contract::Lease),
         symmetric: false,
+        lost_replies: schedule
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::Lose(..))),
     };
     let (_, last) = play(&model, &schedule.actions);
     let (_, rendered, _) = replay_path(&model, &schedule.actions);

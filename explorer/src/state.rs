@@ -44,6 +44,11 @@ pub enum Op {
 }
 
 impl Op {
+    /// Whether the operation may change the store (all but the reads).
+    pub fn writes(self) -> bool {
+        !matches!(self, Op::Read | Op::QueueRead | Op::RateRead)
+    }
+
     /// The contract the operation belongs to.
     pub fn contract(self) -> harness::contract::Contract {
         use harness::contract::Contract;
@@ -100,6 +105,13 @@ pub enum Action {
     Tick(Tick),
     /// An instance stops for good, between any two of its commands.
     Crash(usize),
+    /// Instance `i`'s next command of `op` (started now if it is idle) is
+    /// delivered and applied, but its reply is lost: the gate closes the
+    /// client's connection instead of answering. The operation then runs
+    /// to its end on its own, nothing else happening (a client library
+    /// that connects again and retries does so within it). At most one a
+    /// schedule, with [`crate::ExplorerConfig::lost_replies`].
+    Lose(usize, Op),
     /// The server fills up (`maxmemory` reached, `noeviction`): every
     /// later write is refused with `OOM` until room is given back.
     Fill,
@@ -277,6 +289,8 @@ pub struct State {
     /// Fingerprint times as absolute instants instead of relative to now
     /// (only to measure what the relative reading saves).
     pub(crate) absolute_times: bool,
+    /// A reply was lost on this path ([`Action::Lose`]): no other is.
+    pub(crate) lost_reply: bool,
     /// Steps taken from the initial state (not part of the fingerprint: the
     /// level-by-level search meets every state first at its least depth,
     /// see [`crate::search`]).
@@ -458,6 +472,7 @@ impl State {
             harness_error: None,
             note: Note::default(),
             absolute_times: false,
+            lost_reply: false,
             steps: 0,
         }
     }
@@ -470,6 +485,7 @@ impl State {
         }
         let far = if relative { far_ms } else { i64::MAX };
         self.full.hash(h);
+        self.lost_reply.hash(h);
         for k in &self.keys {
             k.name.hash(h);
             k.expire_at.map(|t| rel(t, now, far)).hash(h);

@@ -247,6 +247,7 @@ pub(crate) fn renamed(state: &State, perm: &[usize]) -> State {
         harness_error: state.harness_error.as_ref().map(|_| String::new()),
         note: Default::default(),
         absolute_times: state.absolute_times,
+        lost_reply: state.lost_reply,
         steps: state.steps,
     };
     let to = |i: usize| perm.get(i).copied().unwrap_or(i);

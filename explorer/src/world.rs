@@ -399,6 +399,34 @@ impl Inner {
                 };
                 self.deliver(next, i, p, true).await?;
             }
+            Action::Lose(i, op) => {
+                let lost = match next.insts[i].pending.take() {
+                    Some(p) => p,
+                    None => {
+                        let judge::Invoked {
+                            clock_ms,
+                            acked_before,
+                            contended,
+                            full_seen,
+                            quiet_since,
+                        } = judge::invoked(next, i, op);
+                        Pending {
+                            op,
+                            clock_ms,
+                            acked_before,
+                            contended,
+                            delivered: Vec::new(),
+                            full_seen,
+                            quiet_since,
+                        }
+                    }
+                };
+                next.lost_reply = true;
+                self.deliver_lost(next, i, lost).await?;
+                // The next state always comes from the server: read back.
+                judge::stepped(next);
+                return Ok(());
+            }
         }
         judge::stepped(next);
         if lazy {
@@ -921,6 +949,117 @@ impl Inner {
                     answer: None,
                 };
             }
+        }
+        Ok(())
+    }
+
+    /// Delivers the next command of instance `i`'s operation `pending` and
+    /// loses its reply: the server applies it, the gate closes the client's
+    /// connection instead of answering. The operation then runs to its end
+    /// with nothing else happening, its later commands (a retry on a
+    /// connection of its own, as client libraries do) going straight to the
+    /// server. Its answer is judged like any other; `unavailable` (the
+    /// outcome unknown, PROTOCOL 4) ends it without an answer, which may
+    /// have taken effect or not ([`judge::ended_unanswered`]). The client
+    /// is not kept: the next operation starts on a fresh one.
+    async fn deliver_lost(
+        &mut self,
+        next: &mut State,
+        i: usize,
+        pending: Pending,
+    ) -> Result<(), String> {
+        let Pending {
+            op,
+            clock_ms,
+            acked_before,
+            contended,
+            delivered,
+            full_seen,
+            quiet_since,
+        } = pending;
+        let invoked = judge::Invoked {
+            clock_ms,
+            acked_before,
+            contended,
+            full_seen,
+            quiet_since,
+        };
+        let req = request(next, i, op);
+        let gate = self.gates[i].clone();
+        self.client(i, clock_ms).await?;
+        let client = self.clients[i].take().ok_or("no client")?;
+        self.after_reset[i] = false;
+        self.used[i] = false;
+        gate.clear_recording();
+        gate.clear_faults();
+        let replayed = delivered.len();
+        gate.replay(delivered);
+        let mut task = start_operation(client, req.to_call(), clock_ms);
+        let first = next_event(&gate, &mut task).await;
+        if let Some(d) = gate.divergence() {
+            gate.release_all();
+            task.abort();
+            return Err(format!(
+                "the store is not deterministic: instance {} {d}",
+                instance_name(i)
+            ));
+        }
+        let held = match first? {
+            Step::Answered(client, out) => {
+                // Answered before a command of its own: no reply to lose.
+                self.keep(i, client, &out);
+                gate.set_mode(Mode::PassThrough);
+                answered(next, i, op, &req, out, vec![], invoked);
+                return Ok(());
+            }
+            Step::Held(h) => h,
+        };
+        self.ensure(next).await?;
+        self.holds = None;
+        self.rt();
+        gate.inject(FaultRule::once(Fault::DropReplyAfterApply));
+        // The fault applies to the released command; whatever the
+        // operation sends after it goes through.
+        gate.release(held.id).map_err(|e| e.to_string())?;
+        gate.set_mode(Mode::PassThrough);
+        let out = match tokio::time::timeout(STEP_TIMEOUT, &mut task).await {
+            Ok(Ok((_, out))) => out,
+            _ => {
+                task.abort();
+                let _ = task.await;
+                gate.clear_faults();
+                return Err(format!(
+                    "instance {}'s {} did not end within {}s after its reply was lost",
+                    instance_name(i),
+                    req.op(),
+                    STEP_TIMEOUT.as_secs()
+                ));
+            }
+        };
+        gate.clear_faults();
+        let commands: Vec<String> = gate
+            .recording()
+            .iter()
+            .skip(replayed)
+            .enumerate()
+            .map(|(k, e)| {
+                if k == 0 {
+                    format!("{} (its reply lost: connection closed)", e.command)
+                } else {
+                    e.command.to_string()
+                }
+            })
+            .collect();
+        self.snapshot(next).await?;
+        match &out {
+            Err(e) if e.kind == ErrorKind::Unavailable => {
+                judge::ended_unanswered(next, i, op, clock_ms);
+                next.note = Note {
+                    commands,
+                    answer: Some(out),
+                };
+            }
+            _ => answered(next, i, op, &req, out, commands, invoked),
         }
         Ok(())
     }
