@@ -426,22 +426,7 @@ mod tests {
 
     /// Instance `i` in flight with `op`, invoked in `state` as it is now.
     fn in_flight(state: &mut State, i: usize, op: Op) {
-        let Invoked {
-            clock_ms,
-            acked_before,
-            contended,
-            full_seen,
-            quiet_since,
-        } = invoked(state, i, op);
-        state.insts[i].pending = Some(Pending {
-            op,
-            clock_ms,
-            acked_before,
-            contended,
-            delivered: Vec::new(),
-            full_seen,
-            quiet_since,
-        });
+        state.insts[i].pending = Some(Pending::started(op, invoked(state, i, op)));
     }
 
     /// The state after instance `i`'s `op`, invoked with `inv`, is answered

@@ -181,6 +181,39 @@ pub(crate) struct Pending {
     pub quiet_since: Option<u64>,
 }
 
+impl Pending {
+    /// Operation `op`, invoked as `invoked` says, nothing delivered yet.
+    pub(crate) fn started(op: Op, invoked: crate::judge::Invoked) -> Pending {
+        let crate::judge::Invoked {
+            clock_ms,
+            acked_before,
+            contended,
+            full_seen,
+            quiet_since,
+        } = invoked;
+        Pending {
+            op,
+            clock_ms,
+            acked_before,
+            contended,
+            delivered: Vec::new(),
+            full_seen,
+            quiet_since,
+        }
+    }
+
+    /// What it was invoked with, for judging its answer.
+    pub(crate) fn invoked(&self) -> crate::judge::Invoked {
+        crate::judge::Invoked {
+            clock_ms: self.clock_ms,
+            acked_before: self.acked_before,
+            contended: self.contended,
+            full_seen: self.full_seen,
+            quiet_since: self.quiet_since,
+        }
+    }
+}
+
 /// A digest of the keys exactly as the server holds them (names, `DUMP`
 /// bytes, absolute expiries).
 pub(crate) fn keys_digest(keys: &[KeyDump]) -> u64 {

@@ -372,22 +372,7 @@ impl Inner {
             Action::Start(i, op) => {
                 // The instance clock is read once, when the operation is
                 // invoked: it keeps it until it answers.
-                let judge::Invoked {
-                    clock_ms,
-                    acked_before,
-                    contended,
-                    full_seen,
-                    quiet_since,
-                } = judge::invoked(next, i, op);
-                let started = Pending {
-                    op,
-                    clock_ms,
-                    acked_before,
-                    contended,
-                    delivered: Vec::new(),
-                    full_seen,
-                    quiet_since,
-                };
+                let started = Pending::started(op, judge::invoked(next, i, op));
                 self.deliver(next, i, started, true).await?
             }
             Action::Continue(i) => {
@@ -402,24 +387,7 @@ impl Inner {
             Action::Lose(i, op) => {
                 let lost = match next.insts[i].pending.take() {
                     Some(p) => p,
-                    None => {
-                        let judge::Invoked {
-                            clock_ms,
-                            acked_before,
-                            contended,
-                            full_seen,
-                            quiet_since,
-                        } = judge::invoked(next, i, op);
-                        Pending {
-                            op,
-                            clock_ms,
-                            acked_before,
-                            contended,
-                            delivered: Vec::new(),
-                            full_seen,
-                            quiet_since,
-                        }
-                    }
+                    None => Pending::started(op, judge::invoked(next, i, op)),
                 };
                 next.lost_reply = true;
                 self.deliver_lost(next, i, lost).await?;
@@ -673,6 +641,7 @@ impl Inner {
         // new process.
         let suspect = self.after_reset[i] && self.clients[i].is_some();
         let mut state_before = suspect.then(|| next.clone());
+        let invoked = pending.invoked();
         let Pending {
             op,
             clock_ms,
@@ -682,13 +651,6 @@ impl Inner {
             full_seen,
             quiet_since,
         } = pending;
-        let invoked = judge::Invoked {
-            clock_ms,
-            acked_before,
-            contended,
-            full_seen,
-            quiet_since,
-        };
         let req = request(next, i, op);
         let gate = self.gates[i].clone();
         let client = match self.client(i, clock_ms).await {
@@ -968,22 +930,13 @@ impl Inner {
         i: usize,
         pending: Pending,
     ) -> Result<(), String> {
+        let invoked = pending.invoked();
         let Pending {
             op,
             clock_ms,
-            acked_before,
-            contended,
             delivered,
-            full_seen,
-            quiet_since,
+            ..
         } = pending;
-        let invoked = judge::Invoked {
-            clock_ms,
-            acked_before,
-            contended,
-            full_seen,
-            quiet_since,
-        };
         let req = request(next, i, op);
         let gate = self.gates[i].clone();
         self.client(i, clock_ms).await?;

@@ -20,9 +20,9 @@ fn builtin(dir: &tempfile::TempDir) -> RedisStoreFactory {
 
 fn config(contracts: Vec<Contract>, lost_replies: bool) -> ExplorerConfig {
     ExplorerConfig {
-        depth: 6,
-        queue_depth: 5,
-        rate_depth: 4,
+        depth: 5,
+        queue_depth: 4,
+        rate_depth: 3,
         walks: 0,
         seed: 8,
         skews: vec![0],
