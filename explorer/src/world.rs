@@ -771,10 +771,7 @@ impl Inner {
             }
             let held = match first {
                 Step::Answered(client, out) => {
-                    // Answered without a scheduled command.
-                    self.keep(i, client, &out);
-                    gate.set_mode(Mode::PassThrough);
-                    answered(next, i, op, &req, out, vec![], invoked);
+                    self.answered_unsent(next, i, (op, &req, invoked), client, out);
                     return Ok(());
                 }
                 Step::Held(h) => h,
@@ -939,9 +936,13 @@ impl Inner {
         } = pending;
         let req = request(next, i, op);
         let gate = self.gates[i].clone();
+        if self.after_reset[i] {
+            // A client kept after a reset may not have connected again: its
+            // `unavailable` would be judged here, so a fresh one connects.
+            self.clients[i] = None;
+        }
         self.client(i, clock_ms).await?;
         let client = self.clients[i].take().ok_or("no client")?;
-        self.after_reset[i] = false;
         self.used[i] = false;
         gate.clear_recording();
         gate.clear_faults();
@@ -960,9 +961,7 @@ impl Inner {
         let held = match first? {
             Step::Answered(client, out) => {
                 // Answered before a command of its own: no reply to lose.
-                self.keep(i, client, &out);
-                gate.set_mode(Mode::PassThrough);
-                answered(next, i, op, &req, out, vec![], invoked);
+                self.answered_unsent(next, i, (op, &req, invoked), client, out);
                 return Ok(());
             }
             Step::Held(h) => h,
@@ -1117,6 +1116,22 @@ impl Inner {
         gate.clear_faults();
         self.shared.refreshes.fetch_add(1, Ordering::Relaxed);
         (reconnected && clean).then_some(client)
+    }
+
+    /// Instance `i`'s operation answered without sending a scheduled
+    /// command: its client is kept, its gate lets everything through, and
+    /// the answer is judged.
+    fn answered_unsent(
+        &mut self,
+        next: &mut State,
+        i: usize,
+        (op, req, invoked): (Op, &Request, judge::Invoked),
+        client: Box<dyn StoreClient>,
+        out: Result<Reply, StoreError>,
+    ) {
+        self.keep(i, client, &out);
+        self.gates[i].set_mode(Mode::PassThrough);
+        answered(next, i, op, req, out, vec![], invoked);
     }
 
     /// Keeps instance `i`'s client for the next step, unless its adapter
