@@ -73,10 +73,10 @@ pub struct ExplorerConfig {
     /// to prove it changes nothing).
     pub cache: bool,
     /// Keep an adapter declared `stateless` that does not offer
-    /// `reconnect` after an operation abandoned between two commands had
-    /// its connection reset, instead of starting a new process (the same
-    /// states and verdicts; off only to measure it).
-    pub keep_after_reset: bool,
+    /// `reconnect` after an operation abandoned between two commands (its
+    /// held command refused, its connection in step), instead of starting
+    /// a new process (the same states and verdicts; off only to measure it).
+    pub keep_after_abandon: bool,
     /// Also lose one write's reply a schedule, anywhere ([`Action::Lose`]):
     /// the operation runs on after its connection closed, and its answer
     /// (a retry's included) is judged; `unavailable` ends it unanswered.
@@ -113,7 +113,7 @@ impl Default for ExplorerConfig {
             fail_fast: false,
             skip_restore: true,
             cache: true,
-            keep_after_reset: true,
+            keep_after_abandon: true,
             lost_replies: false,
             cache_check_one_in: 16,
             shift_checks_per_level: 8,
@@ -146,7 +146,7 @@ impl ExplorerConfig {
         Speed {
             skip_restore: self.skip_restore,
             cache: self.cache,
-            keep_after_reset: self.keep_after_reset,
+            keep_after_abandon: self.keep_after_abandon,
         }
     }
 }
@@ -241,10 +241,9 @@ pub struct Savings {
     /// Instances made fresh (reconnected, or new) before an operation,
     /// because their client may remember earlier operations.
     pub refreshes: u64,
-    /// Steps run again on a new process: a `stateless` adapter kept after
-    /// its abandoned operation's connection was reset had not connected
-    /// again.
-    pub not_reconnected: u64,
+    /// Operations abandoned between two commands whose adapter process
+    /// was not kept (a new one connected for the instance's next step).
+    pub abandoned_processes: u64,
 }
 
 /// A check's counterexample: the schedule that broke `property`, replayable
@@ -862,7 +861,7 @@ pub fn explore_part(
         restores_skipped: shared.restores_skipped.load(Ordering::Relaxed),
         cache_entries: shared.cache.len(),
         refreshes: shared.refreshes.load(Ordering::Relaxed),
-        not_reconnected: shared.not_reconnected.load(Ordering::Relaxed),
+        abandoned_processes: shared.abandoned_processes.load(Ordering::Relaxed),
     };
     ExplorerOutcome {
         checks: checks(

@@ -74,9 +74,9 @@ pub struct Speed {
     /// guessed to send from it without the server.
     pub cache: bool,
     /// Keep a `stateless` adapter without `reconnect` after an abandoned
-    /// operation's connection was reset (its next operation shows whether
-    /// it connected again). Off: a new process per abandoned operation.
-    pub keep_after_reset: bool,
+    /// operation (its held command was refused, its connection stays in
+    /// step). Off: a new process per abandoned operation.
+    pub keep_after_abandon: bool,
 }
 
 impl Speed {
@@ -84,7 +84,7 @@ impl Speed {
     pub const FAST: Speed = Speed {
         skip_restore: true,
         cache: true,
-        keep_after_reset: true,
+        keep_after_abandon: true,
     };
 
     /// Whether the server is touched only when a command must reach it.
@@ -119,12 +119,10 @@ pub struct Shared {
     /// Instances made fresh before an operation because their client may
     /// remember earlier ones ([`StoreClient::remembers`]).
     pub refreshes: AtomicU64,
-    /// Steps run again on a new process because a `stateless` adapter kept
-    /// after a reset had not connected again.
-    pub not_reconnected: AtomicU64,
-    /// A client kept after a reset once did not connect again: this store's
-    /// clients are not kept after a reset any more (a wasted re-run each).
-    pub keeps_failed: std::sync::atomic::AtomicBool,
+    /// Operations abandoned between two commands whose adapter process was
+    /// not kept (it remembers and cannot reconnect, it failed, or it sent
+    /// more than the refused command): a new process each.
+    pub abandoned_processes: AtomicU64,
     /// Cached outcomes compared with what the server did for the same
     /// input in the same state (the seeded sample, and every entry met
     /// again when its input went to the server anyway).
@@ -178,8 +176,7 @@ impl Shared {
             cache_hits: AtomicU64::new(0),
             restores_skipped: AtomicU64::new(0),
             refreshes: AtomicU64::new(0),
-            not_reconnected: AtomicU64::new(0),
-            keeps_failed: std::sync::atomic::AtomicBool::new(false),
+            abandoned_processes: AtomicU64::new(0),
             cache_checked: AtomicU64::new(0),
             cache_differed: AtomicU64::new(0),
             first_difference: std::sync::Mutex::new(None),
@@ -223,13 +220,6 @@ struct Inner {
     /// Per instance: its client answered an operation since it connected
     /// or last reconnected (what it remembers may be another branch's).
     used: Vec<bool>,
-    /// Per instance: its client is a `stateless` adapter kept after an
-    /// abandoned operation's connection was reset without `reconnect`, until
-    /// a new client takes its place: any `unavailable` answer of it, or a
-    /// command other than the one it replays, may be that reset's (one of
-    /// its connections not open again), so the step runs again on a new
-    /// process and nothing of it is judged.
-    after_reset: Vec<bool>,
     gates: Vec<Gate>,
     admin: MultiplexedConnection,
     server: ManagedServer,
@@ -306,7 +296,6 @@ impl World {
                 shared: shared.clone(),
                 clients: (0..instances).map(|_| None).collect(),
                 used: vec![false; instances],
-                after_reset: vec![false; instances],
                 gates,
                 admin,
                 server,
@@ -594,7 +583,6 @@ impl Inner {
             }
         }
         if self.clients[i].is_none() {
-            self.after_reset[i] = false;
             self.gates[i].set_mode(Mode::PassThrough);
             let hello = Hello {
                 instance: crate::symmetry::holder(i).into(),
@@ -636,11 +624,6 @@ impl Inner {
         let lazy = self.shared.speed.lazy();
         let use_cache = self.shared.speed.cache;
         let retry = pending.clone();
-        // A client kept after a reset must show it connected again; until
-        // it does, the state before the step is kept to run it again on a
-        // new process.
-        let suspect = self.after_reset[i] && self.clients[i].is_some();
-        let mut state_before = suspect.then(|| next.clone());
         let invoked = pending.invoked();
         let Pending {
             op,
@@ -729,32 +712,12 @@ impl Inner {
             }
             gate.release_all();
             task.abort();
-            if suspect {
-                return self
-                    .again_fresh(next, state_before.take(), i, retry, guess)
-                    .await;
-            }
             return Err(format!(
                 "the store is not deterministic: instance {} {d}",
                 instance_name(i)
             ));
         }
-        let first = match first {
-            Ok(Step::Answered(_, Err(e))) if suspect && not_connected(&e) => {
-                // Not connected again: nothing the store did is judged.
-                gate.set_mode(Mode::PassThrough);
-                return self
-                    .again_fresh(next, state_before.take(), i, retry, guess)
-                    .await;
-            }
-            Err(_) if suspect => {
-                task.abort();
-                return self
-                    .again_fresh(next, state_before.take(), i, retry, guess)
-                    .await;
-            }
-            first => first?,
-        };
+        let first = first?;
         let answered_from_cache = gate.replay_remaining() == 0 && gate.recording().len() > replayed;
         let (exchange, after) = if let Some((exchange, outcome)) =
             guessed.filter(|_| answered_from_cache)
@@ -861,27 +824,10 @@ impl Inner {
                     }
                 }
             }
-            match next_event(&gate, &mut task).await {
-                Err(_) if suspect => {
-                    // The task may be done and read already: not awaited.
-                    task.abort();
-                    return self
-                        .again_fresh(next, state_before.take(), i, retry, guess)
-                        .await;
-                }
-                after => (exchange, after?),
-            }
+            (exchange, next_event(&gate, &mut task).await?)
         };
         let text = vec![format!("{}", exchange.command)];
         match after {
-            Step::Answered(_, Err(e)) if suspect && not_connected(&e) => {
-                // One of its connections may be the one reset (a store of
-                // several connections): nothing of it is judged.
-                gate.set_mode(Mode::PassThrough);
-                return self
-                    .again_fresh(next, state_before.take(), i, retry, guess)
-                    .await;
-            }
             Step::Answered(client, out) => {
                 self.keep(i, client, &out);
                 gate.set_mode(Mode::PassThrough);
@@ -890,7 +836,7 @@ impl Inner {
             Step::Held(more) => {
                 // The operation has more commands: remember what was
                 // delivered and abandon this run of it (the held command is
-                // reset, never sent).
+                // refused, never sent).
                 let mut delivered = delivered;
                 delivered.push(exchange);
                 self.abandon(i, more, task, clock_ms).await;
@@ -936,11 +882,6 @@ impl Inner {
         } = pending;
         let req = request(next, i, op);
         let gate = self.gates[i].clone();
-        if self.after_reset[i] {
-            // A client kept after a reset may not have connected again: its
-            // `unavailable` would be judged here, so a fresh one connects.
-            self.clients[i] = None;
-        }
         self.client(i, clock_ms).await?;
         let client = self.clients[i].take().ok_or("no client")?;
         self.used[i] = false;
@@ -1016,47 +957,29 @@ impl Inner {
         Ok(())
     }
 
-    /// Runs the step of instance `i` again from the state `before` it, on a
-    /// new process: the kept client did not connect again after its
-    /// connection was reset (it answered `unavailable`, or sent something
-    /// other than the commands it replays), which says nothing about the
-    /// store.
-    async fn again_fresh(
-        &mut self,
-        next: &mut State,
-        before: Option<State>,
-        i: usize,
-        retry: Pending,
-        guess: bool,
-    ) -> Result<(), String> {
-        let before = before.ok_or("no state before the step")?;
-        self.clients[i] = None;
-        self.after_reset[i] = false;
-        self.used[i] = false;
-        self.holds = None;
-        *next = before;
-        self.shared.not_reconnected.fetch_add(1, Ordering::Relaxed);
-        self.shared.keeps_failed.store(true, Ordering::Relaxed);
-        Box::pin(self.deliver(next, i, retry, guess)).await
-    }
-
     /// Abandons instance `i`'s operation `task`, whose next command `held`
-    /// waits at its gate: that command is reset, never sent, and so is every
-    /// other scheduled command until the operation answered (a store that
-    /// retries must not reach the server behind the explorer's back). The
-    /// instance is kept for the next step only if it answered, and then,
-    /// asked to [reconnect](StoreClient::reconnect), made itself as good as
-    /// a fresh one with set-up commands alone: its next operation then sends
-    /// exactly what a new instance's would, so no answer and no state count
-    /// changes. Otherwise it is dropped (an adapter's process killed) and a
-    /// new one connects when the slot is next used ([`Inner::client`]): an
-    /// adapter process per abandoned operation is what made read-then-write
-    /// adapters slow to explore (issue 12), never a wrong verdict.
+    /// waits at its gate: that command is refused with an error reply, never
+    /// sent, and so is every other scheduled command until the operation
+    /// answered (a store that retries must not reach the server behind the
+    /// explorer's back). Refused rather than reset, the connection stays
+    /// open and in step, so the adapter needs no new connection.
+    ///
+    /// The instance is kept for the next step only if it answered having
+    /// sent nothing but the refused command, and then either it keeps
+    /// nothing between operations (`stateless`, [`StoreClient::remembers`]
+    /// false) or, asked to [reconnect](StoreClient::reconnect), it made
+    /// itself as good as a fresh one with set-up commands alone: its next
+    /// operation then sends exactly what a new instance's would, so no
+    /// answer and no state count changes. Otherwise it is dropped (an
+    /// adapter's process killed) and a new one connects when the slot is
+    /// next used ([`Inner::client`]): an adapter process per abandoned
+    /// operation is what made read-then-write adapters slow to explore
+    /// (issue 12), never a wrong verdict.
     async fn abandon(&mut self, i: usize, held: Held, mut task: Operation, clock_ms: i64) {
         let gate = self.gates[i].clone();
-        reset_every_command(&gate);
+        refuse_every_command(&gate);
         let _ = gate.release(held.id);
-        // Nothing is held from now on: a retry is reset at once.
+        // Nothing is held from now on: a retry is refused at once.
         gate.set_mode(Mode::PassThrough);
         let answered = match tokio::time::timeout(STEP_TIMEOUT, &mut task).await {
             Ok(Ok((client, out))) => Some((client, out)),
@@ -1068,36 +991,36 @@ impl Inner {
                 None
             }
         };
+        let mut kept = false;
         if let Some((mut client, out)) = answered {
             let alive = !matches!(&out, Err(e) if e.kind == ErrorKind::AdapterFailed);
-            // Only the held command was reset: the store sent nothing else.
-            let clean = alive && resets(&gate) == 1;
-            let reconnected = clean
-                && tokio::time::timeout(STEP_TIMEOUT, client.reconnect(clock_ms))
-                    .await
-                    .unwrap_or(false);
-            // The reconnect sent no scheduled command either.
-            if reconnected && resets(&gate) == 1 {
+            // Only the held command was refused: the store sent nothing else.
+            let clean = alive && refused(&gate) == 1;
+            kept = if clean && !client.remembers() && self.shared.speed.keep_after_abandon {
+                true
+            } else {
+                clean
+                    && tokio::time::timeout(STEP_TIMEOUT, client.reconnect(clock_ms))
+                        .await
+                        .unwrap_or(false)
+                    // The reconnect sent no scheduled command either.
+                    && refused(&gate) == 1
+            };
+            if kept {
                 self.clients[i] = Some(client);
-            } else if clean
-                && !reconnected
-                && !client.remembers()
-                && self.shared.speed.keep_after_reset
-                && !self.shared.keeps_failed.load(Ordering::Relaxed)
-            {
-                // A `stateless` adapter keeps nothing an answer depends on
-                // but its connection, which was reset: kept, and its next
-                // operation shows whether it connected again.
-                self.clients[i] = Some(client);
-                self.after_reset[i] = true;
             }
+        }
+        if !kept {
+            self.shared
+                .abandoned_processes
+                .fetch_add(1, Ordering::Relaxed);
         }
         gate.clear_faults();
         self.used[i] = false;
     }
 
     /// `client` of instance `i`, asked to [reconnect](StoreClient::reconnect)
-    /// with set-up commands alone (any other command is reset, never sent):
+    /// with set-up commands alone (any other command is refused, never sent):
     /// `None` if it could not, or sent something else (it is dropped, and a
     /// new instance connects).
     async fn refreshed(
@@ -1107,12 +1030,12 @@ impl Inner {
         clock_ms: i64,
     ) -> Option<Box<dyn StoreClient>> {
         let gate = self.gates[i].clone();
-        reset_every_command(&gate);
+        refuse_every_command(&gate);
         gate.set_mode(Mode::PassThrough);
         let reconnected = tokio::time::timeout(STEP_TIMEOUT, client.reconnect(clock_ms))
             .await
             .unwrap_or(false);
-        let clean = resets(&gate) == 0;
+        let clean = refused(&gate) == 0;
         gate.clear_faults();
         self.shared.refreshes.fetch_add(1, Ordering::Relaxed);
         (reconnected && clean).then_some(client)
@@ -1145,29 +1068,23 @@ impl Inner {
     }
 }
 
-/// An answer a client kept after its connection was reset may give for
-/// that reset alone (its connection, or one of them, not open again).
-fn not_connected(e: &StoreError) -> bool {
-    matches!(e.kind, ErrorKind::Unavailable | ErrorKind::AdapterFailed)
-}
+/// Refusals that no store spends: the rule stays in force until cleared,
+/// and what is left of it counts the refusals made ([`refused`]).
+const REFUSALS: u32 = u32::MAX;
 
-/// Resets that no store spends: the rule stays in force until cleared, and
-/// what is left of it counts the resets done ([`resets`]).
-const RESETS: u32 = u32::MAX;
-
-/// Has `gate` reset every scheduled command (set-up commands pass) until
+/// Has `gate` refuse every scheduled command (set-up commands pass) until
 /// its faults are cleared.
-fn reset_every_command(gate: &Gate) {
-    gate.inject(FaultRule::always(Fault::ResetBeforeSend).times(RESETS));
+fn refuse_every_command(gate: &Gate) {
+    gate.inject(FaultRule::always(Fault::RefuseBeforeSend).times(REFUSALS));
 }
 
-/// How many commands `gate` reset since [`reset_every_command`].
-fn resets(gate: &Gate) -> u32 {
+/// How many commands `gate` refused since [`refuse_every_command`].
+fn refused(gate: &Gate) -> u32 {
     gate.faults()
         .iter()
-        .find(|r| r.fault == Fault::ResetBeforeSend)
+        .find(|r| r.fault == Fault::RefuseBeforeSend)
         .and_then(|r| r.times)
-        .map_or(u32::MAX, |left| RESETS - left)
+        .map_or(u32::MAX, |left| REFUSALS - left)
 }
 
 /// Records what the step that finished instance `i`'s operation did (for

@@ -636,6 +636,29 @@ async fn reset_before_send_leaves_the_server_untouched() {
 }
 
 #[tokio::test]
+async fn refuse_answers_an_error_and_keeps_the_connection_in_step() {
+    let server = server().await;
+    let mut admin = server.admin().await.unwrap();
+    let gate = gate(&server.url()).await;
+    gate.inject(FaultRule::once(Fault::RefuseBeforeSend).on_command("incrby"));
+    let mut c = connect(&gate.url()).await;
+    let err = c.incr::<_, _, i64>("n", 1).await.unwrap_err();
+    assert!(
+        !err.is_io_error() && !err.is_connection_dropped(),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("command not sent"), "{err}");
+    let n: Option<i64> = admin.get("n").await.unwrap();
+    assert_eq!(n, None, "nothing was forwarded");
+    assert!(gate.recording().is_empty());
+    // The same connection goes on: the next reply is its own command's.
+    let () = c.set("k", "v").await.unwrap();
+    let v: String = c.get("k").await.unwrap();
+    assert_eq!(v, "v");
+    assert_eq!(gate.connections(), 1);
+}
+
+#[tokio::test]
 async fn delay_holds_back_forwarding() {
     let server = server().await;
     let gate = gate(&server.url()).await;

@@ -308,6 +308,7 @@ impl Conn<'_> {
                 Ok(())
             }
             Some(Fault::ResetBeforeSend) => Err(End::Reset("reset by fault")),
+            Some(Fault::RefuseBeforeSend) => self.send_client(super::REFUSED_REPLY).await,
             Some(Fault::BlackHole) => {
                 self.black_hole(&command);
                 Ok(())

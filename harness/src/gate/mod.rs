@@ -247,11 +247,21 @@ pub enum Fault {
     /// Close the client connection (with a TCP reset); nothing is sent to
     /// the server.
     ResetBeforeSend,
+    /// Answer it with a RESP error ([`REFUSED_REPLY`]); nothing is sent to
+    /// the server. The connection stays open and in step: the client sees
+    /// its command fail, as it would a script error, and can go on.
+    RefuseBeforeSend,
     /// Never forward it, never answer, keep the connection open: the client
     /// waits until it gives up (its own timeout). Later requests on that
     /// connection are never answered either.
     BlackHole,
 }
+
+/// The reply to a command refused by [`Fault::RefuseBeforeSend`]. Its
+/// words start with none of the prefixes client libraries turn into a
+/// connection error (`ERR max number of clients`, `LOADING`, …).
+pub const REFUSED_REPLY: &[u8] =
+    b"-ERR storeproof: command not sent, its operation was stopped\r\n";
 
 /// A fault and the scheduled commands it applies to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
