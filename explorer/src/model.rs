@@ -65,6 +65,10 @@ pub struct LeaseModel {
     pub symmetric: bool,
     /// Offer [`Action::Lose`]: one write a schedule whose reply is lost.
     pub lost_replies: bool,
+    /// Start every operation of an adapter process that may remember on a
+    /// fresh one, even while the exploration keeps such processes on trial
+    /// (to confirm a counterexample, or check the trial).
+    pub fresh_processes: bool,
 }
 
 impl LeaseModel {
@@ -165,6 +169,23 @@ impl LeaseModel {
         self.lost_replies && !state.lost_reply && self.shared.factory.keeps_state_in_redis()
     }
 
+    /// This model with every operation of a process that may remember
+    /// started on a fresh one ([`LeaseModel::fresh_processes`]).
+    pub fn with_fresh_processes(&self) -> LeaseModel {
+        LeaseModel {
+            run: self.run,
+            shared: self.shared.clone(),
+            skews: self.skews.clone(),
+            start_ms: self.start_ms,
+            max_steps: self.max_steps,
+            absolute_times: self.absolute_times,
+            contract: self.contract,
+            symmetric: self.symmetric,
+            lost_replies: self.lost_replies,
+            fresh_processes: true,
+        }
+    }
+
     /// The initial state: an empty keyspace, one idle instance per skew.
     pub fn initial(&self) -> State {
         let mut init = State::initial(self.start_ms, &self.skews);
@@ -174,6 +195,7 @@ impl LeaseModel {
 
     /// The next state, computed on `world`.
     pub fn step_on(&self, world: &mut World, state: &State, action: Action) -> State {
+        world.set_fresh(self.fresh_processes);
         world.step(state, action)
     }
 
@@ -182,6 +204,7 @@ impl LeaseModel {
         // Every world has a gate per possible instance: a world serves both
         // the two-instance search and the three-instance walks.
         match with_world(self.run, &self.shared, crate::run::MAX_INSTANCES, |w| {
+            w.set_fresh(self.fresh_processes);
             w.step(state, action)
         }) {
             Ok(next) => next,
@@ -231,6 +254,7 @@ mod tests {
             contract: Contract::Lease,
             symmetric: false,
             lost_replies: false,
+            fresh_processes: false,
         };
         let init = model.initial();
         let died = model.step(&init, Action::Start(0, Op::Read));

@@ -77,6 +77,17 @@ pub struct ExplorerConfig {
     /// held command refused, its connection in step), instead of starting
     /// a new process (the same states and verdicts; off only to measure it).
     pub keep_after_abandon: bool,
+    /// Keep an adapter process that may remember between operations on
+    /// trial (as if it kept nothing), with `memory_checks_per_level` of each
+    /// search level's steps computed again to check it; off: each of its
+    /// operations starts on a fresh process (the same verdicts).
+    pub trial: bool,
+    /// How many of each search level's steps (a sample drawn with `seed`)
+    /// are computed again on processes kept with another history, when a
+    /// process is kept on trial; of each contract's first sample at depth 2
+    /// or more, one step also on fresh processes. Any difference and the search is
+    /// run again with a fresh process per operation.
+    pub memory_checks_per_level: usize,
     /// Also lose one write's reply a schedule, anywhere ([`Action::Lose`]):
     /// the operation runs on after its connection closed, and its answer
     /// (a retry's included) is judged; `unavailable` ends it unanswered.
@@ -114,6 +125,8 @@ impl Default for ExplorerConfig {
             skip_restore: true,
             cache: true,
             keep_after_abandon: true,
+            trial: true,
+            memory_checks_per_level: 8,
             lost_replies: false,
             cache_check_one_in: 16,
             shift_checks_per_level: 8,
@@ -147,6 +160,7 @@ impl ExplorerConfig {
             skip_restore: self.skip_restore,
             cache: self.cache,
             keep_after_abandon: self.keep_after_abandon,
+            trial: self.trial,
         }
     }
 }
@@ -420,9 +434,16 @@ fn finding(
     } else {
         shrink(model, actions, property)
     };
+    // The schedule shown is re-run with a fresh process per operation:
+    // what an adapter process kept on trial remembered is never blamed.
+    let fresh = model.with_fresh_processes();
+    let shrunk = shrunk.and_then(|(shrunk, last)| {
+        let on_fresh = replay_path(&fresh, &shrunk);
+        (model.fresh_processes || !model.shared.speed.trial || on_fresh.0.broke(property))
+            .then_some((shrunk, last, on_fresh))
+    });
     match shrunk {
-        Some((shrunk, last)) => {
-            let (_, steps, history) = replay_path(model, &shrunk);
+        Some((shrunk, last, (_, steps, history))) => {
             let found_in = if shrunk.len() < actions.len() {
                 format!("{found_in}, shrunk from {} steps", actions.len())
             } else {
@@ -439,7 +460,7 @@ fn finding(
             }
         }
         None => {
-            let (_, steps, history) = replay_path(model, actions);
+            let (_, steps, history) = replay_path(&fresh, actions);
             Finding {
                 property,
                 message: violation_of(found, property),
@@ -451,6 +472,48 @@ fn finding(
             }
         }
     }
+}
+
+/// Why a search that kept adapter processes on trial is not to be trusted:
+/// a violation it discovered (and no earlier search did: only the first is
+/// `reported`) does not break its property again when its
+/// schedule is re-run from the start with a fresh process per operation
+/// (what a kept process remembered made it). `None` when every one does,
+/// or no process was kept on trial. Such a process is then no longer kept
+/// ([`Shared::distrust`]).
+fn unconfirmed(
+    model: &LeaseModel,
+    searched: &crate::search::Searched,
+    reported: &[Finding],
+) -> Option<String> {
+    let shared = &model.shared;
+    if !shared.speed.trial
+        || !shared.trusts_memory()
+        || shared.kept_on_trial.load(Ordering::Relaxed) == 0
+    {
+        return None;
+    }
+    let fresh = model.with_fresh_processes();
+    for property in Property::always(model.contract) {
+        let Some(d) = searched.discoveries.get(property) else {
+            continue;
+        };
+        if reported.iter().any(|f| f.property == *property) {
+            // Only a property's first discovery is reported: this one
+            // would not be shown, and blames nothing.
+            continue;
+        }
+        let (end, _, _) = replay_path(&fresh, &d.actions);
+        if !end.broke(*property) && end.harness_error.is_none() {
+            let why = format!(
+                "the schedule that broke {property} on processes kept on trial ({} steps) did not break it with a fresh process per operation",
+                d.actions.len()
+            );
+            shared.distrust(why.clone());
+            return Some(why);
+        }
+    }
+    None
 }
 
 /// Explores `factory`'s lease store; `progress` gets a line per finished part.
@@ -601,16 +664,30 @@ pub fn explore_part(
             contract,
             symmetric: config.symmetry,
             lost_replies: config.lost_replies,
+            fresh_processes: false,
         };
         let shift = ShiftCheck {
             seed: config.seed ^ (index as u64),
             per_level: config.shift_checks_per_level,
+            memory_per_level: config.memory_checks_per_level,
         };
         let mut searched = search(&model, pool, config.fail_fast, shift);
         let mut shift_checked = searched.shift_checked;
-        let (mut shift_failure, mut symmetry_failure) = (None, None);
+        let mut memory_checked = searched.memory_checked;
+        let (mut shift_failure, mut symmetry_failure, mut memory_failure) = (None, None, None);
         loop {
-            if let Some(why) = searched.symmetry_failure.take() {
+            if searched.memory_failure.is_none() {
+                searched.memory_failure = unconfirmed(&model, &searched, &findings);
+            }
+            if let Some(why) = searched.memory_failure.take() {
+                // A process kept on trial remembered something that
+                // mattered: from now on each operation of such a process
+                // starts on a fresh one.
+                progress(&format!(
+                    "explorer: second clock {skew:+} ms{three}: {why}; searching again with a fresh adapter process per operation"
+                ));
+                memory_failure = Some(why);
+            } else if let Some(why) = searched.symmetry_failure.take() {
                 // The store is not symmetric in its holders (it hashes or
                 // orders them): every state is its own.
                 progress(&format!(
@@ -633,6 +710,7 @@ pub fn explore_part(
             }
             searched = search(&model, pool, config.fail_fast, shift);
             shift_checked += searched.shift_checked;
+            memory_checked += searched.memory_checked;
         }
         saw_unsupported(&searched.unsupported);
         if let Some(level) = searched.stopped_at {
@@ -699,6 +777,8 @@ pub fn explore_part(
             .discoveries
             .contains_key(&Property::ZombieRenewRace);
         row.shift_checked = shift_checked;
+        row.memory_checked = memory_checked;
+        row.memory_failure = memory_failure;
         row.absolute_times = model.absolute_times;
         row.shift_failure = shift_failure;
         row.symmetry_failure = symmetry_failure;
@@ -769,6 +849,7 @@ pub fn explore_part(
             contract,
             symmetric: false,
             lost_replies: config.lost_replies,
+            fresh_processes: false,
         };
         let w = walk(&model, config.walk_steps, &mut rng);
         walk_steps += w.actions.len();
@@ -934,6 +1015,9 @@ pub fn replay_schedule(
             .actions
             .iter()
             .any(|a| matches!(a, Action::Lose(..))),
+        // A replay is the counterexample's proof: nothing a process
+        // remembered from another schedule.
+        fresh_processes: true,
     };
     let (_, last) = play(&model, &schedule.actions);
     let (_, rendered, _) = replay_path(&model, &schedule.actions);
@@ -1079,6 +1163,27 @@ fn time_reading(figures: &ExplorerFigures, config: &ExplorerConfig) -> Option<St
     })
 }
 
+/// How adapter processes that may remember were kept, in words: on trial
+/// and checked, or given up for a fresh process per operation. `None` for a
+/// store whose clients keep nothing (no search kept one on trial).
+fn memory_reading(figures: &ExplorerFigures) -> Option<String> {
+    if let Some(why) = figures
+        .per_skew
+        .iter()
+        .find_map(|r| r.memory_failure.as_ref())
+    {
+        return Some(format!(
+            "what an adapter process kept between operations remembered mattered ({why}): from that search on, each operation ran on a fresh process"
+        ));
+    }
+    let checked: usize = figures.per_skew.iter().map(|r| r.memory_checked).sum();
+    (checked > 0).then(|| {
+        format!(
+            "adapter processes were kept between operations on trial, checked on {checked} steps computed again on other processes (they agreed)"
+        )
+    })
+}
+
 /// One result per property of the contracts explored, in [`Property::ALL`]
 /// order.
 fn checks(
@@ -1111,6 +1216,9 @@ fn checks(
         }
         if let Some(time) = time_reading(figures, config) {
             scope.push_str(&format!("; {time}"));
+        }
+        if let Some(memory) = memory_reading(figures) {
+            scope.push_str(&format!("; {memory}"));
         }
         // Schedules through a violating state stop there: what held, held
         // only as far as they went.

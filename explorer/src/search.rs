@@ -81,6 +81,13 @@ pub struct Searched {
     /// The search stopped after this level, at a violation (fail fast):
     /// the deeper levels were not explored.
     pub stopped_at: Option<usize>,
+    /// Steps of processes kept on trial computed again and compared (on
+    /// processes with another history, or fresh ones).
+    pub memory_checked: usize,
+    /// A process kept on trial did otherwise than another would, in words:
+    /// the search stopped at that level (it is to be run again with a
+    /// fresh process per operation).
+    pub memory_failure: Option<String>,
 }
 
 /// A pool of worlds, one per worker thread, kept for a whole exploration
@@ -107,6 +114,11 @@ pub struct ShiftCheck {
     pub seed: u64,
     /// How many merges of each level are checked (0: none).
     pub per_level: usize,
+    /// How many of each level's steps are computed again while adapter
+    /// processes are kept on trial ([`crate::world::Speed::trial`]): on
+    /// processes with another history, and the first sample at depth 2 or
+    /// more of each contract's searches on fresh ones too (0: none).
+    pub memory_per_level: usize,
 }
 
 /// A state met again (by fingerprint) that differs from the one kept in
@@ -153,6 +165,13 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool, shift: Shift
     let mut levels: Vec<Vec<(State, Vec<Action>)>> = Vec::new();
     let mut level: Vec<(State, Vec<Action>)> = vec![(init, Vec::new())];
     let mut depth = 0;
+    // The trial was checked on fresh processes for this contract.
+    let mut fresh_checked = model
+        .shared
+        .fresh_checked
+        .lock()
+        .map_or(true, |done| done.contains(&model.contract));
+    let trusted_at_start = model.shared.trusts_memory();
     while !level.is_empty() {
         // Every transition of the level, in the order one thread would take.
         let mut jobs: Vec<(usize, Action)> = Vec::new();
@@ -165,8 +184,31 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool, shift: Shift
         if jobs.is_empty() {
             break;
         }
+        let trial0 = model.shared.kept_on_trial.load(Ordering::Relaxed);
         let nexts = run_level(model, pool, &level, &jobs);
         depth += 1;
+        if !model.fresh_processes && model.shared.speed.trial {
+            let kept = model.shared.kept_on_trial.load(Ordering::Relaxed) > trial0;
+            let trusted = model.shared.trusts_memory();
+            if trusted && kept && shift.memory_per_level > 0 {
+                let fresh = !fresh_checked && depth >= 2;
+                let (checked, fresh_done) =
+                    check_memory(model, pool, &level, &jobs, &nexts, shift, depth, fresh);
+                out.memory_checked += checked;
+                if fresh_done {
+                    fresh_checked = true;
+                    if let Ok(mut done) = model.shared.fresh_checked.lock() {
+                        done.push(model.contract);
+                    }
+                }
+            }
+            if trusted_at_start && !model.shared.trusts_memory() {
+                // Every state of this search may rest on what a process
+                // remembered: it is searched again.
+                out.memory_failure = model.shared.distrusted();
+                break;
+            }
+        }
         let mut next_level: Vec<(State, Vec<Action>)> = Vec::new();
         let mut merges: Vec<Merge> = Vec::new();
         for ((k, action), next) in jobs.into_iter().zip(nexts) {
@@ -352,6 +394,81 @@ fn check_merges(
     (checked, None)
 }
 
+/// Computes a seeded sample of a level's steps that ran an operation again
+/// (`memory_per_level` of them) on processes kept with another history and,
+/// with `fresh`, the first of them on fresh processes too, and compares the
+/// states they lead to with the ones the level got: a process kept on trial
+/// must do what any other would. A difference makes the exploration stop
+/// trusting such processes ([`Shared::distrust`]). Returns how many steps
+/// were compared and whether one was on fresh processes.
+#[allow(clippy::too_many_arguments)]
+fn check_memory(
+    model: &LeaseModel,
+    pool: &mut Pool,
+    level: &[(State, Vec<Action>)],
+    jobs: &[(usize, Action)],
+    nexts: &[State],
+    shift: ShiftCheck,
+    depth: usize,
+    fresh: bool,
+) -> (usize, bool) {
+    let runs_operation = |a: &Action| {
+        matches!(
+            a,
+            Action::Start(..) | Action::Continue(_) | Action::Lose(..)
+        )
+    };
+    let candidates: Vec<usize> = (0..jobs.len())
+        .filter(|&j| runs_operation(&jobs[j].1) && nexts[j].harness_error.is_none())
+        .collect();
+    let per_level = ShiftCheck {
+        seed: shift.seed ^ 0x6D65_6D6F_7279,
+        per_level: shift.memory_per_level,
+        memory_per_level: 0,
+    };
+    let picked: Vec<usize> = sampled(candidates.len(), per_level, depth)
+        .into_iter()
+        .map(|k| candidates[k])
+        .collect();
+    if picked.is_empty() {
+        return (0, false);
+    }
+    let again: Vec<(usize, Action)> = picked.iter().map(|&j| jobs[j]).collect();
+    let mut compared = vec![(false, run_level(model, pool, level, &again))];
+    if fresh {
+        let on_fresh = model.with_fresh_processes();
+        compared.push((true, run_level(&on_fresh, pool, level, &again[..1])));
+    }
+    let mut checked = 0;
+    for (on_fresh, states) in &compared {
+        for (&j, other) in picked.iter().zip(states) {
+            let first = &nexts[j];
+            if other.harness_error.is_some() {
+                continue;
+            }
+            checked += 1;
+            let answer = |s: &State| format!("{:?}", s.note.answer);
+            if absolute(first) != absolute(other)
+                || answer(first) != answer(other)
+                || first.violations != other.violations
+            {
+                let (k, action) = jobs[j];
+                model.shared.distrust(format!(
+                    "the step {action:?} after {:?} went otherwise on {} (commands {:?}, answer {}) than on the process it first ran on (commands {:?}, answer {})",
+                    level[k].1,
+                    if *on_fresh { "a fresh process" } else { "a process kept with another history" },
+                    other.note.commands,
+                    answer(other),
+                    first.note.commands,
+                    answer(first),
+                ));
+                return (checked, *on_fresh);
+            }
+        }
+    }
+    (checked, fresh)
+}
+
 /// Records `state` as the discovery of every property it is the first for.
 fn note(out: &mut Searched, state: &State, path: &[Action]) {
     for (op, message) in &state.unsupported {
@@ -444,7 +561,11 @@ mod tests {
 
     #[test]
     fn the_merges_checked_are_all_of_a_few_or_a_seeded_sample_of_many() {
-        let shift = |seed| ShiftCheck { seed, per_level: 4 };
+        let shift = |seed| ShiftCheck {
+            seed,
+            per_level: 4,
+            memory_per_level: 0,
+        };
         assert_eq!(sampled(3, shift(1), 2), vec![0, 1, 2]);
         let a = sampled(100, shift(1), 2);
         assert_eq!(a.len(), 4);
@@ -456,7 +577,8 @@ mod tests {
             100,
             ShiftCheck {
                 seed: 1,
-                per_level: 0
+                per_level: 0,
+                memory_per_level: 0,
             },
             2
         )

@@ -77,6 +77,11 @@ pub struct Speed {
     /// operation (its held command was refused, its connection stays in
     /// step). Off: a new process per abandoned operation.
     pub keep_after_abandon: bool,
+    /// Keep an adapter process that may remember ([`StoreClient::remembers`])
+    /// between operations "on trial": as if it kept nothing, until a step
+    /// shows otherwise ([`Shared::distrust`]). Off: each operation of such a
+    /// process starts on one as `reconnect`, or a new process, leaves it.
+    pub trial: bool,
 }
 
 impl Speed {
@@ -85,6 +90,7 @@ impl Speed {
         skip_restore: true,
         cache: true,
         keep_after_abandon: true,
+        trial: true,
     };
 
     /// Whether the server is touched only when a command must reach it.
@@ -129,6 +135,18 @@ pub struct Shared {
     pub cache_checked: AtomicU64,
     /// Of those, the ones that differed.
     pub cache_differed: AtomicU64,
+    /// Adapter processes kept on trial are still trusted to keep nothing
+    /// between operations that matters ([`Speed::trial`]).
+    memory_trusted: std::sync::atomic::AtomicBool,
+    /// Why they stopped being trusted, in words.
+    memory_distrusted: std::sync::Mutex<Option<String>>,
+    /// Operations started on a process kept on trial (it had answered an
+    /// earlier one, and may remember it).
+    pub kept_on_trial: AtomicU64,
+    /// The contracts whose searches checked processes kept on trial
+    /// against fresh ones (one step each: a fresh process may cost a
+    /// process start, the checks on kept ones cost a step).
+    pub(crate) fresh_checked: std::sync::Mutex<Vec<harness::contract::Contract>>,
     /// The first difference, in words.
     pub first_difference: std::sync::Mutex<Option<String>>,
 }
@@ -179,8 +197,33 @@ impl Shared {
             abandoned_processes: AtomicU64::new(0),
             cache_checked: AtomicU64::new(0),
             cache_differed: AtomicU64::new(0),
+            memory_trusted: std::sync::atomic::AtomicBool::new(speed.trial),
+            memory_distrusted: std::sync::Mutex::new(None),
+            kept_on_trial: AtomicU64::new(0),
+            fresh_checked: std::sync::Mutex::new(Vec::new()),
             first_difference: std::sync::Mutex::new(None),
         })
+    }
+
+    /// Whether adapter processes that may remember are still kept between
+    /// operations on trial.
+    pub fn trusts_memory(&self) -> bool {
+        self.memory_trusted.load(Ordering::Relaxed)
+    }
+
+    /// A process kept on trial did otherwise than a fresh one would
+    /// (`why`): from now on every operation of a process that may remember
+    /// starts on a fresh one. The first reason is kept.
+    pub fn distrust(&self, why: String) {
+        self.memory_trusted.store(false, Ordering::Relaxed);
+        if let Ok(mut first) = self.memory_distrusted.lock() {
+            first.get_or_insert(why);
+        }
+    }
+
+    /// Why processes that may remember are no longer kept, if they are not.
+    pub fn distrusted(&self) -> Option<String> {
+        self.memory_distrusted.lock().ok().and_then(|w| w.clone())
     }
 
     /// Counts one cached outcome compared with the server's; `difference`
@@ -220,6 +263,12 @@ struct Inner {
     /// Per instance: its client answered an operation since it connected
     /// or last reconnected (what it remembers may be another branch's).
     used: Vec<bool>,
+    /// Per instance: its client may remember and was kept on trial after
+    /// an operation ([`Speed::trial`]): it is not fresh.
+    on_trial: Vec<bool>,
+    /// Every operation of a client that may remember starts on a fresh
+    /// one, trial or not (a counterexample confirmed, a trial checked).
+    fresh: bool,
     gates: Vec<Gate>,
     admin: MultiplexedConnection,
     server: ManagedServer,
@@ -296,6 +345,8 @@ impl World {
                 shared: shared.clone(),
                 clients: (0..instances).map(|_| None).collect(),
                 used: vec![false; instances],
+                on_trial: vec![false; instances],
+                fresh: false,
                 gates,
                 admin,
                 server,
@@ -305,6 +356,15 @@ impl World {
             shared,
             runtime,
         })
+    }
+
+    /// Has every later step start an operation of a client that may
+    /// remember on a fresh one (`true`), or keep such a client on trial
+    /// while the exploration trusts it (`false`, the default).
+    pub fn set_fresh(&mut self, fresh: bool) {
+        if let Backend::Redis(inner) = &mut self.inner {
+            inner.fresh = fresh;
+        }
     }
 
     /// The next state after `action` in `state`. Never fails: a harness
@@ -571,11 +631,23 @@ impl Inner {
     /// first: asked to reconnect, or replaced by a new instance. What such a
     /// store remembers between operations is therefore not explored (the
     /// conformance, fault and crash suites run its processes throughout).
+    ///
+    /// On trial ([`Speed::trial`]) such a client is kept as if it
+    /// remembered nothing, until a step shows that it does
+    /// ([`Shared::distrust`]): the search checks a sample of its steps
+    /// against fresh processes, a command other than the one it replays
+    /// is taken as its memory (never as the store's nondeterminism), and a
+    /// counterexample is confirmed on fresh processes.
     async fn client(&mut self, i: usize, now: i64) -> Result<&mut Box<dyn StoreClient>, String> {
-        if self.used[i] {
+        if self.used[i] || self.on_trial[i] {
             self.used[i] = false;
+            self.on_trial[i] = false;
             if let Some(client) = self.clients[i].take() {
                 if !client.remembers() {
+                    self.clients[i] = Some(client);
+                } else if self.trial() {
+                    self.on_trial[i] = true;
+                    self.shared.kept_on_trial.fetch_add(1, Ordering::Relaxed);
                     self.clients[i] = Some(client);
                 } else if let Some(client) = self.refreshed(i, client, now).await {
                     self.clients[i] = Some(client);
@@ -601,6 +673,29 @@ impl Inner {
         self.clients[i]
             .as_mut()
             .ok_or_else(|| "no client".to_string())
+    }
+
+    /// Whether a client that may remember is kept between operations now.
+    fn trial(&self) -> bool {
+        self.shared.speed.trial && !self.fresh && self.shared.trusts_memory()
+    }
+
+    /// Instance `i`'s client sent `divergence` where its operation's
+    /// replay expected another command. On trial that is what it
+    /// remembered (`true`: the exploration stops trusting such processes,
+    /// and the step is to run again on a fresh one); otherwise the store is
+    /// not deterministic (`false`).
+    fn remembered(&mut self, i: usize, divergence: &harness::gate::Divergence) -> bool {
+        if !self.on_trial[i] {
+            return false;
+        }
+        self.on_trial[i] = false;
+        self.clients[i] = None;
+        self.shared.distrust(format!(
+            "instance {}'s adapter process, kept from an earlier operation, {divergence} (a fresh one's command is the one replayed)",
+            instance_name(i)
+        ));
+        true
     }
 
     /// Delivers the next command of instance `i`'s operation `op`, whose first
@@ -712,6 +807,10 @@ impl Inner {
             }
             gate.release_all();
             task.abort();
+            if self.remembered(i, &d) {
+                self.holds = None;
+                return Box::pin(self.deliver(next, i, retry, guess)).await;
+            }
             return Err(format!(
                 "the store is not deterministic: instance {} {d}",
                 instance_name(i)
@@ -873,6 +972,7 @@ impl Inner {
         i: usize,
         pending: Pending,
     ) -> Result<(), String> {
+        let retry = pending.clone();
         let invoked = pending.invoked();
         let Pending {
             op,
@@ -894,6 +994,10 @@ impl Inner {
         if let Some(d) = gate.divergence() {
             gate.release_all();
             task.abort();
+            if self.remembered(i, &d) {
+                self.holds = None;
+                return Box::pin(self.deliver_lost(next, i, retry)).await;
+            }
             return Err(format!(
                 "the store is not deterministic: instance {} {d}",
                 instance_name(i)
@@ -992,11 +1096,15 @@ impl Inner {
             }
         };
         let mut kept = false;
+        let mut on_trial = false;
         if let Some((mut client, out)) = answered {
             let alive = !matches!(&out, Err(e) if e.kind == ErrorKind::AdapterFailed);
             // Only the held command was refused: the store sent nothing else.
             let clean = alive && refused(&gate) == 1;
-            kept = if clean && !client.remembers() && self.shared.speed.keep_after_abandon {
+            let keeps = !client.remembers() || self.trial();
+            kept = if clean && keeps && self.shared.speed.keep_after_abandon {
+                // Kept on trial if it may remember the operation abandoned.
+                on_trial = client.remembers();
                 true
             } else {
                 clean
@@ -1017,6 +1125,7 @@ impl Inner {
         }
         gate.clear_faults();
         self.used[i] = false;
+        self.on_trial[i] = on_trial;
     }
 
     /// `client` of instance `i`, asked to [reconnect](StoreClient::reconnect)

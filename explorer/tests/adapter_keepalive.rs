@@ -233,6 +233,57 @@ fn an_adapter_with_a_client_side_cache_is_never_called_not_deterministic() {
     for c in &outcome.checks {
         assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
     }
+    // Kept on trial, its cache from another branch changed what it sent:
+    // the trial saw it and the search ran again on fresh processes.
+    let given_up = outcome
+        .figures
+        .per_skew
+        .iter()
+        .find_map(|r| r.memory_failure.clone());
+    assert!(given_up.is_some(), "{:?}", outcome.figures.per_skew);
+}
+
+/// Issue 21: an adapter that declares nothing (no `reconnect`, not
+/// `stateless`), whose take is a read then a write, has its processes kept
+/// on trial: judged exactly as the same adapter declared `stateless`, with
+/// no process per operation. Its trial was checked on every search (steps
+/// computed again on processes kept with another history, one on a fresh
+/// process) and never given up: it remembers nothing that matters.
+#[test]
+fn an_adapter_declaring_nothing_is_kept_on_trial_and_judged_as_the_stateless_one() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let config = ExplorerConfig {
+        depth: 4,
+        walks: 2,
+        walk_steps: 8,
+        ..small()
+    };
+    let stateless = adapter_with(
+        "STOREPROOF_ADAPTER_CAPABILITIES=stateless",
+        "read_then_write_take.py",
+        &dir,
+    );
+    let (alone, _) = run(Arc::new(stateless), &config);
+    let nothing = adapter_with(
+        "STOREPROOF_ADAPTER_CAPABILITIES=",
+        "read_then_write_take.py",
+        &dir,
+    );
+    let (trial, started) = run(Arc::new(nothing), &config);
+    eprintln!("adapter processes: {started}; {:?}", trial.savings);
+    assert_eq!(verdict(&trial, "explorer.one-live-holder"), Verdict::Fail);
+    assert_eq!(judged(&trial), judged(&alone));
+    for row in &trial.figures.per_skew {
+        assert!(row.memory_checked > 0, "{row:?}");
+        assert_eq!(row.memory_failure, None, "{row:?}");
+    }
+    // The search's slots, the walks' and replays' worlds, and a fresh
+    // process per operation of the trial's fresh step and of each
+    // confirmation of a counterexample (a few operations each): not one
+    // per operation explored.
+    let slots = 4 * config.skews.len() as u64 + 3;
+    assert!(started <= slots + 12, "{started} processes");
 }
 
 /// Issue 19, item 10: a read-then-write take in an adapter without

@@ -99,6 +99,8 @@ impl Default for SkewFigures {
             absolute_times: false,
             shift_failure: None,
             symmetry_failure: None,
+            memory_checked: 0,
+            memory_failure: None,
         }
     }
 }
@@ -191,4 +193,19 @@ pub struct SkewFigures {
     /// run again without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub symmetry_failure: Option<String>,
+    /// Steps of adapter processes kept on trial between operations computed
+    /// again, on processes with another history or fresh ones, to check
+    /// that what they remember changes nothing (a seeded sample; 0 for a
+    /// store whose clients keep nothing).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub memory_checked: usize,
+    /// Why processes that may remember were no longer kept, if they were
+    /// not (this row is the search run again with a fresh process per
+    /// operation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_failure: Option<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
