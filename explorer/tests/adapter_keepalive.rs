@@ -128,6 +128,30 @@ fn judged(outcome: &ExplorerOutcome) -> Vec<String> {
     out
 }
 
+/// Deep enough for two takes' reads and writes, with a few short walks.
+fn abandoning() -> ExplorerConfig {
+    ExplorerConfig {
+        depth: 4,
+        walks: 2,
+        walk_steps: 8,
+        ..small()
+    }
+}
+
+/// The read-then-write take adapter declared `stateless` (no `reconnect`),
+/// explored with `config`, and how many processes it started.
+fn stateless_read_then_write(
+    dir: &tempfile::TempDir,
+    config: &ExplorerConfig,
+) -> (ExplorerOutcome, u64) {
+    let stateless = adapter_with(
+        "STOREPROOF_ADAPTER_CAPABILITIES=stateless",
+        "read_then_write_take.py",
+        dir,
+    );
+    run(Arc::new(stateless), config)
+}
+
 fn verdict(outcome: &ExplorerOutcome, id: &str) -> Verdict {
     outcome
         .checks
@@ -253,18 +277,8 @@ fn an_adapter_with_a_client_side_cache_is_never_called_not_deterministic() {
 fn an_adapter_declaring_nothing_is_kept_on_trial_and_judged_as_the_stateless_one() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let config = ExplorerConfig {
-        depth: 4,
-        walks: 2,
-        walk_steps: 8,
-        ..small()
-    };
-    let stateless = adapter_with(
-        "STOREPROOF_ADAPTER_CAPABILITIES=stateless",
-        "read_then_write_take.py",
-        &dir,
-    );
-    let (alone, _) = run(Arc::new(stateless), &config);
+    let config = abandoning();
+    let (alone, _) = stateless_read_then_write(&dir, &config);
     let nothing = adapter_with(
         "STOREPROOF_ADAPTER_CAPABILITIES=",
         "read_then_write_take.py",
@@ -338,18 +352,8 @@ fn a_stateless_adapter_without_reconnect_is_kept_after_an_abandoned_operation_an
 {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let config = ExplorerConfig {
-        depth: 4,
-        walks: 2,
-        walk_steps: 8,
-        ..small()
-    };
-    let stateless = adapter_with(
-        "STOREPROOF_ADAPTER_CAPABILITIES=stateless",
-        "read_then_write_take.py",
-        &dir,
-    );
-    let (alone, alone_started) = run(Arc::new(stateless), &config);
+    let config = abandoning();
+    let (alone, alone_started) = stateless_read_then_write(&dir, &config);
     let (kept, _) = run(Arc::new(adapter("read_then_write_take.py", &dir)), &config);
     eprintln!(
         "adapter processes: {alone_started}; abandoned operations not kept: {}",
