@@ -302,10 +302,11 @@ pub async fn run(bench: Bench) -> anyhow::Result<ExitCode> {
         let tps = transitions / run.wall.max(1e-9);
         let s = &run.outcome.savings;
         println!(
-            "  {what:<34} {:>6.1}s  {transitions:>7.0} transitions, {tps:>6.0} transitions/s, {:.2} round trips per transition, ratio round trips/s ÷ PING/s = {:.2}; answered from the cache {}, cache hits {}, restores skipped {}",
+            "  {what:<34} {:>6.1}s  {transitions:>7.0} transitions, {tps:>6.0} transitions/s, {:.2} round trips per transition, ratio round trips/s ÷ PING/s = {:.2}; steps from the store's recorded behaviour {}, answered from the cache {}, cache hits {}, restores skipped {}",
             run.wall,
             trips / transitions.max(1.0),
             trips / run.wall.max(1e-9) / ping.max(1.0),
+            s.behaviour_answers,
             s.cache_answers,
             s.cache_hits,
             s.restores_skipped,

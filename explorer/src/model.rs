@@ -69,6 +69,10 @@ pub struct LeaseModel {
     /// fresh one, even while the exploration keeps such processes on trial
     /// (to confirm a counterexample, or check the trial).
     pub fresh_processes: bool,
+    /// Run the store on every step: none computed from what it did before
+    /// given the same request, clock and replies (a trial checked, a
+    /// counterexample confirmed).
+    pub recompute: bool,
 }
 
 impl LeaseModel {
@@ -170,8 +174,18 @@ impl LeaseModel {
     }
 
     /// This model with every operation of a process that may remember
-    /// started on a fresh one ([`LeaseModel::fresh_processes`]).
+    /// started on a fresh one ([`LeaseModel::fresh_processes`]), every step
+    /// on the store.
     pub fn with_fresh_processes(&self) -> LeaseModel {
+        LeaseModel {
+            fresh_processes: true,
+            ..self.recomputing()
+        }
+    }
+
+    /// This model with every step run on the store
+    /// ([`LeaseModel::recompute`]).
+    pub fn recomputing(&self) -> LeaseModel {
         LeaseModel {
             run: self.run,
             shared: self.shared.clone(),
@@ -182,7 +196,8 @@ impl LeaseModel {
             contract: self.contract,
             symmetric: self.symmetric,
             lost_replies: self.lost_replies,
-            fresh_processes: true,
+            fresh_processes: self.fresh_processes,
+            recompute: true,
         }
     }
 
@@ -196,6 +211,7 @@ impl LeaseModel {
     /// The next state, computed on `world`.
     pub fn step_on(&self, world: &mut World, state: &State, action: Action) -> State {
         world.set_fresh(self.fresh_processes);
+        world.set_recompute(self.recompute);
         world.step(state, action)
     }
 
@@ -205,6 +221,7 @@ impl LeaseModel {
         // the two-instance search and the three-instance walks.
         match with_world(self.run, &self.shared, crate::run::MAX_INSTANCES, |w| {
             w.set_fresh(self.fresh_processes);
+            w.set_recompute(self.recompute);
             w.step(state, action)
         }) {
             Ok(next) => next,
@@ -255,6 +272,7 @@ mod tests {
             symmetric: false,
             lost_replies: false,
             fresh_processes: false,
+            recompute: false,
         };
         let init = model.initial();
         let died = model.step(&init, Action::Start(0, Op::Read));

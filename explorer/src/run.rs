@@ -246,6 +246,9 @@ pub struct ExplorerOutcome {
 pub struct Savings {
     /// Commands answered from the transition cache, with no round trip.
     pub cache_answers: u64,
+    /// Steps computed from what the store did before given the same
+    /// request, clock and replies: no call to the store, no round trip.
+    pub behaviour_answers: u64,
     /// Commands found in the cache once sent (no read back after them).
     pub cache_hits: u64,
     /// Restores skipped: the server already held the state.
@@ -665,6 +668,7 @@ pub fn explore_part(
             symmetric: config.symmetry,
             lost_replies: config.lost_replies,
             fresh_processes: false,
+            recompute: false,
         };
         let shift = ShiftCheck {
             seed: config.seed ^ (index as u64),
@@ -850,6 +854,7 @@ pub fn explore_part(
             symmetric: false,
             lost_replies: config.lost_replies,
             fresh_processes: false,
+            recompute: false,
         };
         let w = walk(&model, config.walk_steps, &mut rng);
         walk_steps += w.actions.len();
@@ -938,6 +943,7 @@ pub fn explore_part(
     }
     let savings = Savings {
         cache_answers: shared.cache_answers.load(Ordering::Relaxed),
+        behaviour_answers: shared.behaviour_answers.load(Ordering::Relaxed),
         cache_hits: shared.cache_hits.load(Ordering::Relaxed),
         restores_skipped: shared.restores_skipped.load(Ordering::Relaxed),
         cache_entries: shared.cache.len(),
@@ -1018,6 +1024,7 @@ pub fn replay_schedule(
         // A replay is the counterexample's proof: nothing a process
         // remembered from another schedule.
         fresh_processes: true,
+        recompute: true,
     };
     let (_, last) = play(&model, &schedule.actions);
     let (_, rendered, _) = replay_path(&model, &schedule.actions);

@@ -434,7 +434,7 @@ fn check_memory(
         return (0, false);
     }
     let again: Vec<(usize, Action)> = picked.iter().map(|&j| jobs[j]).collect();
-    let mut compared = vec![(false, run_level(model, pool, level, &again))];
+    let mut compared = vec![(false, run_level(&model.recomputing(), pool, level, &again))];
     if fresh {
         let on_fresh = model.with_fresh_processes();
         compared.push((true, run_level(&on_fresh, pool, level, &again[..1])));

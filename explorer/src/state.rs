@@ -760,6 +760,37 @@ pub(crate) struct TransitionCache {
     /// The guess of the command an operation sends next, by what the store
     /// was given (see [`TransitionCache::guess`]).
     guesses: std::sync::Mutex<std::collections::HashMap<GuessKey, Guess>>,
+    /// What the store did next, by what it was given, its clock included
+    /// (see [`TransitionCache::behaviour`]).
+    behaviours: std::sync::Mutex<std::collections::HashMap<BehaviourKey, Behaviour>>,
+}
+
+/// What a store is given before its operation's next event: the instance,
+/// the request, the replies so far and the instance's clock.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct BehaviourKey {
+    /// The instance, request and replies so far.
+    pub given: GuessKey,
+    /// The instance's clock when the operation was invoked.
+    pub clock_ms: i64,
+}
+
+/// What an operation did next: sent a command, or answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Its next command.
+    Send(harness::gate::Command),
+    /// Its answer.
+    Answer(Result<harness::contract::Reply, harness::contract::StoreError>),
+}
+
+/// A [`Next`] recorded, whether a process kept on trial did it, and
+/// whether the store did otherwise since (then it is never used).
+#[derive(Debug, Clone)]
+struct Behaviour {
+    next: Next,
+    on_trial: bool,
+    varies: bool,
 }
 
 /// What a store is given before it sends an operation's next command,
@@ -894,9 +925,102 @@ impl TransitionCache {
         }
     }
 
+    /// What the store did next last time it was given `key`, to be used
+    /// instead of asking it: `None` if nothing is recorded, if a process
+    /// kept on trial recorded it and such processes are no longer
+    /// `trusted`, or if `key` is in the seeded sample whose steps always
+    /// run the store (what it does then is compared with the record,
+    /// [`TransitionCache::behaved`]), or if the store did otherwise since
+    /// (its answer is not a function of what it is given: a slot name
+    /// drawn at random, say; then every such step runs the store, as
+    /// before the cache, and each run is one of its possible answers).
+    pub(crate) fn behaviour(&self, key: &BehaviourKey, trusted: bool) -> Option<Next> {
+        if self.check_one_in == 0 || self.behaviour_sampled(key) {
+            return None;
+        }
+        let behaviours = self.behaviours.lock().ok()?;
+        behaviours
+            .get(key)
+            .filter(|b| !b.varies && (trusted || !b.on_trial))
+            .map(|b| b.next.clone())
+    }
+
+    /// Records that the store, given `key`, did `next` (`on_trial`: on a
+    /// process kept on trial). A record it contradicts is used no more;
+    /// how they differ, in words, with whether a process on trial did
+    /// either (what it remembered may be why).
+    /// The difference comes with whether a process on trial did either.
+    pub(crate) fn behaved(
+        &self,
+        key: BehaviourKey,
+        next: Next,
+        on_trial: bool,
+    ) -> Option<(String, bool)> {
+        let mut behaviours = self.behaviours.lock().ok()?;
+        match behaviours.get_mut(&key) {
+            None => {
+                behaviours.insert(
+                    key,
+                    Behaviour {
+                        next,
+                        on_trial,
+                        varies: false,
+                    },
+                );
+                None
+            }
+            Some(b) if b.next == next => {
+                b.on_trial &= on_trial;
+                None
+            }
+            Some(b) if b.on_trial && !on_trial => {
+                // What a fresh process did is the store's behaviour.
+                let was = std::mem::replace(&mut b.next, next.clone());
+                b.on_trial = false;
+                b.varies = true;
+                Some((
+                    format!(
+                        "{} where a process kept on trial did {}",
+                        describe(&next),
+                        describe(&was)
+                    ),
+                    true,
+                ))
+            }
+            Some(b) => {
+                b.varies = true;
+                Some((
+                    format!(
+                        "{} where it did {} before",
+                        describe(&next),
+                        describe(&b.next)
+                    ),
+                    on_trial || b.on_trial,
+                ))
+            }
+        }
+    }
+
+    /// Whether `key`'s steps are in the seeded sample that always runs the
+    /// store.
+    fn behaviour_sampled(&self, key: &BehaviourKey) -> bool {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (self.check_seed, "behaviour").hash(&mut h);
+        key.hash(&mut h);
+        h.finish().is_multiple_of(self.check_one_in)
+    }
+
     /// How many entries it holds.
     pub(crate) fn len(&self) -> usize {
         self.map.lock().map_or(0, |m| m.len())
+    }
+}
+
+/// What an operation did, in words.
+fn describe(next: &Next) -> String {
+    match next {
+        Next::Send(command) => format!("sent `{command}`"),
+        Next::Answer(out) => format!("answered {out:?}"),
     }
 }
 

@@ -22,8 +22,8 @@ use redis::aio::MultiplexedConnection;
 use crate::judge;
 use crate::local::Local;
 use crate::state::{
-    keyspace_of, Action, GuessKey, Input, Inst, KeyDump, Keyspace, Logical, Note, Op, Outcome,
-    Pending, State, Tick, TransitionCache,
+    keyspace_of, Action, BehaviourKey, GuessKey, Input, Inst, KeyDump, Keyspace, Logical, Next,
+    Note, Op, Outcome, Pending, State, Tick, TransitionCache,
 };
 use crate::{LEASE_MS, TREE};
 
@@ -117,6 +117,10 @@ pub struct Shared {
     pub(crate) cache: TransitionCache,
     /// Commands answered from the cache, with no round trip.
     pub cache_answers: AtomicU64,
+    /// Steps computed from what the store did before given the same
+    /// request, clock and replies, and the command's cached outcome: no
+    /// call to the store, no round trip.
+    pub behaviour_answers: AtomicU64,
     /// Commands found in the cache once the store sent them (they still
     /// went to the server, the snapshot after was saved).
     pub cache_hits: AtomicU64,
@@ -191,6 +195,7 @@ impl Shared {
             speed,
             cache: TransitionCache::checking(seed, one_in),
             cache_answers: AtomicU64::new(0),
+            behaviour_answers: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
             restores_skipped: AtomicU64::new(0),
             refreshes: AtomicU64::new(0),
@@ -269,6 +274,9 @@ struct Inner {
     /// Every operation of a client that may remember starts on a fresh
     /// one, trial or not (a counterexample confirmed, a trial checked).
     fresh: bool,
+    /// Every step runs the store, none is computed from what it did before
+    /// (a trial checked, a counterexample confirmed).
+    recompute: bool,
     gates: Vec<Gate>,
     admin: MultiplexedConnection,
     server: ManagedServer,
@@ -347,6 +355,7 @@ impl World {
                 used: vec![false; instances],
                 on_trial: vec![false; instances],
                 fresh: false,
+                recompute: false,
                 gates,
                 admin,
                 server,
@@ -364,6 +373,15 @@ impl World {
     pub fn set_fresh(&mut self, fresh: bool) {
         if let Backend::Redis(inner) = &mut self.inner {
             inner.fresh = fresh;
+        }
+    }
+
+    /// Has every later step run the store (`true`), or let a step be
+    /// computed from what the store did before given the same request,
+    /// clock and replies (`false`, the default, with the cache on).
+    pub fn set_recompute(&mut self, recompute: bool) {
+        if let Backend::Redis(inner) = &mut self.inner {
+            inner.recompute = recompute;
         }
     }
 
@@ -716,6 +734,113 @@ impl Inner {
         pending: Pending,
         guess: bool,
     ) -> Result<(), String> {
+        let pending = if self.shared.speed.cache && guess && !self.recompute {
+            let req = request(next, i, pending.op);
+            let invoked = pending.invoked();
+            match self.replayed_behaviour(next, i, pending, &req, invoked) {
+                Ok(()) => return Ok(()),
+                Err(pending) => pending,
+            }
+        } else {
+            pending
+        };
+        Box::pin(self.deliver_on_store(next, i, pending, guess)).await
+    }
+
+    /// Computes instance `i`'s step `pending` from what the store did
+    /// before given the same request, clock and replies, when the command
+    /// it sent then has a cached outcome in this server state: no call to
+    /// the store, no round trip. A store's operation is a function of what
+    /// it is given (the replay of an operation's first commands relies on
+    /// it, and a seeded sample of such steps always runs the store to
+    /// check it, [`TransitionCache::behaviour`]). `Err` gives `pending`
+    /// back, nothing changed, when something is not recorded.
+    fn replayed_behaviour(
+        &mut self,
+        next: &mut State,
+        i: usize,
+        pending: Pending,
+        req: &Request,
+        invoked: judge::Invoked,
+    ) -> Result<(), Pending> {
+        let cache = &self.shared.cache;
+        let trusted = self.shared.trusts_memory();
+        let first = behaviour_key(i, req, &pending.delivered, pending.clock_ms);
+        let Some(Next::Send(command)) = cache.behaviour(&first, trusted) else {
+            return Err(pending);
+        };
+        let input = Input::Command {
+            instance: i,
+            command: command.clone(),
+            full: next.full,
+        };
+        let Some(outcome) = cache.get(&next.keys, next.now, &input) else {
+            return Err(pending);
+        };
+        if cache.would_check(&next.keys, next.now, &input, &outcome) {
+            return Err(pending);
+        }
+        let Some(reply) = outcome.reply.clone() else {
+            return Err(pending);
+        };
+        let exchange = harness::gate::Exchange { command, reply };
+        let mut delivered = pending.delivered.clone();
+        delivered.push(exchange);
+        let then = behaviour_key(i, req, &delivered, pending.clock_ms);
+        let Some(after) = cache.behaviour(&then, trusted) else {
+            return Err(pending);
+        };
+        self.shared
+            .behaviour_answers
+            .fetch_add(1, Ordering::Relaxed);
+        next.keys = outcome.keys.clone();
+        let text = delivered
+            .last()
+            .map(|e| vec![format!("{}", e.command)])
+            .unwrap_or_default();
+        match after {
+            Next::Answer(out) => answered(next, i, pending.op, req, out, text, invoked),
+            Next::Send(_) => {
+                next.insts[i].pending = Some(Pending {
+                    delivered,
+                    ..pending
+                });
+                next.note = Note {
+                    commands: text,
+                    answer: None,
+                };
+            }
+        }
+        Ok(())
+    }
+
+    /// Records what instance `i`'s operation did next given `key` (on its
+    /// client as it is now: on trial or not). A record it contradicts,
+    /// where a process kept on trial did either, is what that process
+    /// remembered: the exploration stops trusting such processes. Between
+    /// processes not on trial it is the store's own choice (a name drawn
+    /// at random): the record is used no more.
+    fn record_behaviour(&mut self, i: usize, key: BehaviourKey, next: Next) {
+        if matches!(&next, Next::Answer(Err(e)) if e.kind == ErrorKind::AdapterFailed) {
+            return;
+        }
+        let on_trial = self.on_trial[i];
+        if let Some((difference, true)) = self.shared.cache.behaved(key, next, on_trial) {
+            self.shared.distrust(format!(
+                "instance {}'s operation, given the same request, clock and replies, {difference}",
+                instance_name(i)
+            ));
+        }
+    }
+
+    /// [`Inner::deliver`] on the store: the operation runs on its client.
+    async fn deliver_on_store(
+        &mut self,
+        next: &mut State,
+        i: usize,
+        pending: Pending,
+        guess: bool,
+    ) -> Result<(), String> {
         let lazy = self.shared.speed.lazy();
         let use_cache = self.shared.speed.cache;
         let retry = pending.clone();
@@ -926,6 +1051,17 @@ impl Inner {
             (exchange, next_event(&gate, &mut task).await?)
         };
         let text = vec![format!("{}", exchange.command)];
+        if use_cache {
+            let then = match &after {
+                Step::Answered(_, out) => Next::Answer(out.clone()),
+                Step::Held(more) => Next::Send(more.command.clone()),
+            };
+            let first = behaviour_key(i, &req, &delivered, clock_ms);
+            self.record_behaviour(i, first, Next::Send(exchange.command.clone()));
+            let mut with = delivered.clone();
+            with.push(exchange.clone());
+            self.record_behaviour(i, behaviour_key(i, &req, &with, clock_ms), then);
+        }
         match after {
             Step::Answered(client, out) => {
                 self.keep(i, client, &out);
@@ -1174,6 +1310,27 @@ impl Inner {
         let dead = matches!(out, Err(e) if e.kind == ErrorKind::AdapterFailed);
         self.clients[i] = (!dead).then_some(client);
         self.used[i] = true;
+    }
+}
+
+/// What instance `i`'s operation `req`, invoked at `clock_ms`, is given
+/// before its next event: the replies to the commands `delivered`.
+fn behaviour_key(
+    i: usize,
+    req: &Request,
+    delivered: &[harness::gate::Exchange],
+    clock_ms: i64,
+) -> BehaviourKey {
+    BehaviourKey {
+        given: GuessKey {
+            instance: i,
+            request: serde_json::to_string(req).unwrap_or_default(),
+            delivered: delivered
+                .iter()
+                .map(|e| (e.command.clone(), e.reply.clone()))
+                .collect(),
+        },
+        clock_ms,
     }
 }
 

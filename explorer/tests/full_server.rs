@@ -75,10 +75,8 @@ fn a_store_that_swallows_the_refusal_breaks_every_contract() {
         let (v, reason) = verdict(&outcome, id);
         assert_eq!(v, Verdict::Fail, "{id}: {reason}");
     }
-    assert_eq!(
-        verdict(&outcome, "explorer.exploration-complete").0,
-        Verdict::Pass
-    );
+    let (v, reason) = verdict(&outcome, "explorer.exploration-complete");
+    assert_eq!(v, Verdict::Pass, "{reason}");
 }
 
 #[test]
