@@ -556,7 +556,7 @@ async fn certify_on(
         }
         checks.extend(results);
     }
-    stop_on_adapter_failure()?;
+    stop_on_adapter_failure(factory.as_ref())?;
     // A store that selected another database only after hello (the probe
     // sees a SELECT while connecting) wrote keys no check could see.
     if let (Some(server), true) = (&managed, factory.keeps_state_in_redis()) {
@@ -820,7 +820,7 @@ async fn run_suite(
     check: &[String],
     progress: &dyn harness::Progress,
 ) -> anyhow::Result<(Vec<CheckResult>, Option<Figures>)> {
-    stop_on_adapter_failure()?;
+    stop_on_adapter_failure(subject.factory.as_ref())?;
     let declared: Vec<CheckSpec> = suite
         .checks()
         .into_iter()
@@ -858,8 +858,8 @@ impl harness::Progress for LinesOnly<'_> {
     }
 }
 
-fn stop_on_adapter_failure() -> anyhow::Result<()> {
-    match harness::store::external::first_adapter_failure() {
+fn stop_on_adapter_failure(store: &dyn StoreFactory) -> anyhow::Result<()> {
+    match store.adapter_failure() {
         Some(line) => bail!("{line}; no report written"),
         None => Ok(()),
     }

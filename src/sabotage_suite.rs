@@ -531,7 +531,7 @@ impl SabotageSuite {
             progress.step(entry.name);
             let started = Instant::now();
             let ran = self.run_one(subject, server, entry, *index).await?;
-            SuiteError::unless_an_adapter_broke()?;
+            SuiteError::unless_an_adapter_broke(subject.factory.as_ref())?;
             let seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
             progress.line(&format!(
                 "sabotage {}: {} ({seconds} s)",

@@ -260,7 +260,7 @@ impl Suite for ConformanceSuite {
             }
             results.push(result);
         }
-        SuiteError::unless_an_adapter_broke()?;
+        SuiteError::unless_an_adapter_broke(subject.factory.as_ref())?;
         let figures = figures(&results);
         Ok(SuiteRun {
             checks: results,
@@ -288,7 +288,7 @@ impl Suite for ConformanceSuite {
             (CheckKind::Generated(_), Some(cx)) => generated::replay(subject, def, cx).await?,
             _ => run_check(subject, 0, &self.sized(def)).await,
         };
-        SuiteError::unless_an_adapter_broke()?;
+        SuiteError::unless_an_adapter_broke(subject.factory.as_ref())?;
         Ok(result)
     }
 }

@@ -1742,7 +1742,7 @@ async fn run_checks(
                 Err(e) => Series::not_run(asked, Some(format!("its server could not start: {e}"))),
             }
         };
-        SuiteError::unless_an_adapter_broke()?;
+        SuiteError::unless_an_adapter_broke(factory.as_ref())?;
         runs.push(s);
     }
     let [required, opted, always, everysec] = <[Series; 4]>::try_from(runs)

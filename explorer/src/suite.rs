@@ -120,7 +120,7 @@ impl Suite for ExplorerSuite {
                 }
             }
         };
-        SuiteError::unless_an_adapter_broke()?;
+        SuiteError::unless_an_adapter_broke(subject.factory.as_ref())?;
         let ExplorerOutcome {
             checks,
             mut figures,
@@ -192,7 +192,7 @@ impl Suite for ExplorerSuite {
                 step["answer"]
             ));
         }
-        SuiteError::unless_an_adapter_broke()?;
+        SuiteError::unless_an_adapter_broke(subject.factory.as_ref())?;
         Ok(if let Some(e) = &last.harness_error {
             check.result(
                 NAME,

@@ -73,6 +73,10 @@ impl StoreFactory for NoReconnect {
         self.0.spec()
     }
 
+    fn adapter_failure(&self) -> Option<String> {
+        self.0.adapter_failure()
+    }
+
     async fn connect(
         &self,
         hello: &Hello,

@@ -416,7 +416,7 @@ impl Connector<'_, '_> {
                     .connect_store(instance, prefix, url, clock_ms)
                     .await
                     .map_err(|e| {
-                        SuiteError::unless_an_adapter_broke()
+                        SuiteError::unless_an_adapter_broke(self.subject.factory.as_ref())
                             .err()
                             .unwrap_or_else(|| setup("could not connect the store", e))
                     })
@@ -654,7 +654,7 @@ impl FaultsSuite {
             .connect_store("a", &prefix, &server.url(), clock.now_ms())
             .await
             .map_err(|e| {
-                SuiteError::unless_an_adapter_broke()
+                SuiteError::unless_an_adapter_broke(subject.factory.as_ref())
                     .err()
                     .unwrap_or_else(|| setup("could not connect the store", e))
             })?;
@@ -1138,7 +1138,7 @@ impl Suite for FaultsSuite {
             for run in ran {
                 runs.push(run?);
             }
-            SuiteError::unless_an_adapter_broke()?;
+            SuiteError::unless_an_adapter_broke(subject.factory.as_ref())?;
         }
         let claimed: Vec<Contract> = Contract::COORDINATION
             .into_iter()
@@ -1149,7 +1149,7 @@ impl Suite for FaultsSuite {
         } else {
             None
         };
-        SuiteError::unless_an_adapter_broke()?;
+        SuiteError::unless_an_adapter_broke(subject.factory.as_ref())?;
         let mut checks = Vec::new();
         for spec in to_run {
             let check_started = Instant::now();

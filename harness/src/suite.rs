@@ -340,11 +340,12 @@ pub enum SuiteError {
 }
 
 impl SuiteError {
-    /// `Err(AdapterFailed)` once an adapter of the run has broken (exited,
-    /// hung, wrote garbage): what every suite asks before it reports, so
-    /// that no verdict rests on a broken adapter's answers.
-    pub fn unless_an_adapter_broke() -> Result<(), SuiteError> {
-        match crate::store::external::first_adapter_failure() {
+    /// `Err(AdapterFailed)` once an adapter instance of `store` has broken
+    /// (exited, hung, wrote garbage): what every suite asks before it
+    /// reports, so that no verdict rests on a broken adapter's answers.
+    /// The failure belongs to the store (the run's), never to the process.
+    pub fn unless_an_adapter_broke(store: &dyn StoreFactory) -> Result<(), SuiteError> {
+        match store.adapter_failure() {
             Some(line) => Err(SuiteError::AdapterFailed(line)),
             None => Ok(()),
         }

@@ -8,8 +8,9 @@
 //! or writes something that is not a JSON answer is reported as
 //! `adapter_failed`, naming the instance, the request and the end of its stderr;
 //! after that the instance answers the same failure to every call, and the
-//! first such failure of the process is kept for [`first_adapter_failure`]
-//! (a broken adapter is bad input: the run ends on it, blaming no store).
+//! first such failure of the store's instances is kept by its factory
+//! ([`StoreFactory::adapter_failure`]: a broken adapter is bad input, the run
+//! ends on it, blaming no store; another run in the process starts clean).
 //!
 //! An adapter whose hello answer offers the optional `reconnect` request
 //! (docs/PROTOCOL.md, section 3.1) can be kept after the explorer reset an
@@ -64,20 +65,10 @@ const QUOTED: usize = 200;
 /// a longer one fails the instance instead of growing memory without end.
 pub const MAX_LINE: usize = 1 << 20;
 
-/// The first adapter failure of this process, with what to do about it.
-static FIRST_FAILURE: OnceLock<String> = OnceLock::new();
-
-/// The first adapter failure of this process (an adapter that exited, hung,
-/// wrote garbage or an overlong line, or could not be started), one line
-/// naming the instance, the request and the fix; `None` while every adapter
-/// behaved. A run that sees one ends with a setup error instead of a report:
-/// no check can be trusted to say anything about the store.
-pub fn first_adapter_failure() -> Option<String> {
-    FIRST_FAILURE.get().cloned()
-}
-
-fn record_failure(error: &StoreError, hint: &str) {
-    let _ = FIRST_FAILURE.set(format!("{}; {hint}", error.message));
+/// Keeps the first failure of an adapter's instances, with what to do
+/// about it (the first one set stays).
+fn record_failure(failure: &OnceLock<String>, error: &StoreError, hint: &str) {
+    let _ = failure.set(format!("{}; {hint}", error.message));
 }
 
 /// `text` with every control character (ESC, BEL, CR, NUL, …) written as an
@@ -205,6 +196,9 @@ pub struct ExternalStoreFactory {
     /// Where the adapter's first successful hello said its state lives;
     /// every later hello must say the same (shared by clones: one store).
     state: Arc<OnceLock<StateLocation>>,
+    /// The first failure of an instance of this store (shared by clones and
+    /// every instance): [`StoreFactory::adapter_failure`].
+    failure: Arc<OnceLock<String>>,
 }
 
 /// Where an adapter keeps its records, as its hello declares with
@@ -254,6 +248,7 @@ impl ExternalStoreFactory {
             workdir,
             timeout: DEFAULT_REQUEST_TIMEOUT,
             state: Arc::new(OnceLock::new()),
+            failure: Arc::new(OnceLock::new()),
         }
     }
 
@@ -299,6 +294,8 @@ struct Adapter {
     next_id: u64,
     /// Set once the adapter failed; every later call answers it.
     dead: Option<StoreError>,
+    /// Where its store keeps the first failure of its instances.
+    failure: Arc<OnceLock<String>>,
 }
 
 impl Drop for Adapter {
@@ -315,7 +312,7 @@ impl Adapter {
                 "cannot start the adapter of instance {instance} (sh -c {:?}): {e}",
                 factory.command
             ));
-            record_failure(&error, "fix the adapter's command line");
+            record_failure(&factory.failure, &error, "fix the adapter's command line");
             error
         };
         let runtime = tokio::runtime::Handle::try_current().map_err(|e| cannot_start(&e))?;
@@ -382,6 +379,7 @@ impl Adapter {
             timeout: factory.timeout,
             next_id: 0,
             dead: None,
+            failure: factory.failure.clone(),
         })
     }
 
@@ -425,7 +423,7 @@ impl Adapter {
         if let Err((e, hint)) = &outcome {
             self.dead = Some(e.clone());
             kill_group(self.pgid);
-            record_failure(e, hint);
+            record_failure(&self.failure, e, hint);
         }
         outcome.map_err(|(e, _)| e)
     }
@@ -623,6 +621,10 @@ impl StoreFactory for ExternalStoreFactory {
         self.declared_state() != Some(StateLocation::Durable)
     }
 
+    fn adapter_failure(&self) -> Option<String> {
+        self.failure.get().cloned()
+    }
+
     async fn connect(
         &self,
         hello: &Hello,
@@ -655,7 +657,7 @@ impl StoreFactory for ExternalStoreFactory {
                 "the adapter of instance {} answered hello with {why}",
                 hello.instance
             ));
-            record_failure(&error, "fix the adapter's hello answer");
+            record_failure(&self.failure, &error, "fix the adapter's hello answer");
             error
         })?;
         let first = *self.state.get_or_init(|| state);
@@ -666,7 +668,7 @@ impl StoreFactory for ExternalStoreFactory {
                 state.word(),
                 first.word()
             ));
-            record_failure(&error, "fix the adapter's hello answer");
+            record_failure(&self.failure, &error, "fix the adapter's hello answer");
             return Err(error);
         }
         Ok((

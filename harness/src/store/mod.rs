@@ -91,6 +91,17 @@ pub trait StoreFactory: Send + Sync {
     /// How the store is named on the command line (`builtin:redis`, `cmd:…`).
     fn spec(&self) -> String;
 
+    /// The first failure of this store's adapter instances (one exited,
+    /// hung, wrote garbage or an overlong line, or could not be started):
+    /// one line naming the instance, the request and the fix; `None` while
+    /// every one behaved, and always for storeproof's own stores. A run
+    /// that sees one ends with a setup error instead of a report: no check
+    /// can be trusted to say anything about the store. A store that wraps
+    /// another passes its answer on.
+    fn adapter_failure(&self) -> Option<String> {
+        None
+    }
+
     /// Whether the store keeps its state in the Redis server its hello names
     /// (the built-in Redis stores and every adapter, which is given that
     /// server). `false` for a store that never sends Redis commands
