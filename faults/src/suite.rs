@@ -122,6 +122,64 @@ pub const FULL_SERVER: CheckSpec = must(
     "while the server is full (maxmemory reached, noeviction) every write is refused with store_full or really lands: nothing acknowledged is lost, nothing granted twice",
 );
 
+/// A check the fault suite judges over its workloads: the variant picks
+/// its role, its operations and its checker, so a new check is a variant
+/// every match must judge (before, an id string fell through to the rate
+/// bounds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkloadCheck {
+    /// [`LINEARIZABLE`].
+    Linearizable,
+    /// [`CHILDREN_ONCE`].
+    ChildrenOnce,
+    /// [`FENCING`].
+    Fencing,
+    /// [`RATE_BOUNDS`].
+    RateBounds,
+}
+
+impl WorkloadCheck {
+    /// Every one, in report order.
+    pub const ALL: [WorkloadCheck; 4] = [
+        WorkloadCheck::Linearizable,
+        WorkloadCheck::ChildrenOnce,
+        WorkloadCheck::Fencing,
+        WorkloadCheck::RateBounds,
+    ];
+
+    /// Its declaration.
+    pub const fn spec(self) -> CheckSpec {
+        match self {
+            WorkloadCheck::Linearizable => LINEARIZABLE,
+            WorkloadCheck::ChildrenOnce => CHILDREN_ONCE,
+            WorkloadCheck::Fencing => FENCING,
+            WorkloadCheck::RateBounds => RATE_BOUNDS,
+        }
+    }
+}
+
+/// Every check of the fault suite, typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultCheck {
+    /// Judged over the workloads under faults.
+    Workload(WorkloadCheck),
+    /// [`FULL_SERVER`]: judged on a server of its own, filled up.
+    FullServer,
+}
+
+impl FaultCheck {
+    /// The check declared with `id`, if the suite has one.
+    pub fn of(id: &str) -> Option<FaultCheck> {
+        if id == FULL_SERVER.id {
+            return Some(FaultCheck::FullServer);
+        }
+        WorkloadCheck::ALL
+            .into_iter()
+            .find(|c| c.spec().id == id)
+            .map(FaultCheck::Workload)
+    }
+}
+
 /// How big a fault run is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FaultsConfig {
@@ -267,9 +325,9 @@ pub struct WorkloadRun {
 }
 
 /// The operations a fault check is about (its faults must meet one).
-fn about(check: &str) -> fn(&Request) -> bool {
+fn about(check: WorkloadCheck) -> fn(&Request) -> bool {
     match check {
-        id if id == LINEARIZABLE.id => |r| {
+        WorkloadCheck::Linearizable => |r| {
             matches!(
                 r,
                 Request::LeaseTake { .. }
@@ -278,9 +336,9 @@ fn about(check: &str) -> fn(&Request) -> bool {
                     | Request::LeaseRead { .. }
             )
         },
-        id if id == FENCING.id => lease_side,
-        id if id == CHILDREN_ONCE.id => |r| r.op().starts_with("queue."),
-        _ => |r| r.op().starts_with("rate."),
+        WorkloadCheck::Fencing => lease_side,
+        WorkloadCheck::ChildrenOnce => |r| r.op().starts_with("queue."),
+        WorkloadCheck::RateBounds => |r| r.op().starts_with("rate."),
     }
 }
 
@@ -302,13 +360,13 @@ fn behind(lease_off_wire: bool) -> impl Fn(&Request, Boundary) -> bool {
 
 /// Who played the role `check` judges in `run`, and whether the check is
 /// judged in its layout at all (fencing: the durable layout only).
-fn judged_here(check: &str, run_roles: &Roles, layout: LayoutKind) -> bool {
+fn judged_here(check: WorkloadCheck, run_roles: &Roles, layout: LayoutKind) -> bool {
     let played = match check {
-        id if id == LINEARIZABLE.id || id == FENCING.id => run_roles.lease,
-        id if id == CHILDREN_ONCE.id => run_roles.queue,
-        _ => run_roles.rate,
+        WorkloadCheck::Linearizable | WorkloadCheck::Fencing => run_roles.lease,
+        WorkloadCheck::ChildrenOnce => run_roles.queue,
+        WorkloadCheck::RateBounds => run_roles.rate,
     };
-    played == Player::Subject && (check != FENCING.id || layout == LayoutKind::Durable)
+    played == Player::Subject && (check != WorkloadCheck::Fencing || layout == LayoutKind::Durable)
 }
 
 /// Operations a store may decline (`unsupported`) without leaving the other
@@ -341,9 +399,6 @@ fn declined(history: &History, about: fn(&Request) -> bool) -> Vec<(String, Stri
     }
     out.into_iter().collect()
 }
-
-/// The workload checks, in the order judged.
-const WORKLOAD_CHECKS: [CheckSpec; 4] = [LINEARIZABLE, CHILDREN_ONCE, FENCING, RATE_BOUNDS];
 
 /// The seed of `layout`'s workload and plans, from the run's seed.
 fn layout_seed(seed: u64, layout: LayoutKind) -> u64 {
@@ -760,10 +815,10 @@ fn figures_of(
             None => {}
         }
     }
-    for spec in WORKLOAD_CHECKS {
-        if judged_here(spec.id, roles, layout) {
-            let met = evidence::meetings(history, about(spec.id), behind(lease_off_wire));
-            f.met.insert(spec.id.to_string(), met);
+    for check in WorkloadCheck::ALL {
+        if judged_here(check, roles, layout) {
+            let met = evidence::meetings(history, about(check), behind(lease_off_wire));
+            f.met.insert(check.spec().id.to_string(), met);
         }
     }
     let mut invoked = 0;
@@ -790,7 +845,8 @@ struct Judged {
     failing: Option<usize>,
 }
 
-fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
+fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
+    let spec = check.spec();
     let mut parts = Vec::new();
     let mut evidence = Vec::new();
     let mut failing = None;
@@ -799,7 +855,7 @@ fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
     let mut judged = 0;
     for (i, run) in runs.iter().enumerate() {
         let layout = run.options.layout.name();
-        if !judged_here(spec.id, &run.roles, run.options.layout) {
+        if !judged_here(check, &run.roles, run.options.layout) {
             continue;
         }
         judged += 1;
@@ -813,7 +869,7 @@ fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
         // declined read or pause changes nothing the other rules judge (it
         // is named); any other declined operation settles this layout as
         // skipped with the store's message, never failed.
-        let (harmless, blocking): (Vec<_>, Vec<_>) = declined(&run.history, about(spec.id))
+        let (harmless, blocking): (Vec<_>, Vec<_>) = declined(&run.history, about(check))
             .into_iter()
             .partition(|(op, _)| DECLINABLE.contains(&op.as_str()));
         if !blocking.is_empty() {
@@ -852,8 +908,8 @@ fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
             ));
             continue;
         }
-        let (holds, undecided, detail, summary) = match spec.id {
-            id if id == LINEARIZABLE.id => {
+        let (holds, undecided, detail, summary) = match check {
+            WorkloadCheck::Linearizable => {
                 let v = linearizable::check(&run.history);
                 let undecided = v
                     .trees
@@ -871,7 +927,7 @@ fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
                     format!("{} trees, {} not linearizable", v.trees.len(), bad.len()),
                 )
             }
-            id if id == CHILDREN_ONCE.id => {
+            WorkloadCheck::ChildrenOnce => {
                 if let Err(why) = &run.end.drained {
                     unknown.push(format!("{layout} layout: {why}"));
                     continue;
@@ -889,7 +945,7 @@ fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
                     ),
                 )
             }
-            id if id == FENCING.id => {
+            WorkloadCheck::Fencing => {
                 let v = fencing::check(&run.history, &run.durable);
                 let applied: Vec<&str> = v
                     .rules
@@ -916,7 +972,7 @@ fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
                 }
                 (v.holds(), false, json!(v), summary)
             }
-            _ => {
+            WorkloadCheck::RateBounds => {
                 let v = rate_bounds::check(&run.history);
                 let pause_rule = if v.pauses > 0 {
                     format!(
@@ -943,8 +999,8 @@ fn judge(spec: &CheckSpec, runs: &[WorkloadRun]) -> Judged {
         // needs more: its faults met the store, and the store answered
         // again once they healed.
         let (mut holds, mut summary) = (holds, summary);
-        let met = evidence::meetings(&run.history, about(spec.id), behind(run.lease_off_wire));
-        let stuck = evidence::not_recovered(&run.history, about(spec.id));
+        let met = evidence::meetings(&run.history, about(check), behind(run.lease_off_wire));
+        let stuck = evidence::not_recovered(&run.history, about(check));
         if holds && !stuck.is_empty() {
             let who: Vec<String> = stuck
                 .iter()
@@ -1153,13 +1209,18 @@ impl Suite for FaultsSuite {
         let mut checks = Vec::new();
         for spec in to_run {
             let check_started = Instant::now();
-            let judged = if spec.id == FULL_SERVER.id {
-                match &full {
+            let judged = match FaultCheck::of(spec.id) {
+                Some(FaultCheck::FullServer) => match &full {
                     Some((h, room_from)) => judge_full_server(h, *room_from, &claimed),
                     None => continue,
-                }
-            } else {
-                judge(spec, &runs)
+                },
+                Some(FaultCheck::Workload(check)) => judge(check, &runs),
+                None => Judged {
+                    verdict: Verdict::Unknown,
+                    reason: "not a check of the faults suite".into(),
+                    evidence: Value::Null,
+                    failing: None,
+                },
             };
             let mut result = spec.result(SUITE, judged.verdict, judged.reason);
             result.evidence = judged.evidence;
@@ -1199,8 +1260,12 @@ impl Suite for FaultsSuite {
         // always reproduces its verdict) and the same seeded workload runs
         // again on the store given now (its interleaving depends on real
         // timing, the targeted episodes do not); the result is the new run's.
-        if let Some(saved) = counterexample
-            .and_then(|v| serde_json::from_value::<FaultsCounterexample>(v.clone()).ok())
+        // Only a workload check saves a history (the full server's check
+        // runs a server of its own).
+        let saved = counterexample
+            .and_then(|v| serde_json::from_value::<FaultsCounterexample>(v.clone()).ok());
+        if let (Some(saved), Some(FaultCheck::Workload(workload))) =
+            (saved, FaultCheck::of(check.id))
         {
             progress.line(&format!(
                 "faults: the saved {} history, judged again",
@@ -1212,8 +1277,8 @@ impl Suite for FaultsSuite {
                 history: saved.history.clone(),
                 ..again.clone()
             };
-            let first = judge(check, std::slice::from_ref(&saved_run));
-            let second = judge(check, std::slice::from_ref(&again));
+            let first = judge(workload, std::slice::from_ref(&saved_run));
+            let second = judge(workload, std::slice::from_ref(&again));
             // The verdict is the run's now (after a fix it passes); the
             // saved history's is shown beside it.
             let mut result = check.result(
@@ -1244,6 +1309,27 @@ impl Suite for FaultsSuite {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 20, item 3: every check the suite declares has its typed
+    /// identity (its role, operations and checker follow from the
+    /// variant), and an id it does not declare has none: judged `unknown`,
+    /// never silently as the rate bounds.
+    #[test]
+    fn every_declared_check_is_a_variant_and_no_other_id_is() {
+        let suite = FaultsSuite::new(FaultsConfig::default());
+        for spec in harness::Suite::checks(&suite) {
+            let check = FaultCheck::of(spec.id).unwrap_or_else(|| panic!("{}", spec.id));
+            if let FaultCheck::Workload(w) = check {
+                assert_eq!(w.spec().id, spec.id);
+            }
+        }
+        assert_eq!(FaultCheck::of("faults.rate-bounds-2"), None);
+        assert_eq!(FaultCheck::of(""), None);
+        assert_eq!(
+            FaultCheck::of(RATE_BOUNDS.id),
+            Some(FaultCheck::Workload(WorkloadCheck::RateBounds))
+        );
+    }
     use harness::contract::{Call, ErrorKind, Reply, StoreError};
 
     fn run_with(history: History) -> WorkloadRun {
@@ -1316,7 +1402,7 @@ mod tests {
         // The take was answered, but no fault met it.
         let mut h = History::default();
         take(&mut h, Ok(granted()));
-        let judged = judge(&LINEARIZABLE, &[run_with(h)]);
+        let judged = judge(WorkloadCheck::Linearizable, &[run_with(h)]);
         assert_eq!(judged.verdict, Verdict::Unknown, "{}", judged.reason);
         assert!(
             judged.reason.contains("none of the faults played met"),
@@ -1326,14 +1412,14 @@ mod tests {
         // A partition of `a` while its take was in flight: decided.
         let mut h = History::default();
         partitioned(&mut h, |h| take(h, Ok(granted())));
-        let judged = judge(&LINEARIZABLE, &[run_with(h)]);
+        let judged = judge(WorkloadCheck::Linearizable, &[run_with(h)]);
         assert_eq!(judged.verdict, Verdict::Pass, "{}", judged.reason);
         assert!(judged.reason.contains("partition ×1"), "{}", judged.reason);
         // A partition of `a` while only b worked: not decided.
         let mut h = History::default();
         partitioned(&mut h, |h| take_as(h, "b", Ok(granted())));
         assert_eq!(
-            judge(&LINEARIZABLE, &[run_with(h)]).verdict,
+            judge(WorkloadCheck::Linearizable, &[run_with(h)]).verdict,
             Verdict::Unknown
         );
     }
@@ -1347,7 +1433,7 @@ mod tests {
         for _ in 0..3 {
             take(&mut h, unavailable());
         }
-        let judged = judge(&LINEARIZABLE, &[run_with(h.clone())]);
+        let judged = judge(WorkloadCheck::Linearizable, &[run_with(h.clone())]);
         assert_eq!(judged.verdict, Verdict::Fail, "{}", judged.reason);
         assert!(
             judged.reason.contains("did not answer again"),
@@ -1357,7 +1443,7 @@ mod tests {
         // storeproof's own route did not answer: not the store's doing.
         let mut run = run_with(h);
         run.route_trouble = Some("directly: PING failed".into());
-        let judged = judge(&LINEARIZABLE, &[run]);
+        let judged = judge(WorkloadCheck::Linearizable, &[run]);
         assert_eq!(judged.verdict, Verdict::Unknown, "{}", judged.reason);
     }
 
@@ -1409,7 +1495,7 @@ mod tests {
         let mut h = History::default();
         take_as(&mut h, "a", Ok(granted()));
         take_as(&mut h, "b", Ok(granted()));
-        let judged = judge(&LINEARIZABLE, &[run_with(h)]);
+        let judged = judge(WorkloadCheck::Linearizable, &[run_with(h)]);
         assert_eq!(judged.verdict, Verdict::Fail, "{}", judged.reason);
     }
 
@@ -1426,7 +1512,7 @@ mod tests {
         h.complete("a", "lease.renew", &no(), Some(3), 3);
         // Overlapping grants too: still no failure, the store declined.
         take_as(&mut h, "b", Ok(granted()));
-        let judged = judge(&LINEARIZABLE, &[run_with(h)]);
+        let judged = judge(WorkloadCheck::Linearizable, &[run_with(h)]);
         assert_eq!(judged.verdict, Verdict::Skipped, "{}", judged.reason);
         assert!(
             judged
@@ -1450,7 +1536,7 @@ mod tests {
             Some(3),
             3,
         );
-        let judged = judge(&LINEARIZABLE, &[run_with(h)]);
+        let judged = judge(WorkloadCheck::Linearizable, &[run_with(h)]);
         assert_eq!(judged.verdict, Verdict::Pass, "{}", judged.reason);
         assert!(
             judged.reason.contains("declined: lease.read"),
@@ -1468,7 +1554,7 @@ mod tests {
             take(h, Err(StoreError::new(ErrorKind::BadRequest, "no")))
         });
         take_as(&mut h, workload::DRAIN, Ok(granted()));
-        let judged = judge(&LINEARIZABLE, &[run_with(h)]);
+        let judged = judge(WorkloadCheck::Linearizable, &[run_with(h)]);
         assert_eq!(judged.verdict, Verdict::Unknown, "{}", judged.reason);
         assert!(
             judged.reason.contains("nothing to judge"),
@@ -1483,7 +1569,7 @@ mod tests {
         partitioned(&mut h, |h| {
             take(h, Err(StoreError::new(ErrorKind::BadRequest, "no")))
         });
-        let judged = judge(&LINEARIZABLE, &[run_with(h)]);
+        let judged = judge(WorkloadCheck::Linearizable, &[run_with(h)]);
         assert_eq!(judged.verdict, Verdict::Unknown, "{}", judged.reason);
         assert!(
             judged.reason.contains("nothing to judge"),
@@ -1493,6 +1579,9 @@ mod tests {
 
         let mut h = History::default();
         partitioned(&mut h, |h| take(h, Ok(granted())));
-        assert_eq!(judge(&LINEARIZABLE, &[run_with(h)]).verdict, Verdict::Pass);
+        assert_eq!(
+            judge(WorkloadCheck::Linearizable, &[run_with(h)]).verdict,
+            Verdict::Pass
+        );
     }
 }
