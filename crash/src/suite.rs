@@ -196,6 +196,49 @@ pub const DOCKER: CheckSpec = CheckSpec {
     )
 };
 
+/// Every check of the crash suite, typed: a new one is a variant the
+/// verdict's match must judge (no chain of id comparisons to fall out of).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashCheck {
+    /// What a kill must keep, judged on the required setting's kills.
+    Kept(Kept),
+    /// [`OPT_OUT`].
+    OptOut,
+    /// [`POWER_ALWAYS`].
+    PowerAlways,
+    /// [`POWER_EVERYSEC`].
+    PowerEverysec,
+    /// [`DOWN_SERVER`].
+    DownServer,
+    /// [`DOCKER`].
+    Docker,
+}
+
+impl CrashCheck {
+    /// Every one but the kept ones, with its declaration.
+    const OTHERS: [(CrashCheck, &'static CheckSpec); 5] = [
+        (CrashCheck::OptOut, &OPT_OUT),
+        (CrashCheck::PowerAlways, &POWER_ALWAYS),
+        (CrashCheck::PowerEverysec, &POWER_EVERYSEC),
+        (CrashCheck::DownServer, &DOWN_SERVER),
+        (CrashCheck::Docker, &DOCKER),
+    ];
+
+    /// The check declared with `id`, if the suite has one.
+    pub fn of(id: &str) -> Option<CrashCheck> {
+        Kept::ALL
+            .into_iter()
+            .find(|k| k.spec().id == id)
+            .map(CrashCheck::Kept)
+            .or_else(|| {
+                CrashCheck::OTHERS
+                    .into_iter()
+                    .find(|(_, spec)| spec.id == id)
+                    .map(|(check, _)| check)
+            })
+    }
+}
+
 /// Every crash check in report order, with the contracts it is about: a
 /// check none of whose contracts the store claims is outside the claim.
 pub const CHECKS: [CheckSpec; 12] = [
@@ -1653,27 +1696,23 @@ impl Findings<'_> {
 
     /// The verdict of check `spec` of this run.
     fn check(&self, spec: &CheckSpec) -> CheckResult {
-        if let Some(kept) = Kept::ALL.into_iter().find(|k| k.spec().id == spec.id) {
-            self.kept(spec, kept)
-        } else if spec.id == OPT_OUT.id {
-            self.opt_out_loses(spec)
-        } else if spec.id == POWER_ALWAYS.id {
-            self.power_always_keeps(spec)
-        } else if spec.id == POWER_EVERYSEC.id {
-            self.power_everysec_loses(spec)
-        } else if spec.id == DOWN_SERVER.id {
-            self.down_server(spec)
-        } else if spec.id == DOCKER.id {
-            docker_backend_check(
+        let Some(check) = CrashCheck::of(spec.id) else {
+            return spec.result(NAME, Verdict::Unknown, "not a check of the crash suite");
+        };
+        match check {
+            CrashCheck::Kept(kept) => self.kept(spec, kept),
+            CrashCheck::OptOut => self.opt_out_loses(spec),
+            CrashCheck::PowerAlways => self.power_always_keeps(spec),
+            CrashCheck::PowerEverysec => self.power_everysec_loses(spec),
+            CrashCheck::DownServer => self.down_server(spec),
+            CrashCheck::Docker => docker_backend_check(
                 self.required.fallback.as_deref(),
                 self.config.backend,
                 Evidence::Figures {
                     figures: self.figures,
                 }
                 .value(),
-            )
-        } else {
-            spec.result(NAME, Verdict::Unknown, "not a check of the crash suite")
+            ),
         }
     }
 }
@@ -1805,6 +1844,21 @@ async fn run_checks(
 mod tests {
     use super::*;
     use crate::verify::Round;
+
+    /// Every check the suite declares has its typed identity, each its
+    /// own, and an id it does not declare has none (judged `unknown`).
+    #[test]
+    fn every_declared_crash_check_is_one_variant_and_no_other_id_is() {
+        let typed: Vec<CrashCheck> = CHECKS
+            .iter()
+            .map(|c| CrashCheck::of(c.id).unwrap_or_else(|| panic!("{}", c.id)))
+            .collect();
+        for (i, a) in typed.iter().enumerate() {
+            assert!(!typed[i + 1..].contains(a), "{a:?} twice");
+        }
+        assert_eq!(CrashCheck::of("crash.epochs-2"), None);
+        assert_eq!(CrashCheck::of(DOCKER.id), Some(CrashCheck::Docker));
+    }
     use std::collections::BTreeMap;
 
     fn round(kill: usize, lost: usize, finding: Option<(Kept, &str)>) -> Round {
