@@ -19,8 +19,6 @@
 //! - `verify`: what the restarted server shows, and the pure judgement of it;
 //! - `suite`: [`CrashSuite`], kills, restarts, checks and figures.
 
-#![warn(missing_docs)]
-
 mod backend;
 mod docker;
 mod image;

@@ -34,8 +34,6 @@
 //! - `property`: what is looked for, each named once with its check;
 //! - `suite`: the explorer as a [`harness::Suite`], what `certify` runs.
 
-#![warn(missing_docs)]
-
 mod judge;
 mod local;
 mod model;

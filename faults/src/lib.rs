@@ -7,8 +7,6 @@
 //! [`full_server`]. [`suite::FaultsSuite`] is `--suite faults`;
 //! [`bench_linearizability`] measures the linearizability checker.
 
-#![warn(missing_docs)]
-
 mod bench;
 pub mod call_faults;
 pub mod children;

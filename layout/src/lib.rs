@@ -15,8 +15,6 @@
 //! at all is refused too, as [`LayoutError::MissingLease`]. The rule binds
 //! backends only: that Redis offers no fenced-effect store is not its concern.
 
-#![warn(missing_docs)]
-
 mod assemble;
 mod error;
 mod model;

@@ -3,8 +3,6 @@
 //! `index.html` (no network, no build step), and `badge.svg` for a README. Rendering is pure; [`write_all`]
 //! is the only I/O and never leaves a half-written report behind.
 
-#![warn(missing_docs)]
-
 mod html;
 mod junit;
 

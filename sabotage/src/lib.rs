@@ -47,8 +47,6 @@
 //! The matrix of sabotages against the checks that caught them comes with
 //! the sabotage suite, which reads [`named`].
 
-#![warn(missing_docs)]
-
 mod blind_retry;
 mod client_clock;
 mod complete_any_attempt;
