@@ -10,7 +10,7 @@ use clap::Args;
 use serde_json::Value;
 
 use conformance::{CheckHistory, Step};
-use harness::Verdict;
+use model::Verdict;
 
 use crate::progress::printable;
 

@@ -19,11 +19,11 @@ use serde_json::Value;
 
 use super::runner::outcome_json;
 use super::scenario::{Patch, Step};
-use harness::contract::{ContractModel, ErrorKind, Judgement, Reply, Request, StoreError};
-use harness::keyspace::Snapshot;
-use harness::store::DurableState;
-use harness::{Event, Happened, History};
-use harness::{Level, Verdict};
+use model::contract::{ContractModel, ErrorKind, Judgement, Reply, Request, StoreError};
+use model::observed::DurableState;
+use model::observed::Snapshot;
+use model::{Event, Happened, History};
+use model::{Level, Verdict};
 
 /// What a scenario's run recorded: enough to judge it again without a
 /// server. This is the evidence of a scenario check (plus `calls`).
@@ -740,7 +740,7 @@ pub fn cut(mut recorded: CheckHistory, judged: &Judged) -> CheckHistory {
 mod tests {
     use super::*;
     use crate::scenario::{at, raw, read, release, renew, take};
-    use harness::contract::{LeaseView, StoreError};
+    use model::contract::{LeaseView, StoreError};
     use serde_json::json;
 
     const START: i64 = 2_000_000_000_000;
@@ -853,7 +853,7 @@ mod tests {
         assert_eq!(j.decided_at, None);
     }
 
-    use harness::contract::Call;
+    use model::contract::Call;
 
     #[test]
     fn every_scenario_answered_as_the_model_answers_passes() {
@@ -1055,7 +1055,7 @@ mod tests {
         let state = |effects: usize| {
             Ok(Some(DurableState {
                 effects: vec![
-                    harness::store::DurableEffect {
+                    model::observed::DurableEffect {
                         seq: 1,
                         tree: "t".into(),
                         effect: "e".into(),

@@ -6,8 +6,8 @@
 //! the same next state, which is what the unit tests below pin on
 //! hand-written states.
 
-use harness::contract::{Contract, ErrorKind, Reply, Request, StoreError};
-use harness::gate::drive::instance_name;
+use model::contract::{Contract, ErrorKind, Reply, Request, StoreError};
+use model::history::instance_name;
 
 use crate::property::Property;
 use crate::state::{Action, Grant, Op, State};

@@ -12,8 +12,8 @@
 
 use std::hash::{Hash, Hasher};
 
-use harness::contract::{Reply, Request};
-use harness::gate::drive::instance_name;
+use model::contract::{Reply, Request};
+use model::history::instance_name;
 
 use crate::property::Property;
 use crate::state::{Op, State};

@@ -17,8 +17,8 @@
 
 use std::hash::{Hash, Hasher};
 
-use harness::contract::{Reply, Request};
-use harness::gate::drive::instance_name;
+use model::contract::{Reply, Request};
+use model::history::instance_name;
 
 use crate::property::Property;
 use crate::state::{Op, State};
@@ -299,7 +299,7 @@ fn latest_clock(state: &State, i: usize) -> Option<i64> {
         .enumerate()
         .filter(|(j, o)| *j != i && !o.crashed)
         .filter_map(|(_, o)| o.pending.as_ref())
-        .filter(|p| p.op.contract() == harness::contract::Contract::Rate)
+        .filter(|p| p.op.contract() == model::contract::Contract::Rate)
         .map(|p| p.clock_ms)
         .chain(state.rate.max_clock)
         .max()

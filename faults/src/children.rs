@@ -28,8 +28,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use harness::contract::{Reply, Request};
-use harness::History;
+use model::contract::{Reply, Request};
+use model::History;
 use serde::{Deserialize, Serialize};
 
 use crate::ops::{operations, End, Op};
@@ -229,7 +229,7 @@ pub fn check(history: &History, end: &EndEffects) -> ChildrenOnce {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness::contract::{Call, ChildState, ErrorKind, StoreError};
+    use model::contract::{Call, ChildState, ErrorKind, StoreError};
     use serde_json::json;
 
     #[derive(Default)]

@@ -21,8 +21,8 @@
 
 use std::collections::BTreeMap;
 
-use harness::contract::Request;
-use harness::{Happened, History, NemesisPhase};
+use model::contract::Request;
+use model::{Happened, History, NemesisPhase};
 use serde::{Deserialize, Serialize};
 
 use crate::nemesis::{Ending, FaultKind};
@@ -68,7 +68,7 @@ pub struct Played {
 
 /// How the faults of one kind met one check's operations (the figures'
 /// type: met, missed, disarmed).
-pub use harness::figures::FaultMeeting as Meeting;
+pub use model::figures::FaultMeeting as Meeting;
 
 /// The faults of `history`, in the order they started.
 pub fn played(history: &History) -> Vec<Played> {
@@ -211,8 +211,8 @@ pub fn met(meetings: &BTreeMap<String, Meeting>) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness::contract::{Call, ErrorKind, Reply, StoreError};
-    use harness::NemesisNote;
+    use model::contract::{Call, ErrorKind, Reply, StoreError};
+    use model::NemesisNote;
     use serde_json::json;
 
     fn fault(h: &mut History, op: &str, fault: serde_json::Value, ending: Option<&str>) {

@@ -41,10 +41,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use harness::contract::Reply;
-use harness::store::sqlite::LeaseEvent;
-use harness::store::DurableState;
-use harness::{Happened, History};
+use model::contract::Reply;
+use model::observed::DurableState;
+use model::observed::LeaseEvent;
+use model::{Happened, History};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -330,7 +330,7 @@ pub fn check(history: &History, end: &DurableEnd) -> Fencing {
     let mut fenced: Vec<FencedOp> = Vec::new();
 
     // Pair invoke with completion per instance (one operation in flight).
-    let mut in_flight: HashMap<&str, (usize, &harness::contract::Call)> = HashMap::new();
+    let mut in_flight: HashMap<&str, (usize, &model::contract::Call)> = HashMap::new();
     let mut lease_ends: Vec<(usize, &str, End<'_>)> = Vec::new();
     let mut fenced_ends: HashMap<usize, End<'_>> = HashMap::new();
     for e in &history.events {
@@ -693,7 +693,7 @@ fn tree_of(args: &Value) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness::contract::{Call, ErrorKind, StoreError};
+    use model::contract::{Call, ErrorKind, StoreError};
     use serde_json::json;
 
     #[derive(Default)]
@@ -931,7 +931,7 @@ mod tests {
 
     #[test]
     fn the_sqlite_store_answers_read() {
-        use harness::store::sqlite::{CallOutcome, EffectOutcome, FenceReason};
+        use model::observed::{CallOutcome, EffectOutcome, FenceReason};
         let fenced = EffectOutcome::Fenced {
             epoch: 2,
             reason: FenceReason::Superseded,
@@ -1105,8 +1105,8 @@ mod tests {
 
     #[test]
     fn the_sqlite_state_converts_with_grants_and_effects_in_order() {
-        use harness::store::sqlite::LogEntry;
-        use harness::store::DurableEffect;
+        use model::observed::DurableEffect;
+        use model::observed::LogEntry;
         let log = |seq, event, epoch| LogEntry {
             seq,
             tree: "t".into(),

@@ -54,8 +54,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use harness::contract::{Reply, Request};
-use harness::{Happened, History};
+use model::contract::{Reply, Request};
+use model::{Happened, History};
 
 use crate::ops::{answer_of, Answer};
 use serde::{Deserialize, Serialize};
@@ -1273,7 +1273,7 @@ impl<'a> Prepared<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness::contract::{ErrorKind, LeaseView, StoreError};
+    use model::contract::{ErrorKind, LeaseView, StoreError};
     use serde_json::json;
 
     /// A history written by hand: `inv` then `ok`/`info` per instance.
@@ -1282,7 +1282,7 @@ mod tests {
 
     impl H {
         fn inv(&mut self, who: &str, op: &str, args: serde_json::Value, at: i64) -> &mut Self {
-            let call = harness::contract::Call {
+            let call = model::contract::Call {
                 op: op.into(),
                 args,
             };

@@ -12,8 +12,8 @@
 
 use std::collections::HashMap;
 
-use harness::contract::{ErrorKind, Reply, Request};
-use harness::{Happened, History};
+use model::contract::{ErrorKind, Reply, Request};
+use model::{Happened, History};
 
 /// What a completion event says of its operation (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,8 +138,8 @@ pub(crate) fn end_of(at: usize, what: &Happened) -> End<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness::contract::{Call, Reply};
-    use harness::{NemesisNote, NemesisPhase};
+    use model::contract::{Call, Reply};
+    use model::{NemesisNote, NemesisPhase};
     use serde_json::json;
 
     #[test]
@@ -178,7 +178,7 @@ mod tests {
         let ended = |kind: ErrorKind| {
             let mut h = History::default();
             h.invoke("a", &take, Some(0), 0);
-            let e = harness::contract::StoreError::new(kind, "x");
+            let e = model::contract::StoreError::new(kind, "x");
             h.complete("a", "lease.take", &Err(e), Some(1), 1);
             let ops = operations(&h, |_| true);
             format!("{:?}", ops[0].end)

@@ -37,8 +37,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use harness::contract::{Reply, Request};
-use harness::History;
+use model::contract::{Reply, Request};
+use model::History;
 use serde::{Deserialize, Serialize};
 
 use crate::ops::{operations, End, Op};
@@ -397,7 +397,7 @@ fn together<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness::contract::{Call, ErrorKind, StoreError};
+    use model::contract::{Call, ErrorKind, StoreError};
     use serde_json::json;
 
     const P: &str = "p";

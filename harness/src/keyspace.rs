@@ -8,9 +8,7 @@ use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
 use serde_json::{json, Value};
 
-/// A logical dump: key → {type, value, pttl}. Sorted, so two dumps of the same
-/// logical content compare equal whatever the encoding.
-pub type Snapshot = BTreeMap<String, Value>;
+pub use model::observed::Snapshot;
 
 /// Escapes glob characters so a prefix matches only itself in SCAN MATCH.
 fn glob_escape(prefix: &str) -> String {

@@ -16,21 +16,19 @@
 //! - [`keyspace`]: read-only views of a server's keys;
 //! - [`figures`]: each suite's figures, typed.
 
-mod check;
-pub mod contract;
-pub mod figures;
 pub mod gate;
-mod history;
 pub mod keyspace;
 pub mod server;
 pub mod store;
 mod suite;
 
-pub use check::{
-    CheckResult, Level, ReplayFile, Report, RunSection, RunVerdict, ServerSection, StoreSection,
-    Verdict,
+// The pure model lives in its own crate (no runtime, no server client);
+// its parts are re-exported here so the I/O side names them in one place.
+pub use model::{check, contract, figures, history};
+pub use model::{
+    CheckResult, Event, EventKind, Happened, History, Level, NemesisNote, NemesisPhase, ReplayFile,
+    Report, RunSection, RunVerdict, ServerSection, StoreSection, Verdict,
 };
-pub use history::{Event, EventKind, Happened, History, NemesisNote, NemesisPhase};
 pub use suite::{
     in_declared_order, plan, CheckSpec, Needs, Progress, ServerRef, Silent, Subject, Suite,
     SuiteError, SuiteRun,

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use harness::{CheckResult, Report, Verdict};
+use model::{CheckResult, Report, Verdict};
 
 use crate::escape;
 

@@ -9,7 +9,7 @@ mod junit;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use harness::Report;
+use model::Report;
 
 pub use html::{render_badge, render_html};
 pub use junit::render_junit;
@@ -177,7 +177,7 @@ pub fn replay_files(report: &Report) -> Vec<(String, String)> {
                 .iter()
                 .filter(|c| c.counterexample.is_some())
                 .map(move |c| {
-                    let body = harness::ReplayFile::of(run, c);
+                    let body = model::ReplayFile::of(run, c);
                     (
                         replay_file_name_on(on, &c.id),
                         serde_json::to_string_pretty(&body).unwrap_or_default(),
@@ -300,13 +300,13 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<(), ReportError> {
 }
 
 /// `report` with every string in it passed through
-/// [`harness::server::redact_secrets`]: the command line, reasons,
+/// [`model::redact_secrets`]: the command line, reasons,
 /// evidence, adapter messages — whatever may quote a URL with a password.
 fn redacted(report: &Report) -> Result<Report, ReportError> {
     fn walk(v: &mut serde_json::Value) {
         match v {
             serde_json::Value::String(s) if s.contains("://") => {
-                *s = harness::server::redact_secrets(s);
+                *s = model::redact_secrets(s);
             }
             serde_json::Value::Array(items) => items.iter_mut().for_each(walk),
             serde_json::Value::Object(map) => map.values_mut().for_each(walk),

@@ -24,7 +24,7 @@ use serde_json::Value;
 const WIDTH: u32 = 1280;
 const HEIGHT: u32 = 800;
 
-fn failing_run() -> harness::Report {
+fn failing_run() -> model::Report {
     let text = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/read-then-write-take.report.json"),

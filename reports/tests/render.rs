@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use harness::figures::{
+use model::figures::{
     ConformanceFigures, ExplorerFigures, FaultsFigures, SkewFigures, Stats, WorkloadFigures,
 };
-use harness::{
+use model::{
     CheckResult, Level, Report, RunSection, RunVerdict, ServerSection, StoreSection, Verdict,
 };
 use serde_json::json;

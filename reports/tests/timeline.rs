@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use harness::figures::Stats;
-use harness::{
+use model::figures::Stats;
+use model::{
     CheckResult, Level, Report, RunSection, RunVerdict, ServerSection, StoreSection, Verdict,
 };
 use serde_json::{json, Value};

@@ -17,11 +17,7 @@ use crate::store::StoreClient;
 /// once a command is released, or to answer.
 pub const STEP_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Instance `i`'s name, as holders, schedules and counterexamples write it:
-/// `a`, `b`, `c`, `d` (any further one is `x`).
-pub fn instance_name(i: usize) -> &'static str {
-    ["a", "b", "c", "d"].get(i).copied().unwrap_or("x")
-}
+pub use model::history::instance_name;
 
 /// An operation in flight: it hands its client back with the answer.
 pub type Operation = JoinHandle<(Box<dyn StoreClient>, Result<Reply, StoreError>)>;

@@ -1,7 +1,7 @@
 //! The crash log in the report: one row per kill, each kind of write in
 //! its own column.
 
-use harness::Report;
+use model::Report;
 
 use crate::escape;
 

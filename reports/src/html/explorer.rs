@@ -1,7 +1,7 @@
 //! The explorer's figures in the report: one row per contract and second-clock skew.
 
-use harness::figures::ExplorerFigures;
-use harness::Report;
+use model::figures::ExplorerFigures;
+use model::Report;
 
 /// A measured number as report.json writes it (`40.0`, not `40`).
 fn num(x: f64) -> String {

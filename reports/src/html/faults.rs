@@ -1,7 +1,7 @@
 //! The fault suite's workloads in the report: per layout, who played each
 //! role, what was sent and how it ended, and which faults played.
 
-use harness::Report;
+use model::Report;
 
 use crate::escape;
 

@@ -2,8 +2,8 @@
 //! check that caught any of them, each cell that check's verdict on that
 //! sabotage, the cell of the check that must catch it marked.
 
-use harness::figures::SabotageFigures;
-use harness::{Report, Verdict};
+use model::figures::SabotageFigures;
+use model::{Report, Verdict};
 
 use super::badge;
 use crate::escape;
@@ -84,7 +84,7 @@ fn table(f: &SabotageFigures) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness::figures::SabotageRow;
+    use model::figures::SabotageRow;
 
     fn row(
         name: &str,

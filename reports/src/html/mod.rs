@@ -8,7 +8,7 @@
 //! the checks by suite and contract (filterable with two radio buttons and
 //! CSS), the figures, and the server's settings.
 
-use harness::{CheckResult, Report, RunVerdict, Verdict};
+use model::{CheckResult, Report, RunVerdict, Verdict};
 use serde_json::Value;
 
 use crate::escape;
@@ -330,8 +330,8 @@ fn attention(report: &Report) -> String {
             "<article class=\"item\" id=\"{id}\"><h3>{} <code>{id}</code> <span class=\"lvl\">{}</span></h3><p class=\"why\">{} {}: {}</p>",
             badge(c.verdict),
             match c.level {
-                harness::Level::Must => "MUST",
-                harness::Level::Should => "SHOULD",
+                model::Level::Must => "MUST",
+                model::Level::Should => "SHOULD",
             },
             lead(c),
             if matches!(c.verdict, Verdict::Fail | Verdict::Warn) {
@@ -669,8 +669,8 @@ fn checks(report: &Report) -> String {
                         format!("<code>{id}</code>")
                     },
                     match c.level {
-                        harness::Level::Must => "MUST",
-                        harness::Level::Should => "SHOULD",
+                        model::Level::Must => "MUST",
+                        model::Level::Should => "SHOULD",
                     },
                     badge(c.verdict),
                     escape(&text)

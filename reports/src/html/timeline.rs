@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use harness::{EventKind, History, NemesisPhase};
+use model::{EventKind, History, NemesisPhase};
 use serde_json::Value;
 
 use super::trace::{self, short, Trace, WindowFault};
@@ -83,7 +83,7 @@ struct Fault {
 
 /// Pairs each invoke with its instance's next completion, as the checkers
 /// do: a later invoke of the same instance leaves an earlier one open.
-fn operations(events: &[(harness::Event, Value)]) -> Vec<Op> {
+fn operations(events: &[(model::Event, Value)]) -> Vec<Op> {
     let mut ops: Vec<Op> = Vec::new();
     let mut in_flight: HashMap<&str, usize> = HashMap::new();
     for (e, flat) in events {
@@ -111,7 +111,7 @@ fn operations(events: &[(harness::Event, Value)]) -> Vec<Op> {
 }
 
 /// Pairs each fault's start with the next end of the same fault.
-fn faults(events: &[(harness::Event, Value)]) -> Vec<Fault> {
+fn faults(events: &[(model::Event, Value)]) -> Vec<Fault> {
     let mut out: Vec<Fault> = Vec::new();
     for (e, flat) in events {
         if e.kind() != EventKind::Nemesis {
@@ -278,7 +278,7 @@ fn window(all_ops: &[Op], all_faults: &[Fault], blame: &Blame) -> Option<Window>
 /// of the window's events (in a disclosure) lists the same events. Empty
 /// when the blame names no event of the history.
 pub(crate) fn render(history: &History, blame: &Blame, id: &str) -> String {
-    let events: Vec<(harness::Event, Value)> = history
+    let events: Vec<(model::Event, Value)> = history
         .events
         .iter()
         .map(|e| (e.clone(), serde_json::to_value(e).unwrap_or(Value::Null)))
@@ -362,7 +362,7 @@ pub(crate) fn render(history: &History, blame: &Blame, id: &str) -> String {
 
 /// The window's events, one row each, like the explorer's step table; the
 /// blamed operations' rows and the breaking instants' rows marked.
-fn table(w: &Window, events: &[(harness::Event, Value)]) -> String {
+fn table(w: &Window, events: &[(model::Event, Value)]) -> String {
     let mut rows: BTreeMap<usize, (bool, String)> = BTreeMap::new();
     for o in &w.ops {
         let blamed = w.blamed.contains(&o.invoke);
@@ -564,7 +564,7 @@ pub(crate) fn faults_detail(
             }
         }
     }
-    let flat: Vec<(harness::Event, Value)> = history
+    let flat: Vec<(model::Event, Value)> = history
         .events
         .iter()
         .map(|e| (e.clone(), serde_json::to_value(e).unwrap_or(Value::Null)))

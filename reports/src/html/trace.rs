@@ -364,7 +364,7 @@ impl Trace {
         Some(t)
     }
 
-    /// A history of invocations and completions (harness `History` as
+    /// A history of invocations and completions (the model's `History` as
     /// JSON): one slot per event; the last completion is where it broke.
     fn of_history(events: &[Value], source: &'static str) -> Option<Trace> {
         let mut t = Trace {
@@ -484,7 +484,7 @@ impl Trace {
     }
 
     /// A window of a long history (the fault suite's): `events` are the
-    /// window's events in order (harness `History` events as JSON: the
+    /// window's events in order (the model's `History` events as JSON: the
     /// drawn operations' invokes and completions, the breaking instants,
     /// the faults' starts and ends inside the window; nemesis events among
     /// them only mark a step). Each step's event index is drawn on the

@@ -320,6 +320,12 @@ impl History {
     }
 }
 
+/// Instance `i`'s name, as holders, schedules and counterexamples write it:
+/// `a`, `b`, `c`, `d` (any further one is `x`).
+pub fn instance_name(i: usize) -> &'static str {
+    ["a", "b", "c", "d"].get(i).copied().unwrap_or("x")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
