@@ -7,9 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use harness::contract::{Call, Contract, ErrorKind, Reply, Request};
+use harness::contract::{Contract, ErrorKind, Reply, Request};
 use harness::store::{StoreClient, StoreFactory};
-use harness::{Event, Happened, History};
+use harness::{Happened, History};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
@@ -44,69 +44,19 @@ pub struct Claim {
     pub attempt: i64,
 }
 
-/// One request of a history and how it ended, paired by instance (each
-/// instance has one request out at a time).
-#[derive(Debug, Clone, Copy)]
-pub struct Exchange<'a> {
-    /// The invocation.
-    pub invoke: &'a Event,
-    /// The call as it went on the wire.
-    pub call: &'a Call,
-    /// Its completion (ok, fail or info); `None` when the history ends
-    /// before it (the kill landed while it was out).
-    pub completion: Option<&'a Event>,
-}
-
-impl Exchange<'_> {
-    /// The reply, when the store acknowledged the request with one.
-    pub fn reply(&self) -> Option<&Reply> {
-        match self.completion.map(|c| &c.what) {
-            Some(Happened::Ok { reply, .. }) => Some(reply),
-            _ => None,
-        }
-    }
-}
+/// One request of a history and how it ended, paired by the one pairing
+/// ([`History::operations`]): its invoke, the call as it went on the wire,
+/// and its completion (`None` when the history ends before it: the kill
+/// landed while it was out).
+pub use model::history::Operation as Exchange;
 
 /// Every request of `history` with its completion: the answered ones in the
-/// order they were answered, then those never answered. A completion with no
-/// invocation before it on its instance pairs with nothing and is left out.
+/// order they were answered, then those never answered, in the order they
+/// were sent. A completion with no invocation before it on its instance
+/// pairs with nothing and is left out.
 pub fn exchanges(history: &History) -> Vec<Exchange<'_>> {
-    let mut out = Vec::new();
-    let mut out_now: BTreeMap<&str, (&Event, &Call)> = BTreeMap::new();
-    for e in &history.events {
-        match &e.what {
-            Happened::Invoke(call) => {
-                // A second invoke before the first ended: the first never
-                // answered, as far as this history knows.
-                if let Some((invoke, call)) = out_now.insert(&e.instance, (e, call)) {
-                    out.push(Exchange {
-                        invoke,
-                        call,
-                        completion: None,
-                    });
-                }
-            }
-            _ => {
-                if let Some((invoke, call)) = out_now.remove(e.instance.as_str()) {
-                    out.push(Exchange {
-                        invoke,
-                        call,
-                        completion: Some(e),
-                    });
-                }
-            }
-        }
-    }
-    let mut unanswered: Vec<Exchange<'_>> = out_now
-        .into_values()
-        .map(|(invoke, call)| Exchange {
-            invoke,
-            call,
-            completion: None,
-        })
-        .collect();
-    unanswered.sort_by_key(|x| x.invoke.index);
-    out.extend(unanswered);
+    let mut out = history.operations();
+    out.sort_by_key(|x| (x.completion.map_or(usize::MAX, |c| c.index), x.invoke.index));
     out
 }
 

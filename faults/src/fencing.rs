@@ -329,37 +329,17 @@ pub fn check(history: &History, end: &DurableEnd) -> Fencing {
     let mut known: HashMap<String, Vec<NewerEpoch>> = HashMap::new();
     let mut fenced: Vec<FencedOp> = Vec::new();
 
-    // Pair invoke with completion per instance (one operation in flight).
-    let mut in_flight: HashMap<&str, (usize, &model::contract::Call)> = HashMap::new();
+    // Every operation paired by the one pairing (`History::operations`).
     let mut lease_ends: Vec<(usize, &str, End<'_>)> = Vec::new();
     let mut fenced_ends: HashMap<usize, End<'_>> = HashMap::new();
-    for e in &history.events {
-        match &e.what {
-            Happened::Invoke(call) => {
-                in_flight.insert(e.instance.as_str(), (e.index, call));
-                if call.op.starts_with("lease.") {
-                    lease_ends.push((e.index, tree_of(&call.args), End::Unknown));
-                }
-                if is_fenced(&call.op) {
-                    fenced_ends.insert(e.index, End::Unknown);
-                }
-            }
-            // A fault's start or end: never the completion of an operation.
-            Happened::Nemesis { .. } => continue,
-            what => {
-                let Some((inv, call)) = in_flight.remove(e.instance.as_str()) else {
-                    continue;
-                };
-                let end = end_of(e.index, what);
-                if call.op.starts_with("lease.") {
-                    // Invokes are pushed in order: find it by binary search.
-                    if let Ok(i) = lease_ends.binary_search_by_key(&inv, |l| l.0) {
-                        lease_ends[i].2 = end;
-                    }
-                } else if is_fenced(&call.op) {
-                    fenced_ends.insert(inv, end);
-                }
-            }
+    for o in history.operations() {
+        let end = o
+            .completion
+            .map_or(End::Unknown, |c| end_of(c.index, &c.what));
+        if o.call.op.starts_with("lease.") {
+            lease_ends.push((o.invoke.index, tree_of(&o.call.args), end));
+        } else if is_fenced(&o.call.op) {
+            fenced_ends.insert(o.invoke.index, end);
         }
     }
     let mut granted: Vec<(usize, String, i64)> = Vec::new();

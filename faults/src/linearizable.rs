@@ -55,7 +55,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use model::contract::{Reply, Request};
-use model::{Happened, History};
+use model::History;
 
 use crate::ops::{answer_of, Answer};
 use serde::{Deserialize, Serialize};
@@ -167,78 +167,64 @@ impl Linearizability {
 /// The lease operations of `history`, paired invoke with completion (an
 /// instance has one operation in flight), and the invoke events left out.
 pub fn lease_ops(history: &History) -> (Vec<LeaseOp>, Vec<usize>) {
-    let mut ops: Vec<Option<LeaseOp>> = Vec::new();
-    let mut ignored = Vec::new();
-    let mut in_flight: HashMap<&str, usize> = HashMap::new();
-    for e in &history.events {
-        match &e.what {
-            Happened::Invoke(call) => {
-                let request = Request::parse(call).ok().filter(|r| {
-                    matches!(
-                        r,
-                        Request::LeaseTake { .. }
-                            | Request::LeaseRenew { .. }
-                            | Request::LeaseRelease { .. }
-                            | Request::LeaseRead { .. }
-                    )
-                });
-                let Some(request) = request else {
-                    if call.op.starts_with("lease.") {
-                        ignored.push(e.index);
-                    }
-                    // A later completion of this instance belongs to this call.
-                    in_flight.remove(e.instance.as_str());
-                    continue;
-                };
-                let tree = match &request {
-                    Request::LeaseTake { tree, .. }
-                    | Request::LeaseRenew { tree, .. }
-                    | Request::LeaseRelease { tree, .. }
-                    | Request::LeaseRead { tree } => tree.clone(),
-                    _ => String::new(),
-                };
-                in_flight.insert(e.instance.as_str(), ops.len());
-                ops.push(Some(LeaseOp {
-                    invoke_event: e.index,
-                    complete_event: None,
-                    instance: e.instance.clone(),
-                    op: call.op.clone(),
-                    tree,
-                    reply: None,
-                    invoked_ms: e.server_ms,
-                    completed_ms: None,
-                    request: Some(request),
-                }));
+    let mut ops: Vec<LeaseOp> = Vec::new();
+    // (the event that settled it, its invoke): an operation is left out at
+    // its invoke (not a lease operation) or at its refusal.
+    let mut ignored: Vec<(usize, usize)> = Vec::new();
+    for o in history.operations() {
+        let (invoke, call) = (o.invoke, o.call);
+        let request = Request::parse(call).ok().filter(|r| {
+            matches!(
+                r,
+                Request::LeaseTake { .. }
+                    | Request::LeaseRenew { .. }
+                    | Request::LeaseRelease { .. }
+                    | Request::LeaseRead { .. }
+            )
+        });
+        let Some(request) = request else {
+            if call.op.starts_with("lease.") {
+                ignored.push((invoke.index, invoke.index));
             }
-            // A fault's start or end: never the completion of an operation.
-            Happened::Nemesis { .. } => continue,
-            what => {
-                let Some(i) = in_flight.remove(e.instance.as_str()) else {
+            continue;
+        };
+        let tree = match &request {
+            Request::LeaseTake { tree, .. }
+            | Request::LeaseRenew { tree, .. }
+            | Request::LeaseRelease { tree, .. }
+            | Request::LeaseRead { tree } => tree.clone(),
+            _ => String::new(),
+        };
+        let mut op = LeaseOp {
+            invoke_event: invoke.index,
+            complete_event: None,
+            instance: invoke.instance.clone(),
+            op: call.op.clone(),
+            tree,
+            reply: None,
+            invoked_ms: invoke.server_ms,
+            completed_ms: None,
+            request: Some(request),
+        };
+        if let Some(c) = o.completion {
+            match answer_of(&c.what) {
+                Some(Answer::Reply(reply)) => op.reply = Some(reply.clone()),
+                // `unavailable` or a malformed reply: it may have taken
+                // effect.
+                Some(Answer::Unknown) | None => {}
+                // Refused or declined: it did not happen.
+                Some(Answer::Refused | Answer::Declined) => {
+                    ignored.push((c.index, invoke.index));
                     continue;
-                };
-                let Some(op) = ops[i].as_mut() else { continue };
-                match answer_of(what) {
-                    Some(Answer::Reply(reply)) => {
-                        op.complete_event = Some(e.index);
-                        op.completed_ms = e.server_ms;
-                        op.reply = Some(reply.clone());
-                    }
-                    // `unavailable` or a malformed reply: it may have
-                    // taken effect.
-                    Some(Answer::Unknown) | None => {
-                        op.complete_event = Some(e.index);
-                        op.completed_ms = e.server_ms;
-                    }
-                    // Refused or declined: it did not happen.
-                    Some(Answer::Refused | Answer::Declined) => {
-                        ignored.push(op.invoke_event);
-                        ops[i] = None;
-                    }
                 }
             }
+            op.complete_event = Some(c.index);
+            op.completed_ms = c.server_ms;
         }
+        ops.push(op);
     }
-    (ops.into_iter().flatten().collect(), ignored)
+    ignored.sort_unstable();
+    (ops, ignored.into_iter().map(|(_, invoke)| invoke).collect())
 }
 
 /// Checks every tree of `history` with the default step budget.

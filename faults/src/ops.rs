@@ -10,8 +10,6 @@
 //! and the check about it is not the store's to fail. Any other error: a
 //! certain refusal, it did not happen.
 
-use std::collections::HashMap;
-
 use model::contract::{ErrorKind, Reply, Request};
 use model::{Happened, History};
 
@@ -87,42 +85,25 @@ impl Op<'_> {
 }
 
 /// The operations of `history` that parse and whose request `keep` accepts,
-/// each paired with its completion. A later invoke of the same instance
-/// ends the pairing of an earlier one (its completion, if any, is lost).
+/// each paired with its completion by the one pairing
+/// ([`History::operations`]: a later invoke of the same instance ends the
+/// pairing of an earlier one, whose completion, if any, is lost).
 pub(crate) fn operations<'a>(history: &'a History, keep: impl Fn(&Request) -> bool) -> Vec<Op<'a>> {
-    let mut ops: Vec<Op<'a>> = Vec::new();
-    let mut in_flight: HashMap<&str, usize> = HashMap::new();
-    for e in &history.events {
-        match &e.what {
-            Happened::Invoke(call) => {
-                // A later completion of this instance belongs to this call,
-                // whatever it is.
-                in_flight.remove(e.instance.as_str());
-                let Ok(request) = Request::parse(call) else {
-                    continue;
-                };
-                if !keep(&request) {
-                    continue;
-                }
-                in_flight.insert(e.instance.as_str(), ops.len());
-                ops.push(Op {
-                    invoke: e.index,
-                    clock_ms: e.clock_ms,
-                    request,
-                    end: End::Unknown,
-                });
-            }
-            // A fault's start or end: never the completion of an operation.
-            Happened::Nemesis { .. } => continue,
-            what => {
-                let Some(i) = in_flight.remove(e.instance.as_str()) else {
-                    continue;
-                };
-                ops[i].end = end_of(e.index, what);
-            }
-        }
-    }
-    ops
+    history
+        .operations()
+        .into_iter()
+        .filter_map(|o| {
+            let request = Request::parse(o.call).ok().filter(|r| keep(r))?;
+            Some(Op {
+                invoke: o.invoke.index,
+                clock_ms: o.invoke.clock_ms,
+                request,
+                end: o
+                    .completion
+                    .map_or(End::Unknown, |c| end_of(c.index, &c.what)),
+            })
+        })
+        .collect()
 }
 
 /// How the completion `what` at event `at` ends its operation.

@@ -320,6 +320,116 @@ impl History {
     }
 }
 
+/// What an event is to the pairing of operations ([`pair_operations`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// An instance sent a request: an operation starts.
+    Invoke,
+    /// An instance's answer came back (ok, fail, info): it ends the
+    /// instance's operation in flight, if any.
+    Completion,
+    /// Anything else (a fault's start or end, a mark): never part of an
+    /// operation.
+    Other,
+}
+
+impl Role {
+    /// The role of an event of `kind`.
+    pub fn of(kind: EventKind) -> Role {
+        match kind {
+            EventKind::Invoke => Role::Invoke,
+            EventKind::Ok | EventKind::Fail | EventKind::Info => Role::Completion,
+            EventKind::Nemesis => Role::Other,
+        }
+    }
+}
+
+/// One operation as positions in a list of events: its invoke, and the
+/// completion paired with it (`None`: it never answered, as far as the list
+/// knows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pairing {
+    /// The position of the invoke.
+    pub invoke: usize,
+    /// The position of its completion.
+    pub completion: Option<usize>,
+}
+
+/// The one pairing of invokes with completions every checker and the report
+/// read: each invoke is paired with the next completion of the same
+/// instance; a later invoke of that instance before it ends the earlier
+/// operation unanswered (an instance has one operation in flight; what the
+/// earlier one did is unknown); a completion with no operation in flight,
+/// and every [`Role::Other`] event, pairs with nothing. Operations come in
+/// invoke order. `role` says what each event is and which instance it is
+/// of; it lets the same rule serve typed events and the report's JSON.
+pub fn pair_operations<T>(events: &[T], role: impl Fn(&T) -> (Role, &str)) -> Vec<Pairing> {
+    let mut ops: Vec<Pairing> = Vec::new();
+    let mut in_flight: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (at, e) in events.iter().enumerate() {
+        match role(e) {
+            (Role::Invoke, instance) => {
+                in_flight.insert(instance, ops.len());
+                ops.push(Pairing {
+                    invoke: at,
+                    completion: None,
+                });
+            }
+            (Role::Completion, instance) => {
+                if let Some(i) = in_flight.remove(instance) {
+                    ops[i].completion = Some(at);
+                }
+            }
+            (Role::Other, _) => {}
+        }
+    }
+    ops
+}
+
+/// One operation of a [`History`]: an invoke, its call, and the completion
+/// paired with it by [`pair_operations`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Operation<'a> {
+    /// The invoke event.
+    pub invoke: &'a Event,
+    /// The request as it went on the wire.
+    pub call: &'a Call,
+    /// The completion event; `None` when it never answered.
+    pub completion: Option<&'a Event>,
+}
+
+impl Operation<'_> {
+    /// The reply, when the store answered one (an ok completion).
+    pub fn reply(&self) -> Option<&Reply> {
+        match self.completion.map(|c| &c.what) {
+            Some(Happened::Ok { reply, .. }) => Some(reply),
+            _ => None,
+        }
+    }
+}
+
+impl History {
+    /// Every operation, in invoke order, each invoke paired with its
+    /// instance's next completion ([`pair_operations`]: nemesis events are
+    /// never part of one).
+    pub fn operations(&self) -> Vec<Operation<'_>> {
+        pair_operations(&self.events, |e| (Role::of(e.kind()), e.instance.as_str()))
+            .into_iter()
+            .filter_map(|p| {
+                let invoke = &self.events[p.invoke];
+                let Happened::Invoke(call) = &invoke.what else {
+                    return None;
+                };
+                Some(Operation {
+                    invoke,
+                    call,
+                    completion: p.completion.map(|c| &self.events[c]),
+                })
+            })
+            .collect()
+    }
+}
+
 /// Instance `i`'s name, as holders, schedules and counterexamples write it:
 /// `a`, `b`, `c`, `d` (any further one is `x`).
 pub fn instance_name(i: usize) -> &'static str {
@@ -329,6 +439,57 @@ pub fn instance_name(i: usize) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn operations_pair_each_invoke_with_its_instance_s_next_completion() {
+        let call = |op: &str| Call {
+            op: op.into(),
+            args: serde_json::json!({"tree": "t"}),
+        };
+        let granted = Ok(Reply::Granted {
+            epoch: 1,
+            expires_at_ms: 5,
+        });
+        let mut h = History::default();
+        h.invoke("a", &call("lease.take"), None, 0); // 0: answered at 3
+        h.invoke("b", &call("lease.take"), None, 0); // 1: superseded by 4
+        h.nemesis(
+            "nemesis",
+            "nemesis.pause",
+            NemesisNote {
+                phase: NemesisPhase::Start,
+                fault: serde_json::json!({}),
+                ending: None,
+            },
+            None,
+            0,
+        ); // 2: no operation's
+        h.complete("a", "lease.take", &granted, None, 0); // 3
+        h.invoke("b", &call("lease.read"), None, 0); // 4: answered at 6
+        h.complete("c", "lease.take", &granted, None, 0); // 5: nobody's
+        h.complete("b", "lease.read", &Ok(Reply::Lease(None)), None, 0); // 6
+        h.invoke("a", &call("lease.release"), None, 0); // 7: open
+        let got: Vec<(usize, Option<usize>, &str)> = h
+            .operations()
+            .iter()
+            .map(|o| {
+                (
+                    o.invoke.index,
+                    o.completion.map(|c| c.index),
+                    o.call.op.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, Some(3), "lease.take"),
+                (1, None, "lease.take"),
+                (4, Some(6), "lease.read"),
+                (7, None, "lease.release"),
+            ]
+        );
+    }
     use serde_json::json;
 
     #[test]

@@ -713,16 +713,21 @@ fn timeline(evidence: &Value) -> String {
         h.push_str(&format!("<th class=\"lane\">instance {}</th>", escape(l)));
     }
     h.push_str("</tr>");
-    let mut pending: Option<&Value> = None;
+    // Each completion beside its own invoke's arguments (instances'
+    // calls interleave), by the checkers' pairing.
+    let args_of: std::collections::HashMap<usize, &Value> =
+        model::history::pair_operations(events, |e| trace::role_of(e))
+            .into_iter()
+            .filter_map(|p| Some((p.completion?, &events[p.invoke]["value"])))
+            .collect();
     let completions: Vec<&Value> = events
         .iter()
         .filter(|e| e["kind"] != "invoke" && e["kind"] != "nemesis")
         .collect();
     let last = completions.len().saturating_sub(1);
     let mut n = 0;
-    for e in events {
+    for (at, e) in events.iter().enumerate() {
         if e["kind"] == "invoke" {
-            pending = Some(e);
             continue;
         }
         if e["kind"] == "nemesis" {
@@ -731,7 +736,7 @@ fn timeline(evidence: &Value) -> String {
             h.push_str(&nemesis_row(e, &lanes));
             continue;
         }
-        let args = pending.map(|p| p["value"].to_string()).unwrap_or_default();
+        let args = args_of.get(&at).map(|v| v.to_string()).unwrap_or_default();
         let class = if n == last {
             " class=\"violation\""
         } else {
@@ -828,6 +833,30 @@ fn schedule_table(steps: &[Value]) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn interleaved_calls_show_each_instance_its_own_arguments() {
+        let take = |who: &str| json!({"tree": "t", "holder": who, "ttl_ms": 100});
+        let mut h = model::History::default();
+        let call = |who: &str| model::contract::Call {
+            op: "lease.take".into(),
+            args: take(who),
+        };
+        h.invoke("a", &call("holder-a"), Some(1), 1);
+        h.invoke("b", &call("holder-b"), Some(2), 2);
+        let granted = Ok(model::contract::Reply::Granted {
+            epoch: 1,
+            expires_at_ms: 101,
+        });
+        h.complete("a", "lease.take", &granted, Some(3), 3);
+        h.complete("b", "lease.take", &granted, Some(4), 4);
+        let html = timeline(&json!({ "history": h }));
+        let rows: Vec<&str> = html.split("<tr").skip(2).collect();
+        assert_eq!(rows.len(), 2, "{html}");
+        // a's row (its lane is the first column) names a's holder, not b's.
+        assert!(rows[0].contains("holder-a") && !rows[0].contains("holder-b"), "{}", rows[0]);
+        assert!(rows[1].contains("holder-b") && !rows[1].contains("holder-a"), "{}", rows[1]);
+    }
 
     #[test]
     fn a_long_counterexample_is_cut_at_a_character_boundary() {

@@ -10,7 +10,7 @@
 //! then the focus's others nearest them, at most [`MAX_OPS`], and the
 //! faults that overlap it. The renderer knows nothing of the fault suite.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use model::{EventKind, History, NemesisPhase};
 use serde_json::Value;
@@ -81,33 +81,24 @@ struct Fault {
     ending: String,
 }
 
-/// Pairs each invoke with its instance's next completion, as the checkers
-/// do: a later invoke of the same instance leaves an earlier one open.
+/// The operations of `events`, paired by the checkers' own pairing
+/// ([`model::history::pair_operations`]).
 fn operations(events: &[(model::Event, Value)]) -> Vec<Op> {
-    let mut ops: Vec<Op> = Vec::new();
-    let mut in_flight: HashMap<&str, usize> = HashMap::new();
-    for (e, flat) in events {
-        match e.kind() {
-            EventKind::Nemesis => {}
-            EventKind::Invoke => {
-                in_flight.insert(e.instance.as_str(), ops.len());
-                ops.push(Op {
-                    invoke: e.index,
-                    done: None,
-                    args: flat["value"].clone(),
-                    answer: Value::Null,
-                });
-            }
-            _ => {
-                let Some(i) = in_flight.remove(e.instance.as_str()) else {
-                    continue;
-                };
-                ops[i].done = Some(e.index);
-                ops[i].answer = flat["value"].clone();
-            }
+    model::history::pair_operations(events, |(e, _)| {
+        (model::history::Role::of(e.kind()), e.instance.as_str())
+    })
+    .into_iter()
+    .map(|p| {
+        let (invoke, flat) = &events[p.invoke];
+        let done = p.completion.map(|c| &events[c]);
+        Op {
+            invoke: invoke.index,
+            done: done.map(|(e, _)| e.index),
+            args: flat["value"].clone(),
+            answer: done.map_or(Value::Null, |(_, f)| f["value"].clone()),
         }
-    }
-    ops
+    })
+    .collect()
 }
 
 /// Pairs each fault's start with the next end of the same fault.

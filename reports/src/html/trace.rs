@@ -146,6 +146,20 @@ pub(crate) struct Trace {
     note: Option<&'static str>,
 }
 
+/// What a history event in the report's JSON is to the checkers' pairing
+/// ([`model::history::pair_operations`]), and its instance: `invoke`
+/// starts an operation, `ok`/`fail`/`info` end one, anything else (a
+/// nemesis event, a mark) is no operation's.
+pub(crate) fn role_of(e: &Value) -> (model::history::Role, &str) {
+    use model::history::Role;
+    let role = match e["kind"].as_str().unwrap_or("") {
+        "invoke" => Role::Invoke,
+        "ok" | "fail" | "info" => Role::Completion,
+        _ => Role::Other,
+    };
+    (role, e["instance"].as_str().unwrap_or(""))
+}
+
 fn lane_of(lanes: &mut Vec<String>, name: &str) {
     if !lanes.iter().any(|l| l == name) {
         lanes.push(name.to_string());
@@ -371,7 +385,14 @@ impl Trace {
             source,
             ..Trace::default()
         };
-        let mut open: BTreeMap<String, usize> = BTreeMap::new();
+        // Completion position → the operation it ends, by the checkers'
+        // pairing; an operation is pushed at its invoke, so its number is
+        // its pairing's rank.
+        let ends: BTreeMap<usize, usize> = model::history::pair_operations(events, role_of)
+            .into_iter()
+            .enumerate()
+            .filter_map(|(op, p)| Some((p.completion?, op)))
+            .collect();
         let mut open_faults: Vec<usize> = Vec::new();
         let mut last_completion = None;
         for e in events {
@@ -415,7 +436,6 @@ impl Trace {
                             .entry(who.clone())
                             .or_insert(e["clock_ms"].as_i64().unwrap_or(s) - s);
                     }
-                    open.insert(who.clone(), t.ops.len());
                     t.ops.push(Operation {
                         lane: who,
                         name: op,
@@ -431,7 +451,7 @@ impl Trace {
                 }
                 kind @ ("ok" | "fail" | "info") => {
                     last_completion = Some(slot);
-                    let Some(i) = open.remove(&who) else {
+                    let Some(&i) = ends.get(&slot) else {
                         continue;
                     };
                     let invoked = t.slots[t.ops[i].from].server_ms;
