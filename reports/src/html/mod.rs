@@ -716,7 +716,7 @@ fn timeline(evidence: &Value) -> String {
     // Each completion beside its own invoke's arguments (instances'
     // calls interleave), by the checkers' pairing.
     let args_of: std::collections::HashMap<usize, &Value> =
-        model::history::pair_operations(events, |e| trace::role_of(e))
+        model::history::pair_operations(events, trace::role_of)
             .into_iter()
             .filter_map(|p| Some((p.completion?, &events[p.invoke]["value"])))
             .collect();
@@ -854,8 +854,16 @@ mod tests {
         let rows: Vec<&str> = html.split("<tr").skip(2).collect();
         assert_eq!(rows.len(), 2, "{html}");
         // a's row (its lane is the first column) names a's holder, not b's.
-        assert!(rows[0].contains("holder-a") && !rows[0].contains("holder-b"), "{}", rows[0]);
-        assert!(rows[1].contains("holder-b") && !rows[1].contains("holder-a"), "{}", rows[1]);
+        assert!(
+            rows[0].contains("holder-a") && !rows[0].contains("holder-b"),
+            "{}",
+            rows[0]
+        );
+        assert!(
+            rows[1].contains("holder-b") && !rows[1].contains("holder-a"),
+            "{}",
+            rows[1]
+        );
     }
 
     #[test]
