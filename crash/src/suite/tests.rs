@@ -1,3 +1,4 @@
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use harness::contract::Contract;
@@ -9,6 +10,10 @@ use serde_json::Value;
 
 use crate::verify::{Kept, Round};
 
+use super::checks::{CrashCheck, DOCKER, DOWN_SERVER, OPT_OUT, POWER_ALWAYS, POWER_EVERYSEC};
+use super::round::probe_down_server;
+use super::series::{Probe, Series};
+use super::verdicts::{docker_backend_check, Findings};
 use super::*;
 
 /// Every check the suite declares has its typed identity, each its
@@ -25,11 +30,6 @@ fn every_declared_crash_check_is_one_variant_and_no_other_id_is() {
     assert_eq!(CrashCheck::of("crash.epochs-2"), None);
     assert_eq!(CrashCheck::of(DOCKER.id), Some(CrashCheck::Docker));
 }
-use super::checks::{CrashCheck, DOCKER, DOWN_SERVER, OPT_OUT, POWER_ALWAYS, POWER_EVERYSEC};
-use super::round::probe_down_server;
-use super::series::{Probe, Series};
-use super::verdicts::{docker_backend_check, Findings};
-use std::collections::BTreeMap;
 
 fn round(kill: usize, lost: usize, finding: Option<(Kept, &str)>) -> Round {
     Round {
