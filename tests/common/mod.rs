@@ -51,6 +51,7 @@ pub fn read_report(dir: &Path) -> Value {
     serde_json::from_str(&text).expect("report.json is JSON")
 }
 
+pub mod cli;
 mod python;
 #[allow(unused_imports)] // each test crate uses its own part of it
 pub use python::python;

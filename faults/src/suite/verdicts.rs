@@ -1,0 +1,382 @@
+//! The figures of a workload and the verdict of each check over the
+//! workloads (and of the full server).
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use harness::contract::Contract;
+use harness::figures::WorkloadFigures;
+use harness::{EventKind, Happened, History, Verdict};
+use serde_json::{json, Value};
+
+use crate::evidence::{self};
+use crate::nemesis::Ending;
+use crate::workload::{self, EndState, LayoutKind};
+use crate::{children, fencing, full_server, linearizable, rate_bounds};
+
+use super::checks::WorkloadCheck;
+use super::roles::{about, behind, declined, judged_here, Player, Roles, WorkloadRun, DECLINABLE};
+
+pub(super) fn figures_of(
+    layout: LayoutKind,
+    roles: &Roles,
+    instances: usize,
+    history: &History,
+    end: &EndState,
+    lease_off_wire: bool,
+    started: Instant,
+) -> WorkloadFigures {
+    let trees: std::collections::BTreeSet<String> = linearizable::lease_ops(history)
+        .0
+        .into_iter()
+        .map(|op| op.tree)
+        .collect();
+    let mut f = WorkloadFigures {
+        layout: layout.name().to_string(),
+        stores: roles.figures(),
+        instances,
+        children_saved: end.saved.len(),
+        children_done: end.effects.applied.len(),
+        trees_judged: if roles.lease == Player::Subject {
+            trees.len()
+        } else {
+            0
+        },
+        seconds: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        ..WorkloadFigures::default()
+    };
+    for fault in evidence::played(history) {
+        let name = fault.kind.name().to_string();
+        match fault.ended {
+            Some(Ending::Disarmed) => *f.disarmed.entry(name).or_default() += 1,
+            Some(_) => *f.faults.entry(name).or_default() += 1,
+            // Not applied: the nemesis's trouble says why.
+            None => {}
+        }
+    }
+    for check in WorkloadCheck::ALL {
+        if judged_here(check, roles, layout) {
+            let met = evidence::meetings(history, about(check), behind(lease_off_wire));
+            f.met.insert(check.spec().id.to_string(), met);
+        }
+    }
+    let mut invoked = 0;
+    for e in &history.events {
+        match (&e.what, e.what.kind()) {
+            (_, EventKind::Invoke) => invoked += 1,
+            (_, EventKind::Ok) => f.ok += 1,
+            (_, EventKind::Fail) => f.refused += 1,
+            (_, EventKind::Info) => f.unknown += 1,
+            _ => {}
+        }
+    }
+    f.operations = invoked;
+    // Sent and never answered: unknown too.
+    f.unknown += invoked.saturating_sub(f.ok + f.refused + f.unknown);
+    f
+}
+
+/// One check's verdict over the workloads, with its evidence.
+pub(super) struct Judged {
+    pub(super) verdict: Verdict,
+    pub(super) reason: String,
+    pub(super) evidence: Value,
+    pub(super) failing: Option<usize>,
+}
+
+pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
+    let spec = check.spec();
+    let mut parts = Vec::new();
+    let mut evidence = Vec::new();
+    let mut failing = None;
+    let mut unknown = Vec::new();
+    let mut skipped: Vec<String> = Vec::new();
+    let mut judged = 0;
+    for (i, run) in runs.iter().enumerate() {
+        let layout = run.options.layout.name();
+        if !judged_here(check, &run.roles, run.options.layout) {
+            continue;
+        }
+        judged += 1;
+        if let Some(trouble) = &run.nemesis_trouble {
+            unknown.push(format!(
+                "{layout} layout: the nemesis stopped early ({trouble})"
+            ));
+            continue;
+        }
+        // `unsupported`: the store declines what it does not offer. A
+        // declined read or pause changes nothing the other rules judge (it
+        // is named); any other declined operation settles this layout as
+        // skipped with the store's message, never failed.
+        let (harmless, blocking): (Vec<_>, Vec<_>) = declined(&run.history, about(check))
+            .into_iter()
+            .partition(|(op, _)| DECLINABLE.contains(&op.as_str()));
+        if !blocking.is_empty() {
+            let said: Vec<String> = blocking
+                .iter()
+                .map(|(op, message)| format!("{op} (unsupported: {message})"))
+                .collect();
+            skipped.push(format!(
+                "{layout} layout: the store declined {}",
+                said.join(", ")
+            ));
+            continue;
+        }
+        let harmless: Vec<String> = harmless
+            .iter()
+            .map(|(op, message)| format!("{op} (unsupported: {message})"))
+            .collect();
+        // A store that refused every request of the contract leaves nothing
+        // to judge: that is no pass (conformance blames the refusals). The
+        // drain's answers come after the faults, on a direct connection:
+        // they never count.
+        let contract = spec.contracts.first().copied();
+        let answered = run
+            .history
+            .events
+            .iter()
+            .filter(|e| e.instance != workload::DRAIN)
+            .filter(
+                |e| matches!(&e.what, Happened::Ok { op, .. } if Contract::of_op(op) == contract),
+            )
+            .count();
+        if answered == 0 {
+            unknown.push(format!(
+                "{layout} layout: the store answered none of the workload's {} operations with a reply: nothing to judge",
+                contract.map_or("", Contract::name)
+            ));
+            continue;
+        }
+        let (holds, undecided, detail, summary) = match check {
+            WorkloadCheck::Linearizable => {
+                let v = linearizable::check(&run.history);
+                let undecided = v
+                    .trees
+                    .values()
+                    .any(|t| matches!(t, linearizable::TreeVerdict::Undecided { .. }));
+                let bad: BTreeMap<&String, &linearizable::TreeVerdict> = v
+                    .trees
+                    .iter()
+                    .filter(|(_, t)| matches!(t, linearizable::TreeVerdict::NotLinearizable { .. }))
+                    .collect();
+                (
+                    bad.is_empty(),
+                    undecided,
+                    json!({"not_linearizable": bad, "trees": v.trees.len()}),
+                    format!("{} trees, {} not linearizable", v.trees.len(), bad.len()),
+                )
+            }
+            WorkloadCheck::ChildrenOnce => {
+                if let Err(why) = &run.end.drained {
+                    unknown.push(format!("{layout} layout: {why}"));
+                    continue;
+                }
+                let v = children::check(&run.history, &run.end.effects);
+                (
+                    v.holds(),
+                    false,
+                    json!(v),
+                    format!(
+                        "{} children acknowledged, {} ambiguous, {} violations",
+                        v.acknowledged,
+                        v.ambiguous,
+                        v.violations.len()
+                    ),
+                )
+            }
+            WorkloadCheck::Fencing => {
+                let v = fencing::check(&run.history, &run.durable);
+                let applied: Vec<&str> = v
+                    .rules
+                    .iter()
+                    .filter(|r| r.applied)
+                    .map(|r| r.rule.as_str())
+                    .collect();
+                let not: Vec<String> = v
+                    .not_applied()
+                    .iter()
+                    .map(|r| format!("{} ({})", r.rule, r.why))
+                    .collect();
+                let mut summary = format!(
+                    "{} violations; rules applied: {}",
+                    v.violations.len(),
+                    if applied.is_empty() {
+                        "none".to_string()
+                    } else {
+                        applied.join(", ")
+                    }
+                );
+                if !not.is_empty() {
+                    summary.push_str(&format!("; not applied: {}", not.join("; ")));
+                }
+                (v.holds(), false, json!(v), summary)
+            }
+            WorkloadCheck::RateBounds => {
+                let v = rate_bounds::check(&run.history);
+                let pause_rule = if v.pauses > 0 {
+                    format!(
+                        "{} replies named a pause, grants judged against them",
+                        v.pauses
+                    )
+                } else {
+                    "no reply named a pause: \"nothing granted while paused\" judged nothing"
+                        .to_string()
+                };
+                (
+                    v.holds(),
+                    false,
+                    json!(v),
+                    format!(
+                        "{} violations, {} unknown outcomes counted both ways; {pause_rule}",
+                        v.violations.len(),
+                        v.unknown.len()
+                    ),
+                )
+            }
+        };
+        // A violation is the store's doing whatever else happened; a pass
+        // needs more: its faults met the store, and the store answered
+        // again once they healed.
+        let (mut holds, mut summary) = (holds, summary);
+        let met = evidence::meetings(&run.history, about(check), behind(run.lease_off_wire));
+        let stuck = evidence::not_recovered(&run.history, about(check));
+        if holds && !stuck.is_empty() {
+            let who: Vec<String> = stuck
+                .iter()
+                .map(|(instance, n)| format!("instance {instance}'s {n}"))
+                .collect();
+            let who = who.join(", ");
+            match &run.route_trouble {
+                None => {
+                    holds = false;
+                    summary = format!(
+                        "the store did not answer again after the faults healed: {who} operations of this check sent after the last fault ended (each store read again {} times over about 5 s) all ended unknown, while storeproof's server answered PING directly and through every instance's gate; {summary}", workload::RECOVERY_TRIES
+                    );
+                }
+                Some(trouble) => {
+                    unknown.push(format!(
+                        "{layout} layout: {who} operations after the faults healed ended unknown, and storeproof's own route did not answer ({trouble}): not the store's doing"
+                    ));
+                    continue;
+                }
+            }
+        }
+        if holds && evidence::met(&met) == 0 {
+            let missed: usize = met.values().map(|m| m.missed).sum();
+            let disarmed: usize = met.values().map(|m| m.disarmed).sum();
+            unknown.push(format!(
+                "{layout} layout: none of the faults played met an operation of the store under test this check is about ({missed} took effect elsewhere, {disarmed} one-shot faults disarmed unfired): no fault was judged"
+            ));
+            continue;
+        }
+        if !holds {
+            failing.get_or_insert(i);
+        } else if undecided {
+            unknown.push(format!(
+                "{layout} layout: the search ran out of its budget on some tree"
+            ));
+        }
+        if !harmless.is_empty() {
+            summary.push_str(&format!(
+                "; not judged, the store declined: {}",
+                harmless.join(", ")
+            ));
+        }
+        let met_by_kind: Vec<String> = met
+            .iter()
+            .filter(|(_, m)| m.met > 0)
+            .map(|(kind, m)| format!("{kind} ×{}", m.met))
+            .collect();
+        parts.push(format!(
+            "{layout} layout: {summary}; faults that met its operations: {}",
+            met_by_kind.join(", ")
+        ));
+        evidence.push(json!({
+            "layout": layout,
+            "holds": holds,
+            "detail": detail,
+            "faults_met": met,
+            "not_recovered": stuck,
+            "figures": run.figures,
+        }));
+    }
+    let reason = parts
+        .iter()
+        .chain(&skipped)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("; ");
+    let evidence = Value::Array(evidence);
+    if failing.is_none() && unknown.is_empty() && parts.is_empty() && !skipped.is_empty() {
+        return Judged {
+            verdict: Verdict::Skipped,
+            reason: skipped.join("; "),
+            evidence,
+            failing: None,
+        };
+    }
+    if judged == 0 {
+        return Judged {
+            verdict: Verdict::Skipped,
+            reason: "no workload had the store under test in this check's role".into(),
+            evidence,
+            failing: None,
+        };
+    }
+    let verdict = if failing.is_some() {
+        Verdict::Fail
+    } else if !unknown.is_empty() {
+        return Judged {
+            verdict: Verdict::Unknown,
+            reason: unknown.join("; "),
+            evidence,
+            failing: None,
+        };
+    } else {
+        Verdict::Pass
+    };
+    Judged {
+        verdict,
+        reason,
+        evidence,
+        failing,
+    }
+}
+
+pub(super) fn judge_full_server(
+    history: &History,
+    room_from: usize,
+    claimed: &[Contract],
+) -> Judged {
+    let v = full_server::judge(history, claimed, room_from);
+    let verdict = if !v.violations.is_empty() {
+        Verdict::Fail
+    } else if v.refused_full == 0 {
+        return Judged {
+            verdict: Verdict::Unknown,
+            reason: "no write was refused with store_full: the server did not fill, so the check could not be decided".into(),
+            evidence: json!({"found": v, "history": history}),
+            failing: None,
+        };
+    } else {
+        Verdict::Pass
+    };
+    let mut reason = format!(
+        "{} writes refused with store_full while full, {} broken promises",
+        v.refused_full,
+        v.violations.len()
+    );
+    if !v.declined.is_empty() {
+        // Declined operations are not judged: say which.
+        reason.push_str(&format!(
+            "; not judged, the store declined them: {}",
+            v.declined.join("; ")
+        ));
+    }
+    Judged {
+        verdict,
+        reason,
+        evidence: json!({"found": v, "history": history}),
+        failing: None,
+    }
+}
