@@ -178,21 +178,14 @@ pub(super) const DECLINABLE: [&str; 4] = ["lease.read", "queue.read", "rate.read
 /// is the same store).
 pub(super) fn declined(history: &History, about: fn(&Request) -> bool) -> Vec<(String, String)> {
     let mut out: BTreeMap<String, String> = BTreeMap::new();
-    let mut in_flight: BTreeMap<&str, Option<Request>> = BTreeMap::new();
-    for e in &history.events {
-        match &e.what {
-            Happened::Invoke(call) => {
-                in_flight.insert(&e.instance, Request::parse(call).ok().filter(about));
-            }
-            Happened::Fail { op, error } if error.kind == ErrorKind::Unsupported => {
-                if let Some(Some(_)) = in_flight.remove(e.instance.as_str()) {
-                    out.entry(op.clone())
-                        .or_insert_with(|| error.message.clone());
-                }
-            }
-            Happened::Nemesis { .. } => {}
-            _ => {
-                in_flight.remove(e.instance.as_str());
+    for o in history.operations() {
+        if !Request::parse(o.call).is_ok_and(|r| about(&r)) {
+            continue;
+        }
+        if let Some(Happened::Fail { op, error }) = o.completion.map(|c| &c.what) {
+            if error.kind == ErrorKind::Unsupported {
+                out.entry(op.clone())
+                    .or_insert_with(|| error.message.clone());
             }
         }
     }
