@@ -370,10 +370,9 @@ async fn certify(
         };
         let suites = part.as_deref().unwrap_or(&suites);
         // Every managed server of this run (the suites' own too) is of
-        // this kind until the next.
-        server::use_server(kind.clone());
+        // this kind: the run's managed server carries it to them
+        // (`Subject::server_options`).
         let run = certify_on(&args, &names, suites, seed, kind.as_ref(), pending_keys).await;
-        server::use_server(None);
         runs.push(run?);
     }
     let report = Report::of_servers(runs).context("no server was certified")?;
@@ -404,7 +403,7 @@ async fn certify_on(
     let managed = match &args.redis_url {
         Some(_) => None,
         None => Some(
-            ManagedServer::start(ServerOptions::default())
+            ManagedServer::start(ServerOptions::default().on_server(kind))
                 .await
                 .with_context(|| match kind {
                     Some(k) => format!("cannot start the managed server {k}"),
@@ -726,7 +725,9 @@ fn crash_config(args: &CertifyArgs, seed: u64) -> crash::CrashConfig {
         instances: 4,
         seed,
         sabotage_settings: None,
+        // The run's own: the suite takes both from its subject.
         contracts: Vec::new(),
+        server: None,
         backend: match args.crash_backend {
             CrashBackendArg::Auto => crash::BackendChoice::Auto,
             CrashBackendArg::Docker => crash::BackendChoice::Docker,

@@ -66,14 +66,17 @@ async fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         );
     };
     // A failure on a named server is replayed on that server.
-    if let Some(name) = &file.server {
-        let kind: harness::server::ServerKind = name
-            .parse()
-            .map_err(|e| anyhow::anyhow!("the replay file names the server {name:?}: {e}"))?;
-        kind.binary().map_err(|e| anyhow::anyhow!("{e}"))?;
-        harness::server::use_server(Some(kind));
-    }
-    let server = ManagedServer::start(ServerOptions::default())
+    let kind = match &file.server {
+        Some(name) => {
+            let kind: harness::server::ServerKind = name
+                .parse()
+                .map_err(|e| anyhow::anyhow!("the replay file names the server {name:?}: {e}"))?;
+            kind.binary().map_err(|e| anyhow::anyhow!("{e}"))?;
+            Some(kind)
+        }
+        None => None,
+    };
+    let server = ManagedServer::start(ServerOptions::default().on_server(kind.as_ref()))
         .await
         .context("cannot start the managed Redis server")?;
     let (_workdir, factory) = store_in_workdir(

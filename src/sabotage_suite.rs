@@ -17,7 +17,7 @@ use serde_json::json;
 
 use harness::contract::Contract;
 use harness::figures::{Figures, SabotageFigures, SabotageRow};
-use harness::server::{self, ManagedServer, ServerOptions};
+use harness::server::{self, ManagedServer};
 use harness::store::StoreFactory;
 use harness::{
     CheckResult, CheckSpec, Level, Needs, Progress, ServerRef, Silent, Subject, Suite, SuiteError,
@@ -477,7 +477,7 @@ impl SabotageSuite {
         let mut extra = Vec::new();
         if subject.server.managed().is_some() && subject.may_start_servers {
             for _ in 1..workers().min(entries.len()) {
-                let server = ManagedServer::start(ServerOptions::default())
+                let server = ManagedServer::start(subject.server_options())
                     .await
                     .map_err(|e| {
                         SuiteError::Setup(format!("cannot start a server for a sabotage: {e}"))

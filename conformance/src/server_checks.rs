@@ -10,7 +10,7 @@ use super::runner::{outcome_json, Outcome};
 use super::CheckDef;
 use super::CheckKind;
 use harness::contract::{ErrorKind, Request};
-use harness::server::{ManagedServer, Preset, ServerOptions};
+use harness::server::{ManagedServer, Preset, ServerKind, ServerOptions};
 use harness::store::{Hello, OPT_OUT_WRITES_MAY_BE_LOST};
 use harness::Level::Must;
 use harness::Subject;
@@ -166,11 +166,14 @@ struct Started {
 }
 
 impl ServerCase {
-    async fn start(&self) -> Result<Started, String> {
+    /// Starts the case's servers, of the run's server kind (`kind`).
+    async fn start(&self, kind: Option<&ServerKind>) -> Result<Started, String> {
         let fail = |e: harness::server::ServerError| format!("could not start the server: {e}");
         match &self.setup {
             Setup::Server(preset, extra) => {
-                let mut opts = ServerOptions::with_preset(*preset).with_virtual_clock(false);
+                let mut opts = ServerOptions::with_preset(*preset)
+                    .on_server(kind)
+                    .with_virtual_clock(false);
                 for (k, v) in extra {
                     opts = opts.with_config(*k, *v);
                 }
@@ -182,12 +185,16 @@ impl ServerCase {
                 })
             }
             Setup::Replica => {
-                let primary =
-                    ManagedServer::start(ServerOptions::default().with_virtual_clock(false))
-                        .await
-                        .map_err(fail)?;
+                let primary = ManagedServer::start(
+                    ServerOptions::default()
+                        .on_server(kind)
+                        .with_virtual_clock(false),
+                )
+                .await
+                .map_err(fail)?;
                 let replica = ManagedServer::start(
                     ServerOptions::default()
+                        .on_server(kind)
                         .with_virtual_clock(false)
                         .with_replica_of(primary.port()),
                 )
@@ -200,9 +207,13 @@ impl ServerCase {
                 })
             }
             Setup::AclUser(rules) => {
-                let s = ManagedServer::start(ServerOptions::default().with_virtual_clock(false))
-                    .await
-                    .map_err(fail)?;
+                let s = ManagedServer::start(
+                    ServerOptions::default()
+                        .on_server(kind)
+                        .with_virtual_clock(false),
+                )
+                .await
+                .map_err(fail)?;
                 let url = s
                     .add_acl_user("storeproof-limited", "limited-pass", rules)
                     .await
@@ -218,7 +229,7 @@ impl ServerCase {
     /// Runs the case on servers of its own (`Needs::OwnServers`, settled by
     /// `plan` before it runs).
     pub(crate) async fn run(&self, target: &Subject<'_>) -> Outcome {
-        let started = match self.start().await {
+        let started = match self.start(target.server_kind()).await {
             Ok(s) => s,
             Err(e) => return Outcome::unknown(e, Value::Null),
         };

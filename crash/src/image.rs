@@ -48,8 +48,21 @@ const BUILD_TIMEOUT: Duration = Duration::from_secs(300);
 /// The binary is `$STOREPROOF_REDIS_SERVER` or the first `redis-server` on
 /// PATH. Builds are serialised across processes with a lock file, so tests
 /// running in parallel build the image once.
+#[cfg(test)]
 pub async fn ensure_image(docker: &Docker) -> Result<String, CrashError> {
-    let binary = harness::server::find_binary().map_err(|e| CrashError(e.to_string()))?;
+    ensure_image_of(docker, None).await
+}
+
+/// [`ensure_image`] with the binary of `server`'s kind (the default one when
+/// `None`): the image holds the server the run was given.
+pub async fn ensure_image_of(
+    docker: &Docker,
+    server: Option<&harness::server::ServerKind>,
+) -> Result<String, CrashError> {
+    let binary = harness::server::ServerOptions::default()
+        .on_server(server)
+        .binary()
+        .map_err(|e| CrashError(e.to_string()))?;
     // Hashing ~17 MB again for every backend of a run is wasted time: once
     // this process has the name for this binary, asking the engine is enough.
     let known = lock(&ENSURED).get(&binary).cloned();

@@ -2,7 +2,7 @@
 //! SIGKILL, for machines without Docker.
 
 use async_trait::async_trait;
-use harness::server::{DataDir, ManagedServer, ServerOptions};
+use harness::server::{DataDir, ManagedServer, ServerKind, ServerOptions};
 
 use crate::backend::{CrashBackend, CrashError};
 
@@ -13,10 +13,15 @@ pub struct ProcessBackend {
 }
 
 impl ProcessBackend {
-    /// Starts a server with the durable preset plus `settings` (which win),
-    /// recording its fsyncs so that it can also lose power.
-    pub async fn start(settings: &[(String, String)]) -> Result<ProcessBackend, CrashError> {
+    /// Starts a server of `server`'s kind (the default binary when `None`)
+    /// with the durable preset plus `settings` (which win), recording its
+    /// fsyncs so that it can also lose power.
+    pub async fn start_on(
+        server: Option<&ServerKind>,
+        settings: &[(String, String)],
+    ) -> Result<ProcessBackend, CrashError> {
         let mut options = ServerOptions::default()
+            .on_server(server)
             .with_data_dir(DataDir::Disk)
             .with_virtual_clock(false)
             .with_fsync_tracking(true);

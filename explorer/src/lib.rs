@@ -50,8 +50,8 @@ mod world;
 
 pub use property::Property;
 pub use run::{
-    explore, explore_part, replay_schedule, Counterexample, ExplorerConfig, ExplorerOutcome,
-    ExplorerPart, Schedule,
+    explore, explore_part, replay_schedule, replay_schedule_on, Counterexample, ExplorerConfig,
+    ExplorerOutcome, ExplorerPart, Schedule,
 };
 pub use state::{Action, Op, State, Tick};
 pub use suite::ExplorerSuite;

@@ -9,7 +9,7 @@ use std::time::Instant;
 use harness::contract::Contract;
 use harness::figures::ExplorerFigures;
 use harness::gate::drive::instance_name;
-use harness::server::VIRTUAL_EPOCH_MS;
+use harness::server::{ServerKind, VIRTUAL_EPOCH_MS};
 use harness::store::StoreFactory;
 use harness::History;
 use harness::{CheckResult, Verdict};
@@ -105,6 +105,10 @@ pub struct ExplorerConfig {
     /// (those of [`crate::EXPLORED`]; the suite passes the ones the store
     /// claims).
     pub contracts: Vec<Contract>,
+    /// The kind of server the searches' worlds start: the run's
+    /// (`certify --server`, given by the suite from its subject); `None`
+    /// for the default binary.
+    pub server: Option<ServerKind>,
 }
 
 impl Default for ExplorerConfig {
@@ -131,6 +135,7 @@ impl Default for ExplorerConfig {
             cache_check_one_in: 16,
             shift_checks_per_level: 8,
             contracts: vec![Contract::Lease],
+            server: None,
         }
     }
 }
@@ -549,13 +554,14 @@ pub fn explore_part(
     progress: &mut dyn FnMut(&str),
 ) -> ExplorerOutcome {
     let run = RUNS.fetch_add(1, Ordering::Relaxed);
-    let shared = Shared::checking(
+    let shared = Shared::checking_on(
         factory,
         prefix,
         opt_out,
         config.speed(),
         config.seed,
         config.cache_check_one_in,
+        config.server.clone(),
     );
     let mut findings: Vec<Finding> = Vec::new();
     // What fail-fast left out, part by part.
@@ -997,8 +1003,20 @@ pub fn replay_schedule(
     prefix: String,
     schedule: &Schedule,
 ) -> (State, Value) {
+    replay_schedule_on(None, factory, opt_out, prefix, schedule)
+}
+
+/// [`replay_schedule`] on a server of `server`'s kind (the run's; the
+/// default binary when `None`).
+pub fn replay_schedule_on(
+    server: Option<ServerKind>,
+    factory: Arc<dyn StoreFactory>,
+    opt_out: Option<String>,
+    prefix: String,
+    schedule: &Schedule,
+) -> (State, Value) {
     let run = RUNS.fetch_add(1, Ordering::Relaxed);
-    let shared = Shared::new(factory, prefix, opt_out);
+    let shared = Shared::checking_on(factory, prefix, opt_out, Speed::FAST, 0, 0, server);
     let model = LeaseModel {
         run,
         shared,

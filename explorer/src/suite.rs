@@ -13,7 +13,7 @@ use harness::{CheckSpec, Progress, Subject, Suite, SuiteError, SuiteRun};
 
 use crate::property::Property;
 use crate::run::{
-    explore_part, millis, replay_schedule, Counterexample, ExplorerConfig, ExplorerOutcome,
+    explore_part, millis, replay_schedule_on, Counterexample, ExplorerConfig, ExplorerOutcome,
     ExplorerPart,
 };
 
@@ -78,6 +78,7 @@ impl Suite for ExplorerSuite {
         let config = ExplorerConfig {
             seed: subject.seed,
             contracts,
+            server: subject.server_kind().cloned(),
             ..self.config.clone()
         };
         if to_run.is_empty() {
@@ -179,8 +180,9 @@ impl Suite for ExplorerSuite {
         let factory = subject.factory.clone();
         let opt_out = subject.opt_out.clone();
         let prefix = format!("{}x:", subject.run_prefix);
+        let server = subject.server_kind().cloned();
         let (last, steps) = tokio::task::spawn_blocking(move || {
-            replay_schedule(factory, opt_out, prefix, &schedule)
+            replay_schedule_on(server, factory, opt_out, prefix, &schedule)
         })
         .await
         .map_err(|e| SuiteError::Setup(format!("the replay stopped unexpectedly: {e}")))?;

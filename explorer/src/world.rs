@@ -15,7 +15,7 @@ use harness::gate::drive::{
 };
 use harness::gate::{Fault, FaultRule, Gate, Held, Mode};
 use harness::keyspace;
-use harness::server::{ManagedServer, ServerOptions};
+use harness::server::{ManagedServer, ServerKind, ServerOptions};
 use harness::store::{Hello, StoreClient, StoreFactory};
 use redis::aio::MultiplexedConnection;
 
@@ -153,38 +153,37 @@ pub struct Shared {
     pub(crate) fresh_checked: std::sync::Mutex<Vec<harness::contract::Contract>>,
     /// The first difference, in words.
     pub first_difference: std::sync::Mutex<Option<String>>,
+    /// The kind of server every world starts: the run's (`certify
+    /// --server`); `None` for the default binary.
+    pub server: Option<ServerKind>,
 }
 
 impl Shared {
-    /// What every world of one exploration shares, with its counters at zero.
+    /// What every world of one exploration shares, with its counters at
+    /// zero, computing transitions at full speed on the default binary.
+    #[cfg(test)]
     pub fn new(
         factory: Arc<dyn StoreFactory>,
         prefix: String,
         opt_out: Option<String>,
     ) -> Arc<Shared> {
-        Shared::with_speed(factory, prefix, opt_out, Speed::FAST)
+        Shared::checking_on(factory, prefix, opt_out, Speed::FAST, 0, 0, None)
     }
 
-    /// [`Shared::new`] computing transitions at `speed`.
-    pub fn with_speed(
-        factory: Arc<dyn StoreFactory>,
-        prefix: String,
-        opt_out: Option<String>,
-        speed: Speed,
-    ) -> Arc<Shared> {
-        Shared::checking(factory, prefix, opt_out, speed, 0, 0)
-    }
-
-    /// [`Shared::with_speed`], with one cache entry in `one_in` (a sample
-    /// seeded with `seed`) sent to the server again when next used, to
-    /// check that the same input gives the same reply and keys (0: none).
-    pub fn checking(
+    /// What every world of one exploration shares, with its counters at
+    /// zero: transitions computed at `speed`, one cache entry in `one_in`
+    /// (a sample seeded with `seed`) sent to the server again when next
+    /// used, to check that the same input gives the same reply and keys (0:
+    /// none), every world on a server of `server`'s kind (the default
+    /// binary when `None`).
+    pub fn checking_on(
         factory: Arc<dyn StoreFactory>,
         prefix: String,
         opt_out: Option<String>,
         speed: Speed,
         seed: u64,
         one_in: u64,
+        server: Option<ServerKind>,
     ) -> Arc<Shared> {
         Arc::new(Shared {
             factory,
@@ -207,6 +206,7 @@ impl Shared {
             kept_on_trial: AtomicU64::new(0),
             fresh_checked: std::sync::Mutex::new(Vec::new()),
             first_difference: std::sync::Mutex::new(None),
+            server,
         })
     }
 
@@ -334,9 +334,10 @@ impl World {
             });
         }
         let (server, gates, admin) = runtime.block_on(async {
-            let server = ManagedServer::start(ServerOptions::default())
-                .await
-                .map_err(|e| e.to_string())?;
+            let server =
+                ManagedServer::start(ServerOptions::default().on_server(shared.server.as_ref()))
+                    .await
+                    .map_err(|e| e.to_string())?;
             let mut gates = Vec::new();
             for _ in 0..instances {
                 gates.push(

@@ -17,7 +17,7 @@ use thiserror::Error;
 use crate::check::{CheckResult, Level, Verdict};
 use crate::contract::{Contract, StoreError};
 use crate::figures::Figures;
-use crate::server::ManagedServer;
+use crate::server::{ManagedServer, ServerKind, ServerOptions};
 use crate::store::{Hello, StoreClient, StoreFactory};
 
 /// What a check needs from the run to be decided at all.
@@ -253,6 +253,22 @@ pub struct Subject<'a> {
 }
 
 impl Subject<'_> {
+    /// The server kind of the run (`certify --server`): the kind of the
+    /// managed server it runs on; `None` for the default binary or a
+    /// `--redis-url` run. It travels with the run, never through process
+    /// state, so runs on different servers may go side by side.
+    pub fn server_kind(&self) -> Option<&ServerKind> {
+        self.server
+            .managed()
+            .and_then(|s| s.options().server.as_ref())
+    }
+
+    /// The options of a server a suite starts for this run: the defaults,
+    /// on the run's server kind ([`Subject::server_kind`]).
+    pub fn server_options(&self) -> ServerOptions {
+        ServerOptions::default().on_server(self.server_kind())
+    }
+
     /// Whether the store claims `contract`.
     pub fn claims(&self, contract: Contract) -> bool {
         self.contracts.contains(&contract)

@@ -18,6 +18,7 @@
 use async_trait::async_trait;
 use harness::contract::Contract;
 use harness::figures::Figures;
+use harness::server::ServerKind;
 use harness::{CheckResult, CheckSpec, Progress, Subject, Suite, SuiteError, SuiteRun, Verdict};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -72,6 +73,10 @@ pub struct CrashConfig {
     /// The contracts the store claims (its hello): the workload writes only
     /// to these. [`CrashSuite`] takes them from the [`Subject`].
     pub contracts: Vec<Contract>,
+    /// The kind of server killed (the run's, `certify --server`; the default
+    /// binary when `None`), on either backend. [`CrashSuite`] takes it from
+    /// the [`Subject`].
+    pub server: Option<ServerKind>,
 }
 
 impl CrashConfig {
@@ -93,6 +98,7 @@ impl CrashConfig {
             backend,
             sabotage_settings: None,
             contracts: Contract::COORDINATION.to_vec(),
+            server: None,
         }
     }
 }
@@ -218,6 +224,7 @@ impl Suite for CrashSuite {
         let config = CrashConfig {
             seed: subject.seed,
             contracts: subject.contracts.clone(),
+            server: subject.server_kind().cloned(),
             ..self.config.clone()
         };
         let prefix = format!("{}k:", subject.run_prefix);
@@ -273,6 +280,7 @@ impl Suite for CrashSuite {
             },
             sabotage_settings: None,
             contracts: rerun.contracts,
+            server: subject.server_kind().cloned(),
         };
         progress.line(&format!(
             "seed {}, {} kills, {} opted-out kills, {} power cuts per setting",

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use harness::figures::{KillFigures, SeriesFigures};
+use harness::server::ServerKind;
 use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreFactory, OPT_OUT_WRITES_MAY_BE_LOST};
 use harness::{CheckSpec, Progress};
@@ -256,6 +257,7 @@ pub(super) async fn backend(
     choice: BackendChoice,
     settings: &[(String, String)],
     label: &str,
+    server: Option<&ServerKind>,
 ) -> Result<(Box<dyn CrashBackend>, Option<String>), CrashError> {
     let docker = match choice {
         BackendChoice::Process => None,
@@ -263,16 +265,16 @@ pub(super) async fn backend(
     };
     match (choice, docker) {
         (BackendChoice::Process, _) => Ok((
-            Box::new(crate::process::ProcessBackend::start(settings).await?),
+            Box::new(crate::process::ProcessBackend::start_on(server, settings).await?),
             None,
         )),
         (_, Some(Ok(_))) => Ok((
-            Box::new(crate::docker::DockerBackend::start(settings, label).await?),
+            Box::new(crate::docker::DockerBackend::start_on(server, settings, label).await?),
             None,
         )),
         (BackendChoice::Docker, Some(Err(e))) => Err(e),
         (_, Some(Err(e))) => Ok((
-            Box::new(crate::process::ProcessBackend::start(settings).await?),
+            Box::new(crate::process::ProcessBackend::start_on(server, settings).await?),
             Some(e.to_string()),
         )),
         (_, None) => Err(CrashError("no backend".into())),
@@ -299,7 +301,7 @@ pub(super) async fn series(
     let asked = setting.kills_run(config, rounds);
     let (settings, opt_out) = setting.settings(config);
     let label = format!("{:08x}-{}", config.seed as u32, setting.label());
-    let (mut server, fallback) = backend(choice, &settings, &label)
+    let (mut server, fallback) = backend(choice, &settings, &label, config.server.as_ref())
         .await
         .map_err(|e| e.to_string())?;
     let mut out = Series {

@@ -7,7 +7,7 @@ use std::time::Instant;
 use harness::contract::Contract;
 use harness::gate::drive::instance_name;
 use harness::gate::{self, FaultRule, Gate};
-use harness::server::{ManagedServer, ServerOptions, VirtualClock};
+use harness::server::{ManagedServer, VirtualClock};
 use harness::store::redis::RedisStoreFactory;
 use harness::store::sqlite::{SqliteClock, SqliteStoreFactory};
 use harness::store::{Hello, StoreClient, StoreFactory};
@@ -118,7 +118,7 @@ impl FaultsSuite {
         let started = Instant::now();
         let options = workload_options(&self.config, subject.seed, layout);
         let roles = Roles::of(layout, subject);
-        let mut server = ManagedServer::start(ServerOptions::default())
+        let mut server = ManagedServer::start(subject.server_options())
             .await
             .map_err(|e| setup("could not start its own server", e))?;
         let own_clock = server
@@ -324,7 +324,7 @@ impl FaultsSuite {
         &self,
         subject: &Subject<'_>,
     ) -> Result<(History, usize), SuiteError> {
-        let server = ManagedServer::start(ServerOptions::default())
+        let server = ManagedServer::start(subject.server_options())
             .await
             .map_err(|e| setup("could not start its own server", e))?;
         let clock = server

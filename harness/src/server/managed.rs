@@ -833,13 +833,10 @@ fn product_name(info: Option<&str>) -> String {
     }
 }
 
-/// The `redis-server` to run: the server [`use_server`](super::use_server)
-/// selected, else `$STOREPROOF_REDIS_SERVER` when set (it must be an
-/// executable file), else the first `redis-server` on PATH.
+/// The default `redis-server` (options that name no [`ServerKind`]):
+/// `$STOREPROOF_REDIS_SERVER` when set (it must be an executable file), else
+/// the first `redis-server` on PATH.
 pub fn find_binary() -> Result<PathBuf, ServerError> {
-    if let Some(kind) = super::selected_server() {
-        return kind.binary();
-    }
     if let Some(value) = std::env::var_os(REDIS_SERVER_ENV).filter(|v| !v.is_empty()) {
         let path = PathBuf::from(value);
         return if is_executable(&path) {

@@ -29,8 +29,7 @@ pub use external::{
 };
 pub use managed::{answers_ping, find_binary, ManagedServer, CLOCK_PROBE_KEY, REDIS_SERVER_ENV};
 pub use options::{
-    selected_server, servers_dir, use_server, DataDir, Preset, ServerKind, ServerOptions,
-    UnknownServerKind, SERVERS_DIR_ENV,
+    servers_dir, DataDir, Preset, ServerKind, ServerOptions, UnknownServerKind, SERVERS_DIR_ENV,
 };
 pub use process::{cleanup_all, mark_owned, reap_dead_runs, DIR_PREFIX, OWNER_FILE};
 pub(crate) use process::{die_with_parent, on_spawner_thread};

@@ -340,31 +340,14 @@ pub struct ServerOptions {
     pub track_fsync: bool,
 }
 
-/// The server this process's runs start when their options name none:
-/// `certify --server` sets it for the run on each server in turn, so every
-/// managed server a suite starts (explorer pool, crash, faults) is of that
-/// kind. `None`: `$STOREPROOF_REDIS_SERVER` or `redis-server` on PATH.
-static SELECTED: std::sync::RwLock<Option<ServerKind>> = std::sync::RwLock::new(None);
-
-/// Makes `kind` the server started from now on by options that name none
-/// (see [`ServerOptions::default`]) and by [`find_binary`](super::find_binary).
-/// Runs on several servers go one after the other, each setting its own.
-pub fn use_server(kind: Option<ServerKind>) {
-    let mut selected = SELECTED.write().unwrap_or_else(|p| p.into_inner());
-    *selected = kind;
-}
-
-/// The server [`use_server`] selected, if any.
-pub fn selected_server() -> Option<ServerKind> {
-    SELECTED.read().unwrap_or_else(|p| p.into_inner()).clone()
-}
-
 impl Default for ServerOptions {
-    /// The durable preset on tmpfs with the virtual clock, on the server
-    /// [`use_server`] selected (if any).
+    /// The durable preset on tmpfs with the virtual clock, on the default
+    /// binary. A run on a named server says so itself
+    /// ([`ServerOptions::on_server`], `Subject::server_options`): no
+    /// process-wide choice changes what this starts.
     fn default() -> Self {
         ServerOptions {
-            server: selected_server(),
+            server: None,
             preset: Preset::Durable,
             config: Vec::new(),
             replica_of: None,
@@ -397,6 +380,13 @@ impl ServerOptions {
     /// Runs `server` instead of the default binary.
     pub fn with_server(mut self, server: ServerKind) -> Self {
         self.server = Some(server);
+        self
+    }
+
+    /// Runs `server`, or the default binary when `None`: the server a run
+    /// was given, passed on to every server it starts.
+    pub fn on_server(mut self, server: Option<&ServerKind>) -> Self {
+        self.server = server.cloned();
         self
     }
 
