@@ -10,23 +10,20 @@ use std::path::Path;
 use std::process::Command;
 
 use harness::keyspace;
-use harness::server::{ManagedServer, ServerOptions};
 use harness::{CheckResult, Level, RunVerdict, Verdict};
 use serde_json::Value;
-use testkit::{check, read_report};
+use testkit::{check, read_report, TestServer};
 
 use common::cli::{assert_setup_error, storeproof};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_with_short_settings_is_refused_naming_each_unless_opted_out() {
-    let server = ManagedServer::start(
-        ServerOptions::default()
-            .with_virtual_clock(false)
+    let server = TestServer::with(
+        TestServer::options()
             .with_config("appendfsync", "everysec")
             .with_config("maxmemory-policy", "allkeys-lru"),
     )
-    .await
-    .unwrap();
+    .await;
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("r");
     let url = server.url();
@@ -59,16 +56,8 @@ async fn a_server_with_short_settings_is_refused_naming_each_unless_opted_out() 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_replica_is_refused_even_with_the_opt_out() {
-    let primary = ManagedServer::start(ServerOptions::default().with_virtual_clock(false))
-        .await
-        .unwrap();
-    let replica = ManagedServer::start(
-        ServerOptions::default()
-            .with_virtual_clock(false)
-            .with_replica_of(primary.port()),
-    )
-    .await
-    .unwrap();
+    let primary = TestServer::start().await;
+    let replica = TestServer::with(TestServer::options().with_replica_of(primary.port())).await;
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("r");
     let url = replica.url();
@@ -88,11 +77,8 @@ async fn a_replica_is_refused_even_with_the_opt_out() {
 }
 
 /// Every key not under `prefix`, dumped logically, plus the server's config.
-async fn foreign_state(
-    server: &ManagedServer,
-    run_prefix: &str,
-) -> (BTreeMap<String, Value>, Value) {
-    let mut conn = server.admin().await.unwrap();
+async fn foreign_state(server: &TestServer, run_prefix: &str) -> (BTreeMap<String, Value>, Value) {
+    let mut conn = server.admin().await;
     let mut keys = BTreeMap::new();
     for key in keyspace::all_keys(&mut conn).await.unwrap() {
         if key.starts_with(run_prefix.as_bytes()) {
@@ -116,10 +102,8 @@ async fn foreign_state(
 #[tokio::test(flavor = "multi_thread")]
 async fn an_external_server_keeps_every_foreign_key_and_its_config() {
     // A durable server with the real clock, as a user would run it.
-    let server = ManagedServer::start(ServerOptions::default().with_virtual_clock(false))
-        .await
-        .unwrap();
-    let mut conn = server.admin().await.unwrap();
+    let server = TestServer::start().await;
+    let mut conn = server.admin().await;
     let _: () = redis::cmd("SET")
         .arg("canary")
         .arg("tweet")
@@ -380,9 +364,7 @@ fn a_password_in_the_url_is_in_no_report_file_no_output_and_no_error() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn keep_keys_leaves_the_runs_keys_for_inspection() {
-    let server = ManagedServer::start(ServerOptions::default().with_virtual_clock(false))
-        .await
-        .unwrap();
+    let server = TestServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("r");
     let url = server.url();
@@ -405,7 +387,7 @@ async fn keep_keys_leaves_the_runs_keys_for_inspection() {
     let report = read_report(&out_dir);
     assert_eq!(report.run.keys, "kept");
     let prefix = report.run.prefix.clone();
-    let mut conn = server.admin().await.unwrap();
+    let mut conn = server.admin().await;
     let keys = keyspace::all_keys(&mut conn).await.unwrap();
     assert!(!keys.is_empty(), "no key of the run was kept");
     for key in keys {
@@ -415,10 +397,8 @@ async fn keep_keys_leaves_the_runs_keys_for_inspection() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_interrupted_redis_url_run_removes_its_keys_too() {
-    let server = ManagedServer::start(ServerOptions::default().with_virtual_clock(false))
-        .await
-        .unwrap();
-    let mut conn = server.admin().await.unwrap();
+    let server = TestServer::start().await;
+    let mut conn = server.admin().await;
     let _: () = redis::cmd("SET")
         .arg("canary")
         .arg("tweet")
