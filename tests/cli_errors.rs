@@ -6,8 +6,11 @@ mod common;
 
 use std::path::Path;
 
+use harness::Verdict;
+use testkit::{check, read_report};
+
 use common::cli::{assert_setup_error, stderr_lines, storeproof};
-use common::{read_report, storeproof_in};
+use common::storeproof_in;
 
 #[test]
 fn wrong_flags_exit_2_with_one_line() {
@@ -111,19 +114,15 @@ fn an_absent_docker_engine_is_one_line_when_asked_for_and_a_warning_otherwise() 
     let out = storeproof(&base, &no_docker);
     assert_eq!(out.status.code(), Some(0));
     let report = read_report(&out_dir);
-    assert_eq!(report["stats"]["crash"]["backend"], "process");
-    let docker = report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "crash.docker-backend")
-        .unwrap()
-        .clone();
-    assert_eq!(docker["verdict"], "warn");
-    assert!(docker["reason"]
-        .as_str()
-        .unwrap()
-        .contains("Docker is not available"));
+    let crash = report
+        .stats
+        .crash
+        .as_ref()
+        .expect("the crash suite's figures");
+    assert_eq!(crash.backend, "process");
+    let docker = check(&report, "crash.docker-backend");
+    assert_eq!(docker.verdict, Verdict::Warn);
+    assert!(docker.reason.contains("Docker is not available"));
 }
 
 #[test]

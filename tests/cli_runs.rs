@@ -5,10 +5,11 @@ mod common;
 
 use std::process::Command;
 
+use harness::{RunVerdict, Verdict};
 use serde_json::Value;
+use testkit::{check, read_report};
 
 use common::cli::storeproof;
-use common::read_report;
 
 #[test]
 fn certify_on_a_managed_server_passes_with_a_full_report() {
@@ -48,13 +49,16 @@ fn certify_on_a_managed_server_passes_with_a_full_report() {
         &[],
     );
     assert_eq!(out.status.code(), Some(0));
-    let report = read_report(&out_dir);
-    assert_eq!(report["verdict"], "pass");
-    assert_eq!(report["storeproof"], env!("CARGO_PKG_VERSION"));
-    assert_eq!(report["store"]["name"], "storeproof-redis");
-    assert_eq!(report["server"]["managed"], true);
-    assert_eq!(report["server"]["version"], "7.0.15");
-    assert_eq!(report["server"]["settings"]["appendfsync"], "always");
+    let typed = read_report(&out_dir);
+    assert_eq!(typed.verdict, RunVerdict::Pass);
+    assert_eq!(typed.storeproof, env!("CARGO_PKG_VERSION"));
+    assert_eq!(typed.store.name, "storeproof-redis");
+    assert!(typed.server.managed);
+    assert_eq!(typed.server.version, "7.0.15");
+    assert_eq!(typed.server.settings["appendfsync"], "always");
+    // The checks as written: every field present (a missing optional one
+    // would read back typed as `None`), and the words the listing shows.
+    let report = common::read_report(&out_dir);
     let checks = report["checks"].as_array().unwrap();
     let conformance: Vec<&Value> = checks
         .iter()
@@ -96,9 +100,13 @@ fn certify_on_a_managed_server_passes_with_a_full_report() {
             .count();
         assert!(n >= 5, "{area}: only {n} checks");
     }
-    let bytes = report["stats"]["conformance"]["bytes_per_tree"]
-        .as_u64()
-        .unwrap();
+    let bytes = typed
+        .stats
+        .conformance
+        .as_ref()
+        .and_then(|c| c.bytes_per_tree.as_ref())
+        .and_then(|b| b.as_u64())
+        .expect("bytes per tree");
     assert!(bytes > 0 && bytes <= 1024, "{bytes} bytes per tree");
     assert!(out_dir.join("junit.xml").exists());
     let html = std::fs::read_to_string(out_dir.join("index.html")).unwrap();
@@ -268,17 +276,10 @@ fn a_lease_on_the_callers_clock_fails_the_explorer_and_its_replay_fails_the_same
     );
     assert_eq!(out.status.code(), Some(1));
     let report = read_report(&out_dir);
-    let check = report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "explorer.one-live-holder")
-        .unwrap()
-        .clone();
-    assert_eq!(check["verdict"], "fail");
-    let steps = check["counterexample"]["schedule"]["actions"]
-        .as_array()
-        .unwrap();
+    let check = check(&report, "explorer.one-live-holder");
+    assert_eq!(check.verdict, Verdict::Fail);
+    let counterexample = check.counterexample.as_ref().expect("a counterexample");
+    let steps = counterexample["schedule"]["actions"].as_array().unwrap();
     assert!(steps.len() <= 6, "{} steps", steps.len());
     let file = out_dir.join("replays/explorer.one-live-holder.json");
     let again = storeproof(&["replay", file.to_str().unwrap()], &[]);

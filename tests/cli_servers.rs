@@ -10,22 +10,20 @@ use std::path::Path;
 use std::process::Command;
 
 use harness::keyspace;
-use harness::server::{ManagedServer, ServerOptions};
+use harness::{CheckResult, Level, RunVerdict, Verdict};
 use serde_json::Value;
+use testkit::{check, read_report, TestServer};
 
 use common::cli::{assert_setup_error, storeproof};
-use common::read_report;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_with_short_settings_is_refused_naming_each_unless_opted_out() {
-    let server = ManagedServer::start(
-        ServerOptions::default()
-            .with_virtual_clock(false)
+    let server = TestServer::with(
+        TestServer::options()
             .with_config("appendfsync", "everysec")
             .with_config("maxmemory-policy", "allkeys-lru"),
     )
-    .await
-    .unwrap();
+    .await;
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("r");
     let url = server.url();
@@ -53,21 +51,13 @@ async fn a_server_with_short_settings_is_refused_naming_each_unless_opted_out() 
     let out = storeproof(&opted, &[]);
     // Nothing failed; the clock checks need a managed server.
     assert_eq!(out.status.code(), Some(3));
-    assert_eq!(read_report(&out_dir)["verdict"], "incomplete");
+    assert_eq!(read_report(&out_dir).verdict, RunVerdict::Incomplete);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_replica_is_refused_even_with_the_opt_out() {
-    let primary = ManagedServer::start(ServerOptions::default().with_virtual_clock(false))
-        .await
-        .unwrap();
-    let replica = ManagedServer::start(
-        ServerOptions::default()
-            .with_virtual_clock(false)
-            .with_replica_of(primary.port()),
-    )
-    .await
-    .unwrap();
+    let primary = TestServer::start().await;
+    let replica = TestServer::with(TestServer::options().with_replica_of(primary.port())).await;
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("r");
     let url = replica.url();
@@ -87,11 +77,8 @@ async fn a_replica_is_refused_even_with_the_opt_out() {
 }
 
 /// Every key not under `prefix`, dumped logically, plus the server's config.
-async fn foreign_state(
-    server: &ManagedServer,
-    run_prefix: &str,
-) -> (BTreeMap<String, Value>, Value) {
-    let mut conn = server.admin().await.unwrap();
+async fn foreign_state(server: &TestServer, run_prefix: &str) -> (BTreeMap<String, Value>, Value) {
+    let mut conn = server.admin().await;
     let mut keys = BTreeMap::new();
     for key in keyspace::all_keys(&mut conn).await.unwrap() {
         if key.starts_with(run_prefix.as_bytes()) {
@@ -115,10 +102,8 @@ async fn foreign_state(
 #[tokio::test(flavor = "multi_thread")]
 async fn an_external_server_keeps_every_foreign_key_and_its_config() {
     // A durable server with the real clock, as a user would run it.
-    let server = ManagedServer::start(ServerOptions::default().with_virtual_clock(false))
-        .await
-        .unwrap();
-    let mut conn = server.admin().await.unwrap();
+    let server = TestServer::start().await;
+    let mut conn = server.admin().await;
     let _: () = redis::cmd("SET")
         .arg("canary")
         .arg("tweet")
@@ -181,14 +166,13 @@ async fn an_external_server_keeps_every_foreign_key_and_its_config() {
     // INCOMPLETE, and the summary says how many and why.
     assert_eq!(out.status.code(), Some(3));
     let report = read_report(&out_dir);
-    assert_eq!(report["verdict"], "incomplete");
+    assert_eq!(report.verdict, RunVerdict::Incomplete);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("verdict: INCOMPLETE"), "{stdout}");
-    let undecided = report["checks"]
-        .as_array()
-        .unwrap()
+    let undecided = report
+        .checks
         .iter()
-        .filter(|c| c["verdict"] == "skipped" && c["level"] == "must" && c["outside_claim"] != true)
+        .filter(|c| c.verdict == Verdict::Skipped && c.level == Level::Must && !c.outside_claim)
         .count();
     assert!(
         stdout.contains(&format!("{undecided} MUST checks")),
@@ -200,13 +184,13 @@ async fn an_external_server_keeps_every_foreign_key_and_its_config() {
     );
     // The run's own keys are gone; only the four foreign keys remain.
     assert_eq!(dbsize(&mut conn).await, 4, "the run left keys behind");
-    let keys = report["run"]["keys"].as_str().unwrap();
+    let keys = &report.run.keys;
     assert!(
         keys.starts_with("removed (") && keys != "removed (0)",
         "{keys}"
     );
-    assert_eq!(report["server"]["managed"], false);
-    let run_prefix = report["run"]["prefix"].as_str().unwrap().to_string();
+    assert!(!report.server.managed);
+    let run_prefix = report.run.prefix.clone();
     assert!(run_prefix.starts_with("sp:") && run_prefix != "sp:");
 
     let (foreign, config) = foreign_state(&server, &run_prefix).await;
@@ -223,12 +207,12 @@ async fn an_external_server_keeps_every_foreign_key_and_its_config() {
     assert_eq!(config["maxmemory-policy"], "noeviction");
 
     // What could run did, the rest says why it was skipped.
-    let checks = report["checks"].as_array().unwrap();
-    let ran = checks.iter().filter(|c| c["verdict"] == "pass").count();
+    let checks = &report.checks;
+    let ran = checks.iter().filter(|c| c.verdict == Verdict::Pass).count();
     // (Checks outside the store's claim say so instead.)
-    let skipped: Vec<&Value> = checks
+    let skipped: Vec<&CheckResult> = checks
         .iter()
-        .filter(|c| c["verdict"] == "skipped" && c["outside_claim"] != true)
+        .filter(|c| c.verdict == Verdict::Skipped && !c.outside_claim)
         .collect();
     assert!(
         ran >= 20,
@@ -236,12 +220,17 @@ async fn an_external_server_keeps_every_foreign_key_and_its_config() {
     );
     assert!(!skipped.is_empty());
     for c in skipped {
-        let reason = c["reason"].as_str().unwrap();
-        assert!(reason.contains("managed server"), "{}: {reason}", c["id"]);
+        assert!(
+            c.reason.contains("managed server"),
+            "{}: {}",
+            c.id,
+            c.reason
+        );
     }
-    assert!(checks
-        .iter()
-        .any(|c| c["id"] == "conformance.rate.window-slides" && c["verdict"] == "pass"));
+    assert_eq!(
+        check(&report, "conformance.rate.window-slides").verdict,
+        Verdict::Pass
+    );
 }
 
 /// A durable redis-server that wants a password, started by hand (a
@@ -341,7 +330,7 @@ fn a_password_in_the_url_is_in_no_report_file_no_output_and_no_error() {
         assert!(!String::from_utf8_lossy(stream).contains(secret));
     }
     let report = read_report(&out_dir);
-    let command = report["run"]["command"].to_string();
+    let command = report.run.command.join(" ");
     assert!(command.contains("redis://:***@127.0.0.1"), "{command}");
 
     // Errors: an adapter that quotes its hello (with the URL), a wrong
@@ -375,9 +364,7 @@ fn a_password_in_the_url_is_in_no_report_file_no_output_and_no_error() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn keep_keys_leaves_the_runs_keys_for_inspection() {
-    let server = ManagedServer::start(ServerOptions::default().with_virtual_clock(false))
-        .await
-        .unwrap();
+    let server = TestServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("r");
     let url = server.url();
@@ -398,9 +385,9 @@ async fn keep_keys_leaves_the_runs_keys_for_inspection() {
     );
     assert!(matches!(out.status.code(), Some(0) | Some(3)));
     let report = read_report(&out_dir);
-    assert_eq!(report["run"]["keys"], "kept");
-    let prefix = report["run"]["prefix"].as_str().unwrap().to_string();
-    let mut conn = server.admin().await.unwrap();
+    assert_eq!(report.run.keys, "kept");
+    let prefix = report.run.prefix.clone();
+    let mut conn = server.admin().await;
     let keys = keyspace::all_keys(&mut conn).await.unwrap();
     assert!(!keys.is_empty(), "no key of the run was kept");
     for key in keys {
@@ -410,10 +397,8 @@ async fn keep_keys_leaves_the_runs_keys_for_inspection() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_interrupted_redis_url_run_removes_its_keys_too() {
-    let server = ManagedServer::start(ServerOptions::default().with_virtual_clock(false))
-        .await
-        .unwrap();
-    let mut conn = server.admin().await.unwrap();
+    let server = TestServer::start().await;
+    let mut conn = server.admin().await;
     let _: () = redis::cmd("SET")
         .arg("canary")
         .arg("tweet")
@@ -492,17 +477,12 @@ fn several_servers_make_one_report_with_a_section_each() {
         "{stdout}"
     );
     assert!(stdout.contains("valkey-9: Valkey 9.1.2 — PASS"), "{stdout}");
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("report.json")).unwrap())
-            .unwrap();
-    let runs = report["per_server"]
-        .as_array()
-        .expect("a section per server");
-    assert_eq!(runs.len(), 2);
-    assert_eq!(runs[1]["server"]["product"], "Valkey 9.1.2");
+    let runs = read_report(&out_dir).per_server;
+    assert_eq!(runs.len(), 2, "a section per server");
+    assert_eq!(runs[1].server.product.as_deref(), Some("Valkey 9.1.2"));
     assert!(runs
         .iter()
-        .all(|r| r["verdict"] == "pass" && !r["checks"].as_array().unwrap().is_empty()));
+        .all(|r| r.verdict == RunVerdict::Pass && !r.checks.is_empty()));
     let junit = std::fs::read_to_string(out_dir.join("junit.xml")).unwrap();
     assert!(junit.contains("valkey-9/conformance"), "{junit}");
 

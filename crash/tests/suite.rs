@@ -12,7 +12,7 @@ use harness::contract::{Call, Contract, ErrorKind, Reply, Request, StoreError};
 use harness::figures::{CrashFigures, Figures};
 use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
-use harness::{plan, Progress, ServerRef, Subject, Suite};
+use harness::{plan, Progress, Suite};
 use harness::{CheckResult, Report, RunVerdict, Verdict};
 
 fn config(backend: BackendChoice, seed: u64) -> CrashConfig {
@@ -60,18 +60,12 @@ struct Outcome {
 
 /// The crash suite as `certify` drives it: the subject, the plan, the run.
 async fn run(factory: Arc<dyn StoreFactory>, prefix: &str, config: &CrashConfig) -> Outcome {
-    let subject = Subject {
-        spec: factory.spec(),
-        factory,
-        opt_out: None,
-        run_prefix: prefix.into(),
-        contracts: config.contracts.clone(),
-        server: ServerRef::External {
-            url: "redis://127.0.0.1:1/".into(),
-        },
-        seed: config.seed,
-        may_start_servers: true,
-    };
+    // The crash suite starts servers of its own.
+    let subject = testkit::subject(factory)
+        .prefix(prefix)
+        .contracts(&config.contracts)
+        .seed(config.seed)
+        .unreachable();
     let suite = CrashSuite::new(config.clone());
     let (mut checks, to_run) = plan(suite.name(), suite.checks(), &subject);
     let run = suite

@@ -254,22 +254,18 @@ fn every_property_can_fail() {
 async fn the_suite_reports_only_the_checks_it_was_asked_for() {
     use harness::figures::Figures;
     use harness::server::{ManagedServer, ServerOptions};
-    use harness::{ServerRef, Silent, Subject, Suite};
+    use harness::{Silent, Suite};
 
     let dir = tempfile::tempdir().unwrap();
     let server = ManagedServer::start(ServerOptions::default())
         .await
         .unwrap();
-    let subject = Subject {
-        spec: "builtin:redis".into(),
-        factory: Arc::new(builtin(&dir)),
-        opt_out: None,
-        run_prefix: "sp:suite:".into(),
-        contracts: vec![harness::contract::Contract::Lease],
-        server: ServerRef::Managed(&server),
-        seed: 7,
-        may_start_servers: true,
-    };
+    let subject = testkit::subject(Arc::new(builtin(&dir)))
+        .spec("builtin:redis")
+        .prefix("sp:suite:")
+        .contracts(&[harness::contract::Contract::Lease])
+        .seed(7)
+        .on(&server);
     let mut config = small(vec![0], 1);
     config.depth = 2;
     config.walks = 2;

@@ -15,7 +15,7 @@ use explorer::{
 use harness::contract::{Call, Reply, Request, StoreError};
 use harness::store::sqlite::{SqliteClock, SqliteStoreFactory};
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
-use harness::{plan, ServerRef, Subject, Suite, Verdict};
+use harness::{plan, Suite, Verdict};
 
 fn sqlite(dir: &tempfile::TempDir) -> SqliteStoreFactory {
     // The subject's own clock is never read: each world runs a copy on a
@@ -217,18 +217,12 @@ impl StoreFactory for NoCopy {
 fn the_checks_run_for_the_sqlite_store_and_are_skipped_for_one_without_a_copy() {
     let dir = tempfile::tempdir().unwrap();
     let suite = ExplorerSuite::new(ExplorerConfig::default());
-    let subject = |factory: Arc<dyn StoreFactory>| Subject {
-        spec: factory.spec(),
-        factory,
-        opt_out: None,
-        run_prefix: "sp:plan-sqlite:".into(),
-        contracts: vec![harness::contract::Contract::Lease],
-        // No managed server: a copy on a file of its own needs none.
-        server: ServerRef::External {
-            url: "redis://127.0.0.1:1/".into(),
-        },
-        seed: 0,
-        may_start_servers: true,
+    let subject = |factory: Arc<dyn StoreFactory>| {
+        testkit::subject(factory)
+            .prefix("sp:plan-sqlite:")
+            .contracts(&[harness::contract::Contract::Lease])
+            // No managed server: a copy on a file of its own needs none.
+            .unreachable()
     };
     let (settled, to_run) = plan("explorer", suite.checks(), &subject(Arc::new(sqlite(&dir))));
     // Only the queue's and the rate limits' checks are settled: outside the

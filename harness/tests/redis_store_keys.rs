@@ -12,7 +12,7 @@ use common::*;
 
 #[tokio::test]
 async fn odd_ids_work_and_every_key_stays_under_the_prefix() {
-    let server = TestServer::start(&[]);
+    let server = TestServer::start().await;
     let mut admin = server.admin().await;
     let mut s = connect(&server).await;
     let long = "k".repeat(1024);
@@ -194,7 +194,7 @@ async fn odd_ids_work_and_every_key_stays_under_the_prefix() {
 
 #[tokio::test]
 async fn bad_input_is_bad_request_and_writes_nothing() {
-    let server = TestServer::start(&[]);
+    let server = TestServer::start().await;
     let mut admin = server.admin().await;
     let mut s = connect(&server).await;
     let cases = [
@@ -267,7 +267,7 @@ async fn bad_input_is_bad_request_and_writes_nothing() {
 
 #[tokio::test]
 async fn every_script_is_loaded_on_connect() {
-    let server = TestServer::start(&[]);
+    let server = TestServer::start().await;
     let mut admin = server.admin().await;
     let _s = connect(&server).await;
     let mut cmd = redis::cmd("SCRIPT");

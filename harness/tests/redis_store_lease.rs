@@ -13,7 +13,7 @@ use common::*;
 
 #[tokio::test]
 async fn lease_take_busy_renew_lost_release_not_held_read() {
-    let server = TestServer::start(&[]);
+    let server = TestServer::start().await;
     let mut admin = server.admin().await;
     let mut s = connect(&server).await;
 
@@ -178,7 +178,7 @@ async fn lease_take_busy_renew_lost_release_not_held_read() {
 
 #[tokio::test]
 async fn the_epoch_grows_across_release_and_expiry_and_the_record_never_expires() {
-    let server = TestServer::start(&[]);
+    let server = TestServer::start().await;
     let mut admin = server.admin().await;
     let mut s = connect(&server).await;
     let take = |holder: &str, ttl: i64| json!({"tree": "t", "holder": holder, "ttl_ms": ttl});
@@ -259,7 +259,7 @@ async fn the_epoch_grows_across_release_and_expiry_and_the_record_never_expires(
 
 #[tokio::test]
 async fn kept_executions_live_in_sqlite_never_in_redis() {
-    let server = TestServer::start(&[]);
+    let server = TestServer::start().await;
     let mut admin = server.admin().await;
     let mut a = connect(&server).await;
     let mut b = connect(&server).await;

@@ -12,7 +12,7 @@ use common::*;
 
 #[tokio::test]
 async fn claims_come_deepest_first_then_in_save_order() {
-    let server = TestServer::start(&[]);
+    let server = TestServer::start().await;
     let mut s = connect(&server).await;
     let big = 1i64 << 53;
     let saves = [
@@ -62,7 +62,7 @@ async fn claims_come_deepest_first_then_in_save_order() {
 
 #[tokio::test]
 async fn an_expired_claim_is_claimed_again_with_the_next_attempt() {
-    let server = TestServer::start(&[]);
+    let server = TestServer::start().await;
     let mut admin = server.admin().await;
     let mut s = connect(&server).await;
     let complete = |child: &str, instance: &str, attempt: i64| json!({"child": child, "instance": instance, "attempt": attempt});

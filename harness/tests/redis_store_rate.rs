@@ -10,7 +10,7 @@ use common::*;
 
 #[tokio::test]
 async fn slots_fill_come_back_on_release_and_expire_on_clock_ms() {
-    let server = TestServer::start(&[]);
+    let server = TestServer::start().await;
     let mut s = connect(&server).await;
     let t = CLOCK;
     let acquire = json!({"provider": "p", "holder": "h", "limit": 2, "ttl_ms": 100});
@@ -82,7 +82,7 @@ async fn slots_fill_come_back_on_release_and_expire_on_clock_ms() {
 
 #[tokio::test]
 async fn hits_count_in_the_window_and_pauses_only_lengthen() {
-    let server = TestServer::start(&[]);
+    let server = TestServer::start().await;
     let mut s = connect(&server).await;
     let t = CLOCK;
     let hit = json!({"provider": "p", "limit": 2, "window_ms": 1000});

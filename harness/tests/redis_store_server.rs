@@ -15,12 +15,12 @@ use common::*;
 
 #[tokio::test]
 async fn short_durability_is_refused_naming_each_setting_unless_opted_out() {
-    let server = TestServer::start(&[
-        "--appendfsync",
-        "everysec",
-        "--maxmemory-policy",
-        "allkeys-lru",
-    ]);
+    let server = TestServer::with(
+        TestServer::options()
+            .with_config("appendfsync", "everysec")
+            .with_config("maxmemory-policy", "allkeys-lru"),
+    )
+    .await;
     let err = connect_with(&server, &server.url(), None)
         .await
         .err()
@@ -64,9 +64,8 @@ async fn short_durability_is_refused_naming_each_setting_unless_opted_out() {
 
 #[tokio::test]
 async fn a_replica_is_refused_even_with_the_opt_out() {
-    let primary = TestServer::start(&[]);
-    let replicaof = format!("127.0.0.1 {}", primary.port);
-    let replica = TestServer::start(&["--replicaof", &replicaof]);
+    let primary = TestServer::start().await;
+    let replica = TestServer::with(TestServer::options().with_replica_of(primary.port())).await;
     for opt_out in [None, Some(OPT_OUT_WRITES_MAY_BE_LOST)] {
         let err = connect_with(&replica, &replica.url(), opt_out)
             .await
@@ -82,7 +81,7 @@ async fn a_replica_is_refused_even_with_the_opt_out() {
 
 #[tokio::test]
 async fn a_user_without_config_is_config_refused() {
-    let server = TestServer::start(&[]);
+    let server = TestServer::start().await;
     let mut admin = server.admin().await;
     let _: () = redis::cmd("ACL")
         .arg(&[
@@ -91,7 +90,7 @@ async fn a_user_without_config_is_config_refused() {
         .query_async(&mut admin)
         .await
         .unwrap();
-    let url = format!("redis://limited:secret@127.0.0.1:{}/", server.port);
+    let url = format!("redis://limited:secret@127.0.0.1:{}/", server.port());
     let err = connect_with(&server, &url, Some(OPT_OUT_WRITES_MAY_BE_LOST))
         .await
         .err()
@@ -124,7 +123,7 @@ async fn an_unreachable_server_is_unavailable() {
 
 #[tokio::test]
 async fn a_full_server_answers_store_full_and_changes_nothing() {
-    let server = TestServer::start(&[]);
+    let server = TestServer::start().await;
     let mut admin = server.admin().await;
     let mut s = connect(&server).await;
     assert_eq!(save(&mut s, "queued", 1).await, Reply::Saved {});
@@ -204,7 +203,7 @@ async fn a_full_server_answers_store_full_and_changes_nothing() {
 
 #[tokio::test]
 async fn a_restarted_server_is_unavailable_then_reconnected_with_its_data() {
-    let mut server = TestServer::start(&[]);
+    let mut server = TestServer::start().await;
     let mut s = connect(&server).await;
     let take = |holder: &str| json!({"tree": "t", "holder": holder, "ttl_ms": 100});
     assert_eq!(
@@ -216,7 +215,7 @@ async fn a_restarted_server_is_unavailable_then_reconnected_with_its_data() {
     let err = call_err(&mut s, "lease.read", json!({"tree": "t"}), CLOCK).await;
     assert_eq!(err.kind, ErrorKind::Unavailable, "{err}");
 
-    server.restart();
+    server.restart().await;
     tokio::time::sleep(Duration::from_millis(150)).await;
     // The AOF kept epoch 1 (appendfsync always), so the next grant is 2.
     assert_eq!(
@@ -227,7 +226,7 @@ async fn a_restarted_server_is_unavailable_then_reconnected_with_its_data() {
 
 #[tokio::test]
 async fn instances_keep_executions_concurrently_in_one_file() {
-    let server = TestServer::start(&[]);
+    let server = TestServer::start().await;
     let mut tasks = Vec::new();
     for i in 0..6 {
         let mut s = connect(&server).await;
@@ -268,7 +267,7 @@ async fn instances_keep_executions_concurrently_in_one_file() {
 
 #[tokio::test]
 async fn resp3_connections_read_nulls_and_config_the_same() {
-    let server = TestServer::start(&[]);
+    let server = TestServer::start().await;
     let url = format!("{}?protocol=resp3", server.url());
     let mut s = connect_with(&server, &url, None)
         .await
@@ -340,7 +339,9 @@ async fn resp3_connections_read_nulls_and_config_the_same() {
         }
     );
 
-    let durable_but_lru = TestServer::start(&["--maxmemory-policy", "allkeys-lru"]);
+    let durable_but_lru =
+        TestServer::with(TestServer::options().with_config("maxmemory-policy", "allkeys-lru"))
+            .await;
     let url = format!("{}?protocol=resp3", durable_but_lru.url());
     let err = connect_with(&durable_but_lru, &url, None)
         .await
@@ -351,7 +352,7 @@ async fn resp3_connections_read_nulls_and_config_the_same() {
 
 #[tokio::test]
 async fn a_user_without_scripting_is_refused_on_connect() {
-    let server = TestServer::start(&[]);
+    let server = TestServer::start().await;
     let mut admin = server.admin().await;
     let _: () = redis::cmd("ACL")
         .arg(&[
@@ -367,7 +368,7 @@ async fn a_user_without_scripting_is_refused_on_connect() {
         .query_async(&mut admin)
         .await
         .unwrap();
-    let url = format!("redis://noscript:secret@127.0.0.1:{}/", server.port);
+    let url = format!("redis://noscript:secret@127.0.0.1:{}/", server.port());
     let err = connect_with(&server, &url, None)
         .await
         .err()

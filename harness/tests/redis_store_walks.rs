@@ -23,7 +23,7 @@ impl XorShift {
 async fn a_random_rate_walk_agrees_with_the_sequential_model() {
     use harness::contract::{Judgement, RateModel, Request};
 
-    let server = TestServer::start(&[]);
+    let server = TestServer::start().await;
     let mut s = connect(&server).await;
     let mut model = RateModel::default();
     let mut rng = XorShift(0x5eed_1234_abcd_0001);
@@ -99,7 +99,7 @@ async fn a_random_rate_walk_agrees_with_the_sequential_model() {
 async fn a_random_queue_walk_without_expiry_agrees_with_the_sequential_model() {
     use harness::contract::{Judgement, QueueModel, Request, MAX_DURATION_MS};
 
-    let server = TestServer::start(&[]);
+    let server = TestServer::start().await;
     let mut admin = server.admin().await;
     let mut s = connect(&server).await;
     let mut model = QueueModel::default();
@@ -156,7 +156,7 @@ async fn a_random_queue_walk_without_expiry_agrees_with_the_sequential_model() {
 async fn a_random_lease_walk_without_expiry_agrees_with_the_sequential_model() {
     use harness::contract::{Judgement, LeaseModel, Request};
 
-    let server = TestServer::start(&[]);
+    let server = TestServer::start().await;
     let mut admin = server.admin().await;
     let mut s = connect(&server).await;
     let mut model = LeaseModel::default();

@@ -9,10 +9,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crash::{BackendChoice, CrashConfig, CrashSuite};
-use harness::contract::Contract;
 use harness::store::redis::RedisStoreFactory;
 use harness::store::StoreFactory;
-use harness::{plan, CheckResult, Level, Progress, ServerRef, Subject, Suite, Verdict};
+use harness::{plan, CheckResult, Level, Progress, Suite, Verdict};
 use sabotage::Caught;
 
 /// The sabotages of the crash suite: every named one whose check is a crash check.
@@ -43,19 +42,11 @@ async fn crash_run(
     ids: &[&str],
 ) -> BTreeMap<String, CheckResult> {
     let suite = CrashSuite::new(CrashConfig::new(1, 1, 1, BackendChoice::Process));
-    let subject = Subject {
-        spec: factory.spec(),
-        factory,
-        opt_out: None,
-        run_prefix: prefix.into(),
-        contracts: Contract::COORDINATION.to_vec(),
+    let subject = testkit::subject(factory)
+        .prefix(prefix)
+        .seed(seed)
         // The crash suite starts servers of its own.
-        server: ServerRef::External {
-            url: "redis://127.0.0.1:1/".into(),
-        },
-        seed,
-        may_start_servers: true,
-    };
+        .unreachable();
     let wanted: Vec<_> = suite
         .checks()
         .into_iter()

@@ -12,7 +12,6 @@ use harness::store::redis::RedisStoreFactory;
 use harness::store::sqlite::{SqliteClock, SqliteStoreFactory};
 use harness::store::StoreFactory;
 use harness::{CheckResult, Level, Verdict};
-use harness::{ServerRef, Subject};
 use sabotage::{Extra, RefusesAll, ServerBlind, SideEffect, Tampered};
 
 struct Fixture {
@@ -53,16 +52,11 @@ async fn run_claiming(
     n: usize,
     def: &CheckDef,
 ) -> CheckResult {
-    let target = Subject {
-        spec: "test".into(),
-        factory,
-        server: ServerRef::Managed(&fx.server),
-        run_prefix: prefix,
-        opt_out: None,
-        contracts: contracts.to_vec(),
-        seed: 0,
-        may_start_servers: true,
-    };
+    let target = testkit::subject(factory)
+        .spec("test")
+        .prefix(prefix)
+        .contracts(contracts)
+        .on(&fx.server);
     run_check(&target, n, def).await
 }
 

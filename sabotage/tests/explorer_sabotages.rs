@@ -9,11 +9,10 @@ use std::sync::Arc;
 use explorer::{explore, ExplorerConfig, ExplorerOutcome};
 use faults::suite::RATE_BOUNDS;
 use faults::{FaultsConfig, FaultsSuite};
-use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::redis::RedisStoreFactory;
 use harness::store::StoreFactory;
-use harness::{CheckResult, ServerRef, Silent, Subject, Suite, Verdict};
+use harness::{CheckResult, Silent, Suite, Verdict};
 use sabotage::{by_name, find, Caught};
 
 /// The explorer at the sabotage suite's sizes (src/certify.rs).
@@ -172,16 +171,10 @@ async fn rate_bounds(store: Arc<dyn StoreFactory>, seed: u64) -> CheckResult {
     let server = ManagedServer::start(ServerOptions::default())
         .await
         .expect("managed server");
-    let subject = Subject {
-        spec: store.spec(),
-        factory: store,
-        opt_out: None,
-        run_prefix: format!("sp:xs-rate{seed}:"),
-        contracts: Contract::COORDINATION.to_vec(),
-        server: ServerRef::Managed(&server),
-        seed,
-        may_start_servers: true,
-    };
+    let subject = testkit::subject(store)
+        .prefix(format!("sp:xs-rate{seed}:"))
+        .seed(seed)
+        .on(&server);
     let suite = FaultsSuite::new(FaultsConfig {
         rounds: 4,
         instances: 3,

@@ -11,25 +11,17 @@ use harness::server::{ManagedServer, ServerOptions};
 use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 use harness::{Level, Verdict};
-use harness::{ServerRef, Subject};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_storeproof_cannot_reach_fails_no_check() {
     let dir = tempfile::tempdir().unwrap();
     let store = RedisStoreFactory::new(dir.path().join("kept.sqlite"));
-    let target = Subject {
-        spec: "test".into(),
-        factory: Arc::new(store),
+    let target = testkit::subject(Arc::new(store))
+        .spec("test")
+        .prefix("sp:down:")
+        .no_own_servers()
         // Nothing listens on port 1.
-        server: ServerRef::External {
-            url: "redis://127.0.0.1:1/".into(),
-        },
-        run_prefix: "sp:down:".into(),
-        opt_out: None,
-        contracts: Contract::COORDINATION.to_vec(),
-        seed: 0,
-        may_start_servers: false,
-    };
+        .unreachable();
     let mut unknown = 0;
     for (n, def) in all_checks().iter().enumerate() {
         let result = run_check(&target, n, def).await;
@@ -102,16 +94,10 @@ async fn an_adapter_that_fails_is_not_judged_as_a_contract_violation() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let store = AdapterDiesOnRead(RedisStoreFactory::new(dir.path().join("kept.sqlite")));
-    let target = Subject {
-        spec: "test".into(),
-        factory: Arc::new(store),
-        server: ServerRef::Managed(&server),
-        run_prefix: "sp:dies:".into(),
-        opt_out: None,
-        contracts: Contract::COORDINATION.to_vec(),
-        seed: 0,
-        may_start_servers: true,
-    };
+    let target = testkit::subject(Arc::new(store))
+        .spec("test")
+        .prefix("sp:dies:")
+        .on(&server);
     let mut reads = 0;
     for (n, def) in all_checks().iter().enumerate() {
         if def.contract() != Some(Contract::Lease) || !matches!(def.kind, CheckKind::Scenario(_)) {

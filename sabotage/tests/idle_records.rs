@@ -8,11 +8,10 @@
 use std::sync::Arc;
 
 use conformance::{all_checks, run_check, CheckDef};
-use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::redis::RedisStoreFactory;
 use harness::store::StoreFactory;
-use harness::{CheckResult, ServerRef, Subject, Verdict};
+use harness::{CheckResult, Verdict};
 use sabotage::{LuaPatch, LuaSabotage};
 
 async fn run(
@@ -21,16 +20,7 @@ async fn run(
     prefix: &str,
     def: &CheckDef,
 ) -> CheckResult {
-    let target = Subject {
-        spec: factory.spec(),
-        factory,
-        server: ServerRef::Managed(server),
-        run_prefix: prefix.into(),
-        opt_out: None,
-        contracts: Contract::COORDINATION.to_vec(),
-        seed: 0,
-        may_start_servers: true,
-    };
+    let target = testkit::subject(factory).prefix(prefix).on(server);
     run_check(&target, 0, def).await
 }
 

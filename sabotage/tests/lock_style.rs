@@ -13,7 +13,6 @@ use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::external::ExternalStoreFactory;
 use harness::Verdict;
-use harness::{ServerRef, Subject};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_store_answering_nulls_for_a_lease_that_is_not_live_passes_every_lease_check() {
@@ -30,16 +29,10 @@ async fn a_store_answering_nulls_for_a_lease_that_is_not_live_passes_every_lease
         ),
         dir.path().to_path_buf(),
     );
-    let target = Subject {
-        spec: "test".into(),
-        factory: Arc::new(store),
-        server: ServerRef::Managed(&server),
-        run_prefix: "sp:lock:".into(),
-        opt_out: None,
-        contracts: Contract::COORDINATION.to_vec(),
-        seed: 0,
-        may_start_servers: true,
-    };
+    let target = testkit::subject(Arc::new(store))
+        .spec("test")
+        .prefix("sp:lock:")
+        .on(&server);
     let mut nulls_seen = 0;
     let mut run = 0;
     for (n, def) in all_checks().iter().enumerate() {

@@ -11,7 +11,6 @@ use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::redis::RedisStoreFactory;
 use harness::Verdict;
-use harness::{ServerRef, Subject};
 use sabotage::ReadThenWriteLease;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -21,16 +20,10 @@ async fn the_take_races_catch_a_read_then_write_take_and_nothing_else_does() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let store = ReadThenWriteLease::new(RedisStoreFactory::new(dir.path().join("kept.sqlite")));
-    let target = Subject {
-        spec: "test".into(),
-        factory: Arc::new(store),
-        server: ServerRef::Managed(&server),
-        run_prefix: "sp:rtw:".into(),
-        opt_out: None,
-        contracts: Contract::COORDINATION.to_vec(),
-        seed: 0,
-        may_start_servers: true,
-    };
+    let target = testkit::subject(Arc::new(store))
+        .spec("test")
+        .prefix("sp:rtw:")
+        .on(&server);
     let mut race_result = None;
     for (n, def) in all_checks().iter().enumerate() {
         if matches!(def.kind, CheckKind::Server(_)) {

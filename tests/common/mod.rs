@@ -45,7 +45,9 @@ pub fn storeproof_in(cwd: Option<&Path>, args: &[&str], env: &[(&str, &str)]) ->
     out
 }
 
-/// The `report.json` in `dir`, parsed.
+/// The `report.json` in `dir` as raw JSON, for what the typed report
+/// (`testkit::read_report`) cannot show: whether an optional field is
+/// written at all, the words a listing prints, a report edited by hand.
 pub fn read_report(dir: &Path) -> Value {
     let text = std::fs::read_to_string(dir.join("report.json")).expect("report.json");
     serde_json::from_str(&text).expect("report.json is JSON")

@@ -9,7 +9,7 @@ use harness::figures::WorkloadFigures;
 use harness::{EventKind, Happened, History, Verdict};
 use serde_json::{json, Value};
 
-use crate::evidence::{self};
+use crate::evidence;
 use crate::nemesis::Ending;
 use crate::workload::{self, EndState, LayoutKind};
 use crate::{children, fencing, full_server, linearizable, rate_bounds};

@@ -1,133 +1,24 @@
 //! What the tests of the built-in Redis stores (`redis_store_*.rs`) share:
-//! a server of their own, a connected store, and calls that panic with
-//! what was asked.
+//! a server of their own ([`TestServer`]), a connected store, and calls
+//! that panic with what was asked.
 
 #![allow(dead_code)] // each test crate uses its own part of it
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::net::TcpListener;
+use std::path::Path;
 
 use harness::contract::{Call, Reply, StoreError};
 use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory};
 use redis::aio::MultiplexedConnection;
 use serde_json::{json, Value};
-use tempfile::TempDir;
+pub use testkit::TestServer;
 
-// ---------------------------------------------------------------------------
-// A redis-server of our own (the managed-server module is written elsewhere).
-
-/// A `redis-server` on a free port with the durable settings, killed on drop.
-pub struct TestServer {
-    child: Option<Child>,
-    pub port: u16,
-    dir: TempDir,
-    extra: Vec<String>,
-}
-
+/// A port nothing listens on once this returns (the system's pick, let go).
 pub fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
     listener.local_addr().expect("local addr").port()
 }
-
-impl TestServer {
-    /// A durable server (`appendonly yes`, `appendfsync always`) plus `extra`
-    /// arguments, which come last and so win.
-    pub fn start(extra: &[&str]) -> TestServer {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let mut server = TestServer {
-            child: None,
-            port: free_port(),
-            dir,
-            extra: extra.iter().map(|s| s.to_string()).collect(),
-        };
-        server.spawn();
-        server
-    }
-
-    pub fn spawn(&mut self) {
-        let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--dir", &self.dir.path().display().to_string()])
-            .args([
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-                "--save",
-                "",
-            ])
-            .args(["--logfile", "redis.log"])
-            .args(&self.extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start redis-server");
-        self.child = Some(child);
-        self.wait_for_ping();
-    }
-
-    pub fn wait_for_ping(&self) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
-                let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-                let mut buf = [0u8; 64];
-                if s.write_all(b"PING\r\n").is_ok() {
-                    if let Ok(n) = s.read(&mut buf) {
-                        if buf[..n].starts_with(b"+PONG") {
-                            return;
-                        }
-                    }
-                }
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("redis-server on port {} did not answer PING", self.port);
-    }
-
-    pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    /// Kills the server and starts it again on the same port and directory
-    /// (it replays its AOF).
-    pub fn restart(&mut self) {
-        self.kill();
-        self.spawn();
-    }
-
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    pub fn kept_db(&self) -> PathBuf {
-        self.dir.path().join("kept.sqlite")
-    }
-
-    pub async fn admin(&self) -> MultiplexedConnection {
-        redis::Client::open(self.url())
-            .expect("client")
-            .get_multiplexed_async_connection()
-            .await
-            .expect("admin connection")
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Helpers.
 
 pub const PREFIX: &str = "sp:test:";
 pub const CLOCK: i64 = 1_700_000_000_000;
