@@ -1,7 +1,7 @@
-//! The sequential conformance suite (SPEC 3.1): every operation and edge case
-//! of the three contracts on a server whose clock storeproof controls, bad
-//! input, odd ids, the server's own clock ruling, the server assumptions,
-//! kept execution ids never in Redis, and bytes per tree.
+//! The sequential conformance suite (docs/CONTRACTS.md §2.1): every operation
+//! and edge case of the three contracts on a server whose clock storeproof
+//! controls, bad input, odd ids, the server's own clock ruling, the server
+//! assumptions, kept execution ids never in Redis, and bytes per tree.
 //!
 //! `certify` drives it as [`ConformanceSuite`]; `replay` and the sabotage
 //! tests run single checks with [`all_checks`] and [`run_check`];

@@ -1,11 +1,11 @@
-//! The crash suite (SPEC 3.4): the server is killed with SIGKILL in the
-//! middle of a workload and restarted on the same data; every acknowledged
-//! epoch, renew, child, claim, completion and pause must survive it (with the
-//! required settings), each check judged only on writes of its own kind, and
-//! while the server is down the store must acknowledge nothing. With the
-//! append-only file off (opted out) the loss must show on storeproof's own
-//! reference store written beside the store: a demonstration that the kills
-//! are real, never the store's duty (its own figures are only reported).
+//! The crash suite (docs/CONTRACTS.md §2.4): the server is killed with SIGKILL
+//! in the middle of a workload and restarted on the same data; every
+//! acknowledged epoch, renew, child, claim, completion and pause must survive
+//! it (with the required settings), each check judged only on writes of its own
+//! kind, and while the server is down the store must acknowledge nothing. With
+//! the append-only file off (opted out) the loss must show on storeproof's own
+//! reference store written beside the store: a demonstration that the kills are
+//! real, never the store's duty (its own figures are only reported).
 //!
 //! The modules are private; what other crates use is re-exported here.
 //!

@@ -1,5 +1,6 @@
-//! The interleaving explorer (SPEC 3.2): model-checks two and three instances
-//! on the lease store, each with its own clock, against the real server.
+//! The interleaving explorer (docs/CONTRACTS.md §2.2): model-checks two and
+//! three instances of the lease store, the child queue and the rate limits,
+//! each instance with its own clock, against the real server.
 //!
 //! A step is one Redis command delivered (through the instance's gate), a
 //! move of server time, or an instance crashing for good. The state holds
@@ -64,7 +65,8 @@ const TREE: &str = "t";
 /// more than the largest skew): the fingerprint collapses it.
 const FAR_PAST_MS: i64 = 20 * LEASE_MS;
 
-/// The second clock's skews of SPEC 3.2: 0, ± lease/2, ± lease, ± 10 × lease.
+/// The second clock's skews (docs/CONTRACTS.md §2.2): 0, ± lease/2, ± lease,
+/// ± 10 × lease.
 pub fn skews() -> Vec<i64> {
     vec![
         0,

@@ -1,11 +1,11 @@
-//! The fault suite (SPEC 3.3): the Redis queue and rate limits beside a
-//! durable lease store with its fencing set (or the Redis coordination set),
-//! run by several instances while a seeded nemesis injects faults between
-//! them and the server ([`nemesis`], [`call_faults`]), and the recorded
-//! history judged by pure checkers: [`linearizable`] (each tree's lease),
-//! [`children`] (children-once), [`fencing`], [`rate_bounds`] and
-//! [`full_server`]. [`suite::FaultsSuite`] is `--suite faults`;
-//! [`bench_linearizability`] measures the linearizability checker.
+//! The fault suite (docs/CONTRACTS.md §2.3): the Redis queue and rate limits
+//! beside a durable lease store with its fencing set (or the Redis coordination
+//! set), run by several instances while a seeded nemesis injects faults between
+//! them and the server ([`nemesis`], [`call_faults`]), and the recorded history
+//! judged by pure checkers: [`linearizable`] (each tree's lease), [`children`]
+//! (children-once), [`fencing`], [`rate_bounds`] and [`full_server`].
+//! [`suite::FaultsSuite`] is `--suite faults`; [`bench_linearizability`]
+//! measures the linearizability checker.
 
 mod bench;
 pub mod call_faults;

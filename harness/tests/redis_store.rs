@@ -1,6 +1,6 @@
 //! The built-in Redis stores against a real `redis-server` (7.0 here): every
-//! operation, the refusals of SPEC 2.6, odd ids, kept executions in SQLite,
-//! and a full server.
+//! operation, the refusals of docs/PROTOCOL.md §7, odd ids, kept executions in
+//! SQLite, and a full server.
 //!
 //! Each test starts its own server (free port, its own directory) so tests
 //! run in parallel and never see each other's keys.
@@ -1180,7 +1180,7 @@ async fn every_script_is_loaded_on_connect() {
 }
 
 // ---------------------------------------------------------------------------
-// Server assumptions (SPEC 2.6).
+// Server assumptions (docs/PROTOCOL.md §7).
 
 #[tokio::test]
 async fn short_durability_is_refused_naming_each_setting_unless_opted_out() {

@@ -1,7 +1,8 @@
-//! The run model's renderings: `report.json` (SPEC §5's fields, for CI
-//! scripts), `junit.xml` (one test case per check) and a self-contained
-//! `index.html` (no network, no build step), and `badge.svg` for a README. Rendering is pure; [`write_all`]
-//! is the only I/O and never leaves a half-written report behind.
+//! The run model's renderings: `report.json` (docs/CONTRACTS.md §3's fields,
+//! for CI scripts), `junit.xml` (one test case per check) and a self-contained
+//! `index.html` (no network, no build step), and `badge.svg` for a README.
+//! Rendering is pure; [`write_all`] is the only I/O and never leaves a
+//! half-written report behind.
 
 mod html;
 mod junit;

@@ -1,5 +1,6 @@
-//! The sabotage set (SPEC 3.5): deliberately broken stores, each of which a
-//! named check must catch. They wrap a real store and break one promise:
+//! The sabotage set (docs/CONTRACTS.md §2.5): deliberately broken stores, each
+//! of which a named check must catch. They wrap a real store and break one
+//! promise:
 //!
 //! - [`Tampered`] corrupts the n-th answer of a run (every reply a
 //!   conformance scenario receives is judged, so every corruption must fail

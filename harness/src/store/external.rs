@@ -1,5 +1,5 @@
 //! `cmd:'<command line>'`: a store written in any language, as an adapter
-//! process speaking JSON lines (SPEC §6, docs/PROTOCOL.md).
+//! process speaking JSON lines (docs/PROTOCOL.md).
 //!
 //! One process per instance, started in a process group of its own so that
 //! the whole group — the shell and whatever it started — is killed when the

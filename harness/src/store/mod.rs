@@ -15,10 +15,12 @@ use crate::contract::{Call, Contract, Reply, StoreError};
 
 pub use sqlite::{DurableEffect, DurableState};
 
-/// The opt-out a Redis store accepts for short durability settings (SPEC 2.6).
+/// The opt-out a Redis store accepts for short durability settings
+/// (docs/PROTOCOL.md §7).
 pub const OPT_OUT_WRITES_MAY_BE_LOST: &str = "acknowledged-writes-may-be-lost";
 
-/// What an instance is told when it connects (the `hello` of SPEC §6).
+/// What an instance is told when it connects (the `hello` of
+/// docs/PROTOCOL.md §3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hello {
     /// The instance's name, e.g. `a`.
@@ -47,8 +49,8 @@ pub struct StoreInfo {
 #[async_trait]
 pub trait StoreClient: Send {
     /// Sends one request with the instance clock `clock_ms` and waits for the
-    /// store's answer. `Err` is a store error of SPEC §6 (`bad_request`,
-    /// `unavailable`, …), never a panic.
+    /// store's answer. `Err` is a store error of docs/PROTOCOL.md §6
+    /// (`bad_request`, `unavailable`, …), never a panic.
     async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError>;
 
     /// After an operation the harness abandoned on purpose (it reset the
@@ -133,8 +135,9 @@ pub trait StoreFactory: Send + Sync {
         None
     }
 
-    /// Connects one instance. The store validates its server here (SPEC 2.6)
-    /// and refuses with `durability`, `deployment` or `config_refused`.
+    /// Connects one instance. The store validates its server here
+    /// (docs/PROTOCOL.md §7) and refuses with `durability`, `deployment` or
+    /// `config_refused`.
     async fn connect(
         &self,
         hello: &Hello,

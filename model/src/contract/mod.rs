@@ -1,5 +1,6 @@
-//! The three contracts as code (SPEC 2.1–2.3): operations, replies, errors,
-//! and a pure sequential model of each that checkers and tests can run.
+//! The contracts as code (docs/PROTOCOL.md §4): operations, replies, errors,
+//! and a pure sequential model of each (the fencing set's beside the leases it
+//! reads) that checkers and tests can run.
 //!
 //! Everything here is pure: no I/O, no clocks. Time comes in as arguments.
 
@@ -23,20 +24,21 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Contract {
-    /// The execution lease store (SPEC 2.1), on server time.
+    /// The execution lease store (docs/PROTOCOL.md §4.2), on server time.
     Lease,
-    /// The child execution queue (SPEC 2.2), on server time.
+    /// The child execution queue (docs/PROTOCOL.md §4.3), on server time.
     Queue,
-    /// Provider rate limits (SPEC 2.3), on the instance clock.
+    /// Provider rate limits (docs/PROTOCOL.md §4.4), on the instance clock.
     Rate,
-    /// The fencing set of a durable store (SPEC 2.4), beside its lease store
-    /// and on the same server time: fenced effects and outbound calls begun at
-    /// most once (`effect.*`, `call.*`).
+    /// The fencing set of a durable store (docs/PROTOCOL.md §4.5), beside its
+    /// lease store and on the same server time: fenced effects and outbound
+    /// calls begun at most once (`effect.*`, `call.*`).
     Fenced,
 }
 
 impl Contract {
-    /// The coordination set (SPEC 2.5): the contracts a Redis store offers.
+    /// The coordination set (docs/CONTRACTS.md §1.5): the contracts a Redis
+    /// store offers.
     pub const COORDINATION: [Contract; 3] = [Contract::Lease, Contract::Queue, Contract::Rate];
 
     /// Every contract, in report order.
