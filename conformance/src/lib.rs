@@ -1,6 +1,6 @@
 //! The sequential conformance suite (docs/CONTRACTS.md §2.1): every operation
-//! and edge case of the three contracts on a server whose clock storeproof
-//! controls, bad input, odd ids, the server's own clock ruling, the server
+//! and edge case of the contracts (lease, queue, rate limits and a durable
+//! store's fencing set) on a server whose clock storeproof controls, bad input, odd ids, the server's own clock ruling, the server
 //! assumptions, kept execution ids never in Redis, and bytes per tree.
 //!
 //! `certify` drives it as [`ConformanceSuite`]; `replay` and the sabotage
@@ -8,8 +8,8 @@
 //! `storeproof check` judges a saved [`CheckHistory`] again with [`judge`].
 //!
 //! The private modules:
-//! - `lease`, `queue`, `rate`: each contract's checks, a new check goes into
-//!   its contract's list with a stable id named for what it checks;
+//! - `lease`, `queue`, `rate`, `fenced`: each contract's checks, a new check
+//!   goes into its contract's list with a stable id named for what it checks;
 //! - `scenario`: the [`Step`]s a scenario check is written in;
 //! - `runner`: plays a check against the store and records its history;
 //! - `judge`: the pure judge of a recorded scenario history;

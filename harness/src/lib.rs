@@ -8,8 +8,8 @@
 //!
 //! - [`contract`]: the operations, replies and errors of docs/PROTOCOL.md and
 //!   a pure sequential model of each contract;
-//! - [`store`]: store clients: the built-in Redis stores and adapters in any
-//!   language;
+//! - [`store`]: store clients: the built-in Redis stores, the SQLite fencing
+//!   set and adapters in any language;
 //! - [`gate`]: a RESP proxy per instance that holds, releases and records
 //!   each command, and the one interleaving driver;
 //! - [`server`]: managed `redis-server`s with a clock storeproof controls;

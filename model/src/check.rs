@@ -143,7 +143,7 @@ pub struct StoreSection {
     pub name: String,
     /// The store's own version, from its hello.
     pub version: String,
-    /// The contracts it offers (`lease`, `queue`, `rate`).
+    /// The contracts it offers (`lease`, `queue`, `rate`, `fenced`).
     pub contracts: Vec<String>,
 }
 

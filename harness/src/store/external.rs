@@ -12,10 +12,11 @@
 //! ([`StoreFactory::adapter_failure`]: a broken adapter is bad input, the run
 //! ends on it, blaming no store; another run in the process starts clean).
 //!
-//! An adapter whose hello answer offers the optional `reconnect` request
-//! (docs/PROTOCOL.md, section 3.1) can be kept after the explorer reset an
-//! operation's connection on purpose ([`StoreClient::reconnect`]); the
-//! others are replaced by a new process. [`adapters_started`] counts them.
+//! When the explorer stops an operation on purpose, the adapter's process is
+//! kept if it sent nothing but the refused command (on trial unless it
+//! declared itself `stateless`, docs/PROTOCOL.md §3.2), or if it offers the
+//! optional `reconnect` request (§3.1) and made itself as good as a fresh
+//! one ([`StoreClient::reconnect`]); otherwise a new process replaces it. [`adapters_started`] counts them.
 //!
 //! Adapters get SIGKILL when storeproof dies, however it dies (a parent-death
 //! signal armed before exec). An answer line is at most [`MAX_LINE`] bytes,
@@ -578,16 +579,16 @@ impl StoreClient for ExternalClient {
         }
     }
 
-    /// Sends `reconnect` to an adapter that offered it; only
-    /// `{"reconnected": {}}` counts. Anything else (an error answer, another
-    /// outcome) is `false`, and the harness starts a new process instead: an
-    /// optional capability that misbehaves costs speed, never a verdict.
     /// An adapter's process may remember anything (storeproof cannot see
     /// into it), unless its hello declared it `stateless`.
     fn remembers(&self) -> bool {
         !self.stateless
     }
 
+    /// Sends `reconnect` to an adapter that offered it; only
+    /// `{"reconnected": {}}` counts. Anything else (an error answer, another
+    /// outcome) is `false`, and the harness starts a new process instead: an
+    /// optional capability that misbehaves costs speed, never a verdict.
     async fn reconnect(&mut self, clock_ms: i64) -> bool {
         if !self.offers_reconnect {
             return false;

@@ -1,7 +1,8 @@
 //! How one instance talks to a store: one async trait, one call per contract
 //! operation. Everything outside this module sees only [`StoreFactory`] and
-//! [`StoreClient`]; the built-in Redis stores and (later) external adapters
-//! are implementations.
+//! [`StoreClient`]; the implementations here are the built-in Redis stores
+//! ([`redis`]), the SQLite fencing set ([`sqlite`]) and adapters in any
+//! language over JSON lines ([`external`]); the sabotage crate wraps them.
 
 mod durable_file;
 pub mod external;
@@ -40,7 +41,8 @@ pub struct StoreInfo {
     pub name: String,
     /// The store's version.
     pub version: String,
-    /// The contracts it offers; checks of the others are skipped as unsupported.
+    /// The contracts it offers; checks of the others are skipped as outside
+    /// its claim.
     pub contracts: Vec<Contract>,
 }
 
@@ -53,14 +55,16 @@ pub trait StoreClient: Send {
     /// (`bad_request`, `unavailable`, …), never a panic.
     async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError>;
 
-    /// After an operation the harness abandoned on purpose (it reset the
-    /// operation's connection in the middle and ignored the answer): makes
-    /// this instance as good as a freshly connected one — old connections
-    /// dropped, a new one open, nothing else remembered that could change a
-    /// later answer — sending only connection set-up commands
-    /// ([`crate::gate::is_setup`]). `true` once done. `false` (the default)
-    /// when the client cannot: the harness then drops it and connects a new
-    /// instance, so a store is never blamed for a reset it did not cause.
+    /// Makes this instance as good as a freshly connected one — old
+    /// connections dropped, a new one open, nothing else remembered that
+    /// could change a later answer — sending only connection set-up commands
+    /// ([`crate::gate::is_setup`]). The explorer asks after an operation it
+    /// stopped on purpose (its held command refused with an error reply, its
+    /// answer ignored), and before each operation of a client that
+    /// [remembers](Self::remembers) once such clients are no longer trusted.
+    /// `true` once done. `false` (the default) when the client cannot: the
+    /// harness then drops it and connects a new instance, so a store is never
+    /// blamed for a stop it did not cause.
     async fn reconnect(&mut self, _clock_ms: i64) -> bool {
         false
     }
@@ -69,9 +73,11 @@ pub trait StoreClient: Send {
     /// changes what it later sends or answers (an adapter's process, which
     /// storeproof cannot see into: a client-side cache, say). `false` (the
     /// default) for storeproof's own clients, which keep nothing. A harness
-    /// whose states are the server's keys alone (the explorer) starts every
-    /// operation of such a client as [`reconnect`](Self::reconnect), or a
-    /// new instance, leaves it.
+    /// whose states are the server's keys alone (the explorer) keeps such a
+    /// client on trial, checking a sample of its steps against fresh ones;
+    /// once what it remembers is seen to matter, it starts every operation
+    /// of such a client as [`reconnect`](Self::reconnect), or a new
+    /// instance, leaves it.
     fn remembers(&self) -> bool {
         false
     }

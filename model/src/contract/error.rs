@@ -17,7 +17,8 @@ pub enum ErrorKind {
     StoreFull,
     /// The server could not be reached: the outcome is unknown.
     Unavailable,
-    /// The store does not offer this contract.
+    /// The store does not offer this operation (or its whole contract):
+    /// the checks about it are skipped, never failed.
     Unsupported,
     /// The request broke the value or type rules: nothing was changed.
     BadRequest,

@@ -60,7 +60,7 @@ impl Contract {
         }
     }
 
-    /// The wire name: `lease`, `queue` or `rate`.
+    /// The wire name: `lease`, `queue`, `rate` or `fenced`.
     pub fn name(self) -> &'static str {
         match self {
             Contract::Lease => "lease",
@@ -88,8 +88,9 @@ pub enum Judgement {
     Violates(String),
 }
 
-/// All three sequential models side by side: lease and queue on server time,
-/// rate limits on the instance clock.
+/// The three sequential models side by side: lease (with the fencing set,
+/// which reads its records) and queue on server time, rate limits on the
+/// instance clock.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContractModel {
     /// The execution leases, on server time.
@@ -123,13 +124,21 @@ impl ContractModel {
         reply.unwrap_or(Reply::Unknown {})
     }
 
-    /// Judges a store's answer to a valid request. Every error answer is a
-    /// violation here, `unavailable` and `unsupported` included: the model
-    /// knows only replies. The caller settles errors before it asks: an
-    /// `unsupported` skips the check; an `unavailable` (the outcome unknown)
-    /// is counted both ways by the fault suites, and in a conformance check
-    /// blames the store only once storeproof's own server answered a PING
-    /// sent straight to it (else the check is unknown: the harness's trouble).
+    /// Judges a store's answer to a valid request, by the model of the
+    /// request's contract, at server time or at the instance clock as that
+    /// contract decides ([`now_for`](Self::now_for)). An allowed reply moves
+    /// the model along it (a reply the contract leaves to the store, such as
+    /// a grant's epoch or a slot's id, is adopted); a conservative or a
+    /// violating one leaves the model as it was.
+    ///
+    /// Every error answer is a violation here, `unavailable` and
+    /// `unsupported` included: the model knows only replies. So a caller
+    /// settles the errors that are not the store's fault before it asks: an
+    /// `unsupported` skips the checks about its operation; an `unavailable`
+    /// (the outcome unknown) is counted both ways by the fault suites, and in
+    /// a conformance check is passed here to blame the store only once
+    /// storeproof's own server answered a PING sent straight to it (else the
+    /// check is unknown: the harness's trouble).
     pub fn judge(
         &mut self,
         req: &Request,
