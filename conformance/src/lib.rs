@@ -7,6 +7,34 @@
 //! tests run single checks with [`all_checks`] and [`run_check`];
 //! `storeproof check` judges a saved [`CheckHistory`] again with [`judge`].
 //!
+//! Each check is declared once, with a stable id; a scenario check is plain
+//! steps, every reply to which the contract's model judges:
+//!
+//! ```rust
+//! use conformance::{all_checks, CheckKind};
+//! use harness::contract::Contract;
+//!
+//! let checks = all_checks();
+//! let races = checks
+//!     .iter()
+//!     .find(|c| c.spec.id == "conformance.lease.take-races")
+//!     .unwrap();
+//! assert_eq!(races.contract(), Some(Contract::Lease));
+//!
+//! let mut ids: Vec<&str> = checks.iter().map(|c| c.spec.id).collect();
+//! let declared = ids.len();
+//! ids.sort();
+//! ids.dedup();
+//! assert_eq!(ids.len(), declared, "an id is declared once");
+//!
+//! let busy = checks
+//!     .iter()
+//!     .find(|c| c.spec.id == "conformance.lease.take-busy")
+//!     .unwrap();
+//! let CheckKind::Scenario(steps) = &busy.kind else { panic!("a scenario") };
+//! assert!(!steps().is_empty());
+//! ```
+//!
 //! The private modules:
 //! - `lease`, `queue`, `rate`, `fenced`: each contract's checks, a new check
 //!   goes into its contract's list with a stable id named for what it checks;

@@ -9,6 +9,22 @@
 //!
 //! The modules are private; what other crates use is re-exported here.
 //!
+//! ```rust
+//! use crash::{BackendChoice, CrashConfig, CrashSuite};
+//! use harness::{Level, Suite};
+//!
+//! // Three kills with the required settings and one opted out, on a local
+//! // redis-server: what it checks is known before anything is killed.
+//! let suite = CrashSuite::new(CrashConfig::new(3, 1, 0, BackendChoice::Process));
+//! let checks = suite.checks();
+//! let epochs = checks
+//!     .iter()
+//!     .find(|c| c.id == "crash.acknowledged-epochs-survive")
+//!     .unwrap();
+//! assert_eq!(epochs.level, Level::Must);
+//! assert!(checks.iter().all(|c| c.id.starts_with("crash.")));
+//! ```
+//!
 //! - `backend`: the [`CrashError`] and the trait every place the server
 //!   runs implements (kill, power cut, restart, destroy);
 //! - `process`: a managed `redis-server` on disk, killed with `kill -9`;

@@ -12,6 +12,20 @@
 //! Every module is private; the crate root re-exports what `certify`,
 //! `bench`, `replay` and the tests use.
 //!
+//! ```rust
+//! use explorer::{skews, Property, LEASE_MS};
+//!
+//! // The first instance's clock is the server's; the second's is skewed by
+//! // each of these in turn.
+//! assert_eq!(skews().len(), 7);
+//! assert!(skews().contains(&0) && skews().contains(&(-10 * LEASE_MS)));
+//!
+//! // What the search looks for, each property feeding one check.
+//! let p = Property::from_name("one-live-holder").unwrap();
+//! assert_eq!(p.id(), "explorer.one-live-holder");
+//! assert_eq!(p.check().level, harness::Level::Must);
+//! ```
+//!
 //! - `state`: the state, the actions and the fingerprint, and the
 //!   transition cache every skew shares (server keyspace, time and command
 //!   bytes to reply and keys after: the server's answer depends on nothing

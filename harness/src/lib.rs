@@ -15,6 +15,27 @@
 //! - [`server`]: managed `redis-server`s with a clock storeproof controls;
 //! - [`keyspace`]: read-only views of a server's keys;
 //! - [`figures`]: each suite's figures, typed.
+//!
+//! A check is declared once, as a [`CheckSpec`]; what a run cannot decide
+//! is settled from the declaration before anything runs. A check about a
+//! contract the store does not offer is outside its claim:
+//!
+//! ```rust
+//! use harness::contract::Contract;
+//! use harness::{CheckSpec, Level, Needs};
+//!
+//! const TAKE_BUSY: CheckSpec = CheckSpec {
+//!     id: "conformance.lease.take-busy",
+//!     level: Level::Must,
+//!     contracts: &[Contract::Lease],
+//!     needs: Needs::ManagedServer,
+//!     about: "a take of a live lease answers busy and changes nothing",
+//! };
+//!
+//! assert_eq!(TAKE_BUSY.outside_claim(&Contract::COORDINATION), None);
+//! let why = TAKE_BUSY.outside_claim(&[Contract::Queue]).unwrap();
+//! assert!(why.contains("the lease contract"), "{why}");
+//! ```
 
 pub mod gate;
 pub mod keyspace;

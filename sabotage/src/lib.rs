@@ -47,6 +47,18 @@
 //!
 //! The matrix of sabotages against the checks that caught them comes with
 //! the sabotage suite, which reads [`named`].
+//!
+//! ```rust
+//! // Each sabotage names the check that must catch it.
+//! let s = sabotage::find("lease-on-caller-clock").unwrap();
+//! assert_eq!(s.caught_by, "explorer.one-live-holder");
+//!
+//! // A Lua sabotage is one edit of one built-in script, which must apply.
+//! let release = sabotage::find("release-without-token").unwrap();
+//! let patch = release.lua_patch().unwrap();
+//! assert_eq!(patch.script, "lease_release.lua");
+//! assert!(patch.apply().unwrap().contains(patch.replace));
+//! ```
 
 mod blind_retry;
 mod client_clock;
