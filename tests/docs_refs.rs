@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 /// The text files a reference can hide in.
-const EXTENSIONS: [&str; 7] = ["rs", "md", "py", "toml", "yml", "yaml", "sh"];
+const EXTENSIONS: [&str; 8] = ["rs", "md", "py", "lua", "toml", "yml", "yaml", "sh"];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -203,8 +203,8 @@ pub struct ExternalStoreFactory {
 }
 
 /// Where an adapter keeps its records, as its hello declares with
-/// `"state"` (docs/PROTOCOL.md, section 3): checks that read, restore, fill
-/// or kill the Redis server can judge only a store whose state is there.
+/// `"state"` (docs/PROTOCOL.md §3): checks that read, restore, fill or kill the
+/// Redis server can judge only a store whose state is there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StateLocation {
     /// `"state": "redis"` (also when hello says nothing): every record is a
@@ -550,11 +550,11 @@ impl Adapter {
 struct ExternalClient {
     adapter: Adapter,
     /// Whether hello's answer offered the optional `reconnect` request
-    /// (docs/PROTOCOL.md, section 3.1).
+    /// (docs/PROTOCOL.md §3.1).
     offers_reconnect: bool,
     /// Whether hello's answer declared the process `stateless`: it keeps
     /// nothing between operations that could change a later command or
-    /// answer (docs/PROTOCOL.md, section 3.2).
+    /// answer (docs/PROTOCOL.md §3.2).
     stateless: bool,
 }
 
