@@ -20,7 +20,7 @@ use harness::{CheckSpec, ServerRef, Subject, Suite};
 
 use crate::store_spec::StoreSpec;
 
-/// The suites of this version (SPEC §3), as `--suite` names them.
+/// The suites of this version (docs/CONTRACTS.md §2), as `--suite` names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SuiteName {
     Conformance,

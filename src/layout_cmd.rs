@@ -1,5 +1,5 @@
 //! `storeproof layout check FILE`: whether a layout file assembles under the
-//! one-backend rule (SPEC 2.5), without running anything.
+//! one-backend rule (docs/CONTRACTS.md §1.5), without running anything.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -22,8 +22,8 @@ pub const SQLITE_FILE: &str = "builtin-sqlite.sqlite";
 pub enum StoreSpec {
     /// The built-in Redis lease, queue and rate stores (`builtin:redis`).
     BuiltinRedis,
-    /// The SQLite fencing set's lease store (`builtin:sqlite`, SPEC 2.4), on a
-    /// fresh database file of the run's own.
+    /// The SQLite fencing set's lease store (`builtin:sqlite`,
+    /// docs/CONTRACTS.md §1.4), on a fresh database file of the run's own.
     BuiltinSqlite,
     /// An adapter in any language speaking docs/PROTOCOL.md over JSON lines
     /// (`cmd:<command line>`).

@@ -1,6 +1,6 @@
-//! Conformance checks of the fencing set (PROTOCOL 4.5): effects and
-//! outbound calls fenced by the live lease on server time, for a durable
-//! store that offers `fenced` (the Redis stores do not: skipped).
+//! Conformance checks of the fencing set (docs/PROTOCOL.md §4.5): effects and
+//! outbound calls fenced by the live lease on server time, for a durable store
+//! that offers `fenced` (the Redis stores do not: skipped).
 
 use serde_json::json;
 

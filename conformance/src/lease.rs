@@ -1,4 +1,4 @@
-//! Conformance checks of the execution lease contract (SPEC 2.1).
+//! Conformance checks of the execution lease contract (docs/PROTOCOL.md §4.2).
 
 use serde_json::json;
 

@@ -1,15 +1,43 @@
-//! The sequential conformance suite (SPEC 3.1): every operation and edge case
-//! of the three contracts on a server whose clock storeproof controls, bad
-//! input, odd ids, the server's own clock ruling, the server assumptions,
-//! kept execution ids never in Redis, and bytes per tree.
+//! The sequential conformance suite (docs/CONTRACTS.md §2.1): every operation
+//! and edge case of the contracts (lease, queue, rate limits and a durable
+//! store's fencing set) on a server whose clock storeproof controls, bad input, odd ids, the server's own clock ruling, the server
+//! assumptions, kept execution ids never in Redis, and bytes per tree.
 //!
 //! `certify` drives it as [`ConformanceSuite`]; `replay` and the sabotage
 //! tests run single checks with [`all_checks`] and [`run_check`];
 //! `storeproof check` judges a saved [`CheckHistory`] again with [`judge`].
 //!
+//! Each check is declared once, with a stable id; a scenario check is plain
+//! steps, every reply to which the contract's model judges:
+//!
+//! ```rust
+//! use conformance::{all_checks, CheckKind};
+//! use harness::contract::Contract;
+//!
+//! let checks = all_checks();
+//! let races = checks
+//!     .iter()
+//!     .find(|c| c.spec.id == "conformance.lease.take-races")
+//!     .unwrap();
+//! assert_eq!(races.contract(), Some(Contract::Lease));
+//!
+//! let mut ids: Vec<&str> = checks.iter().map(|c| c.spec.id).collect();
+//! let declared = ids.len();
+//! ids.sort();
+//! ids.dedup();
+//! assert_eq!(ids.len(), declared, "an id is declared once");
+//!
+//! let busy = checks
+//!     .iter()
+//!     .find(|c| c.spec.id == "conformance.lease.take-busy")
+//!     .unwrap();
+//! let CheckKind::Scenario(steps) = &busy.kind else { panic!("a scenario") };
+//! assert!(!steps().is_empty());
+//! ```
+//!
 //! The private modules:
-//! - `lease`, `queue`, `rate`: each contract's checks, a new check goes into
-//!   its contract's list with a stable id named for what it checks;
+//! - `lease`, `queue`, `rate`, `fenced`: each contract's checks, a new check
+//!   goes into its contract's list with a stable id named for what it checks;
 //! - `scenario`: the [`Step`]s a scenario check is written in;
 //! - `runner`: plays a check against the store and records its history;
 //! - `judge`: the pure judge of a recorded scenario history;

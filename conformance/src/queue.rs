@@ -1,4 +1,4 @@
-//! Conformance checks of the child execution queue (SPEC 2.2).
+//! Conformance checks of the child execution queue (docs/PROTOCOL.md §4.3).
 
 use serde_json::json;
 

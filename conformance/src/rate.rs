@@ -1,6 +1,6 @@
-//! Conformance checks of provider rate limits (SPEC 2.3). All of them run on
-//! the instance clock, so they also run against a server storeproof does not
-//! manage.
+//! Conformance checks of provider rate limits (docs/PROTOCOL.md §4.4). All of
+//! them run on the instance clock, so they also run against a server storeproof
+//! does not manage.
 
 use serde_json::json;
 

@@ -1,8 +1,8 @@
-//! The server-assumption checks (SPEC 2.6): a managed server per bad setting,
-//! a replica, a cluster node, ACL users without CONFIG or INFO and a renamed
-//! CONFIG; the store must refuse each with the right error kind, naming each
-//! setting found short, and accept a durable server (and, with the opt-out, a
-//! server whose only fault is durability).
+//! The server-assumption checks (docs/PROTOCOL.md §7): a managed server per bad
+//! setting, a replica, a cluster node, ACL users without CONFIG or INFO and a
+//! renamed CONFIG; the store must refuse each with the right error kind, naming
+//! each setting found short, and accept a durable server (and, with the
+//! opt-out, a server whose only fault is durability).
 
 use serde_json::{json, Value};
 

@@ -2,9 +2,10 @@
 //! counter never deleted (`fixtures/adapters/lock_style/`), a correct design
 //! storeproof was not built beside — run over the real protocol through the
 //! whole conformance suite: it answers `busy` at the exact expiry instant, a
-//! safe deviation (PROTOCOL 4.2), so `conformance.lease.expiry-at-instant`
-//! warns, and every MUST check it is judged on passes — the generated
-//! sequences too, which follow its choice instead of demanding a grant.
+//! safe deviation (docs/PROTOCOL.md §4.2), so
+//! `conformance.lease.expiry-at-instant` warns, and every MUST check it is
+//! judged on passes — the generated sequences too, which follow its choice
+//! instead of demanding a grant.
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -233,11 +233,11 @@ pub(crate) fn answered(
         }
         (_, Err(e)) if e.kind == ErrorKind::StoreFull && full_seen => {
             // The server was full while it ran: the contract's refusal
-            // (PROTOCOL 6), which changes nothing. The instance believes
-            // what it believed and may retry, as client libraries do. If
-            // nothing else touched the server meanwhile, the keys must be
-            // as they were; otherwise a store that wrote part of it is
-            // caught by what later answers show (a tree stuck, a lost save).
+            // (docs/PROTOCOL.md §6), which changes nothing. The instance
+            // believes what it believed and may retry, as client libraries do.
+            // If nothing else touched the server meanwhile, the keys must be as
+            // they were; otherwise a store that wrote part of it is caught by
+            // what later answers show (a tree stuck, a lost save).
             if quiet_since.is_some_and(|d| d != crate::state::keys_digest(&next.keys)) {
                 next.violate(
                     answered_property(op),

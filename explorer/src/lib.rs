@@ -1,5 +1,6 @@
-//! The interleaving explorer (SPEC 3.2): model-checks two and three instances
-//! on the lease store, each with its own clock, against the real server.
+//! The interleaving explorer (docs/CONTRACTS.md §2.2): model-checks two and
+//! three instances of the lease store, the child queue and the rate limits,
+//! each instance with its own clock, against the real server.
 //!
 //! A step is one Redis command delivered (through the instance's gate), a
 //! move of server time, or an instance crashing for good. The state holds
@@ -10,6 +11,20 @@
 //!
 //! Every module is private; the crate root re-exports what `certify`,
 //! `bench`, `replay` and the tests use.
+//!
+//! ```rust
+//! use explorer::{skews, Property, LEASE_MS};
+//!
+//! // The first instance's clock is the server's; the second's is skewed by
+//! // each of these in turn.
+//! assert_eq!(skews().len(), 7);
+//! assert!(skews().contains(&0) && skews().contains(&(-10 * LEASE_MS)));
+//!
+//! // What the search looks for, each property feeding one check.
+//! let p = Property::from_name("one-live-holder").unwrap();
+//! assert_eq!(p.id(), "explorer.one-live-holder");
+//! assert_eq!(p.check().level, harness::Level::Must);
+//! ```
 //!
 //! - `state`: the state, the actions and the fingerprint, and the
 //!   transition cache every skew shares (server keyspace, time and command
@@ -64,7 +79,8 @@ const TREE: &str = "t";
 /// more than the largest skew): the fingerprint collapses it.
 const FAR_PAST_MS: i64 = 20 * LEASE_MS;
 
-/// The second clock's skews of SPEC 3.2: 0, ± lease/2, ± lease, ± 10 × lease.
+/// The second clock's skews (docs/CONTRACTS.md §2.2): 0, ± lease/2, ± lease,
+/// ± 10 × lease.
 pub fn skews() -> Vec<i64> {
     vec![
         0,

@@ -780,7 +780,7 @@ mod tests {
         let twice = one(&s, 1, Op::Hit, Reply::Allowed { remaining: 0 });
         assert!(twice.broke(Property::RateHitLimit));
         // b's clock is behind a's hit: a hit recorded with a later clock is
-        // not counted (PROTOCOL 4.4), so b's hit is allowed.
+        // not counted (docs/PROTOCOL.md §4.4), so b's hit is allowed.
         let s = one(&two(-10), 0, Op::Hit, Reply::Allowed { remaining: 0 });
         let behind = one(&s, 1, Op::Hit, Reply::Allowed { remaining: 0 });
         assert!(behind.violations.is_empty(), "{:?}", behind.violations);

@@ -1100,8 +1100,8 @@ impl Inner {
     /// with nothing else happening, its later commands (a retry on a
     /// connection of its own, as client libraries do) going straight to the
     /// server. Its answer is judged like any other; `unavailable` (the
-    /// outcome unknown, PROTOCOL 4) ends it without an answer, which may
-    /// have taken effect or not ([`judge::ended_unanswered`]). The client
+    /// outcome unknown, docs/PROTOCOL.md §4) ends it without an answer, which
+    /// may have taken effect or not ([`judge::ended_unanswered`]). The client
     /// is not kept: the next operation starts on a fresh one.
     async fn deliver_lost(
         &mut self,

@@ -1,5 +1,5 @@
-//! Children-once (SPEC 2.2): every saved child's effect applied exactly
-//! once, none lost, none twice, and no effect for a child never saved.
+//! Children-once (docs/PROTOCOL.md §4.3): every saved child's effect applied
+//! exactly once, none lost, none twice, and no effect for a child never saved.
 //!
 //! **Inputs.** The queue operations of a [`History`] (`queue.save`,
 //! `queue.claim`, `queue.complete`, each paired invoke with completion per

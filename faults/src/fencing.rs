@@ -1,5 +1,5 @@
-//! Fencing (SPEC 2.4): no effect of an older epoch applied after a newer
-//! one was granted, even when the zombie reaches the write first; and a
+//! Fencing (docs/PROTOCOL.md §4.5): no effect of an older epoch applied after a
+//! newer one was granted, even when the zombie reaches the write first; and a
 //! call begun at most once.
 //!
 //! **Inputs.** A [`History`] holding the lease operations of the durable

@@ -1,4 +1,4 @@
-//! The full server (SPEC 2.6): while `maxmemory` is reached (with
+//! The full server (docs/CONTRACTS.md §1.6): while `maxmemory` is reached (with
 //! `noeviction`), a store refuses writes with a clear `store_full`, loses
 //! nothing it acknowledged and grants nothing twice.
 //!

@@ -1,6 +1,6 @@
-//! Linearizability of lease histories (SPEC 2.1): does some order of the
-//! operations, each taking effect at one server instant inside its window,
-//! explain every reply the store gave, by the lease contract?
+//! Linearizability of lease histories (docs/PROTOCOL.md §4.2): does some order
+//! of the operations, each taking effect at one server instant inside its
+//! window, explain every reply the store gave, by the lease contract?
 //!
 //! **Why our own checker.** Before writing this we read the two Rust
 //! candidates the issue names. `todc-utils`'s `WGLChecker` (0.1.1) pairs

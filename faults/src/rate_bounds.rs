@@ -1,6 +1,6 @@
-//! Rate bounds (SPEC 2.3) with ambiguous outcomes counted both ways: never
-//! more than `limit` live slots per provider, never more than `limit`
-//! allowed hits in any window, no slot or hit granted while paused.
+//! Rate bounds (docs/PROTOCOL.md §4.4) with ambiguous outcomes counted both
+//! ways: never more than `limit` live slots per provider, never more than
+//! `limit` allowed hits in any window, no slot or hit granted while paused.
 //!
 //! **Clock.** Rate limits decide on the instance clock each request carries:
 //! the `clock_ms` of its invoke event. A slot acquired at `c` with `ttl_ms`

@@ -3,10 +3,10 @@
 //! slot around each outbound call — while a nemesis plays — then a drain
 //! that settles every child and an end read the checkers judge.
 //!
-//! **Layouts** (SPEC 2.5). [`LayoutKind::Durable`]: leases, fenced effects
-//! and outbound calls on one durable store, queue and rate limits on Redis.
-//! [`LayoutKind::Coordination`]: leases, queue and rate limits on Redis and
-//! no fencing set; a child's effect is its `completed` answer.
+//! **Layouts** (docs/CONTRACTS.md §1.5). [`LayoutKind::Durable`]: leases,
+//! fenced effects and outbound calls on one durable store, queue and rate
+//! limits on Redis. [`LayoutKind::Coordination`]: leases, queue and rate limits
+//! on Redis and no fencing set; a child's effect is its `completed` answer.
 //!
 //! **After the faults.** Once the nemesis is done, every instance reads each
 //! of its stores through its own connections, asking again while the answer
@@ -48,7 +48,8 @@ pub const PROVIDER: &str = "provider";
 /// The name the drain's instance is recorded under.
 pub const DRAIN: &str = "drain";
 
-/// Which stores sit side by side (SPEC 2.5's two supported layouts).
+/// Which stores sit side by side (the two supported layouts of
+/// docs/CONTRACTS.md §1.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LayoutKind {

@@ -1,4 +1,4 @@
--- lease.read {tree} (SPEC 2.1): the record and whether it is live on server
+-- lease.read {tree} (docs/PROTOCOL.md §4.2): the record and whether it is live on server
 -- time. Read-only.
 -- KEYS[1] = {prefix}lease:{tree}
 local key = KEYS[1]

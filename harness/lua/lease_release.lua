@@ -1,4 +1,4 @@
--- lease.release {tree, holder, epoch} (SPEC 2.1), one atomic step.
+-- lease.release {tree, holder, epoch} (docs/PROTOCOL.md §4.2), one atomic step.
 -- KEYS[1] = {prefix}lease:{tree}
 -- ARGV[1] = holder, ARGV[2] = epoch (canonical decimal)
 -- Releasing keeps the record (holder, epoch, expires_at) and only marks it

@@ -1,4 +1,4 @@
--- lease.renew {tree, holder, epoch, ttl_ms} (SPEC 2.1), one atomic step.
+-- lease.renew {tree, holder, epoch, ttl_ms} (docs/PROTOCOL.md §4.2), one atomic step.
 -- KEYS[1] = {prefix}lease:{tree}
 -- ARGV[1] = holder, ARGV[2] = epoch (canonical decimal), ARGV[3] = ttl_ms
 -- Epochs are compared as canonical decimal strings so that any whole number

@@ -1,4 +1,4 @@
--- lease.take {tree, holder, ttl_ms} (SPEC 2.1), one atomic step.
+-- lease.take {tree, holder, ttl_ms} (docs/PROTOCOL.md §4.2), one atomic step.
 -- KEYS[1] = {prefix}lease:{tree}  (hash: holder, epoch, expires_at, released)
 -- ARGV[1] = holder, ARGV[2] = ttl_ms
 -- Expiry is judged on server time (TIME), never on the instance clock. The

@@ -1,4 +1,4 @@
--- queue.claim {instance, claim_ttl_ms} (SPEC 2.2), one atomic step.
+-- queue.claim {instance, claim_ttl_ms} (docs/PROTOCOL.md §4.3), one atomic step.
 -- KEYS[1] = {prefix}q:index
 -- ARGV[1] = {prefix}q:child:  (child keys are this plus the child id)
 -- ARGV[2] = instance, ARGV[3] = claim_ttl_ms

@@ -1,4 +1,4 @@
--- queue.complete {child, instance, attempt} (SPEC 2.2), one atomic step.
+-- queue.complete {child, instance, attempt} (docs/PROTOCOL.md §4.3), one atomic step.
 -- KEYS[1] = {prefix}q:child:{child}, KEYS[2] = {prefix}q:index
 -- ARGV[1] = instance, ARGV[2] = attempt (canonical decimal)
 -- Only the child's current, unexpired claim (on server time) completes it.

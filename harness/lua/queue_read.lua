@@ -1,4 +1,4 @@
--- queue.read {child} (SPEC 2.2). Read-only.
+-- queue.read {child} (docs/PROTOCOL.md §4.3). Read-only.
 -- KEYS[1] = {prefix}q:child:{child}
 local rec = redis.call('HMGET', KEYS[1], 'state', 'claimer', 'attempt', 'depth')
 if not rec[1] then

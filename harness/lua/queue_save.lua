@@ -1,4 +1,4 @@
--- queue.save {child, depth, payload} (SPEC 2.2), one atomic step.
+-- queue.save {child, depth, payload} (docs/PROTOCOL.md §4.3), one atomic step.
 -- KEYS[1] = {prefix}q:child:{child}  (hash)
 -- KEYS[2] = {prefix}q:index          (zset of not-done children, all score 0)
 -- KEYS[3] = {prefix}q:seq            (save-order counter)

@@ -1,4 +1,4 @@
--- rate.acquire_slot {provider, holder, limit, ttl_ms} (SPEC 2.3), one atomic step.
+-- rate.acquire_slot {provider, holder, limit, ttl_ms} (docs/PROTOCOL.md §4.4), one atomic step.
 -- KEYS[1] = {prefix}rate:{provider}:slots  (zset: member slot id, score expires_at)
 -- KEYS[2] = {prefix}rate:{provider}:pause  (string: paused until, ms)
 -- KEYS[3] = {prefix}rate:{provider}:seq    (slot and hit id counter)

@@ -1,4 +1,4 @@
--- rate.hit {provider, limit, window_ms} (SPEC 2.3), one atomic step.
+-- rate.hit {provider, limit, window_ms} (docs/PROTOCOL.md §4.4), one atomic step.
 -- KEYS[1] = {prefix}rate:{provider}:hits   (zset: member hit id, score clock_ms)
 -- KEYS[2] = {prefix}rate:{provider}:pause
 -- KEYS[3] = {prefix}rate:{provider}:seq

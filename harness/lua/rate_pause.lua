@@ -1,4 +1,4 @@
--- rate.pause {provider, until_ms} (SPEC 2.3), one atomic step.
+-- rate.pause {provider, until_ms} (docs/PROTOCOL.md §4.4), one atomic step.
 -- KEYS[1] = {prefix}rate:{provider}:pause
 -- ARGV[1] = until_ms (canonical decimal)
 -- A pause only lengthens: the answer is the pause in force afterwards.

@@ -1,4 +1,4 @@
--- rate.read {provider} (SPEC 2.3). Read-only.
+-- rate.read {provider} (docs/PROTOCOL.md §4.4). Read-only.
 -- KEYS[1] = {prefix}rate:{provider}:slots, KEYS[2] = {prefix}rate:{provider}:pause
 -- ARGV[1] = now (clock_ms)
 -- cmp(a, b) comes from decimal.lua, prepended when the script is built.

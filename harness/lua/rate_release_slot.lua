@@ -1,4 +1,4 @@
--- rate.release_slot {provider, slot} (SPEC 2.3), one atomic step.
+-- rate.release_slot {provider, slot} (docs/PROTOCOL.md §4.4), one atomic step.
 -- KEYS[1] = {prefix}rate:{provider}:slots
 -- ARGV[1] = now (clock_ms), ARGV[2] = slot
 -- An expired slot is removed too, but answers `unknown`: it was no longer held.

@@ -8,13 +8,34 @@
 //!
 //! - [`contract`]: the operations, replies and errors of docs/PROTOCOL.md and
 //!   a pure sequential model of each contract;
-//! - [`store`]: store clients: the built-in Redis stores and adapters in any
-//!   language;
+//! - [`store`]: store clients: the built-in Redis stores, the SQLite fencing
+//!   set and adapters in any language;
 //! - [`gate`]: a RESP proxy per instance that holds, releases and records
 //!   each command, and the one interleaving driver;
 //! - [`server`]: managed `redis-server`s with a clock storeproof controls;
 //! - [`keyspace`]: read-only views of a server's keys;
 //! - [`figures`]: each suite's figures, typed.
+//!
+//! A check is declared once, as a [`CheckSpec`]; what a run cannot decide
+//! is settled from the declaration before anything runs. A check about a
+//! contract the store does not offer is outside its claim:
+//!
+//! ```rust
+//! use harness::contract::Contract;
+//! use harness::{CheckSpec, Level, Needs};
+//!
+//! const TAKE_BUSY: CheckSpec = CheckSpec {
+//!     id: "conformance.lease.take-busy",
+//!     level: Level::Must,
+//!     contracts: &[Contract::Lease],
+//!     needs: Needs::ManagedServer,
+//!     about: "a take of a live lease answers busy and changes nothing",
+//! };
+//!
+//! assert_eq!(TAKE_BUSY.outside_claim(&Contract::COORDINATION), None);
+//! let why = TAKE_BUSY.outside_claim(&[Contract::Queue]).unwrap();
+//! assert!(why.contains("the lease contract"), "{why}");
+//! ```
 
 pub mod gate;
 pub mod keyspace;

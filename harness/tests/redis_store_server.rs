@@ -1,4 +1,4 @@
-//! The built-in Redis stores and their server (SPEC 2.6): the refusals of
+//! The built-in Redis stores and their server (docs/PROTOCOL.md §7): the refusals of
 //! short settings, replicas and missing permissions, an unreachable, full or
 //! restarted server, and RESP3. Each test starts its own server.
 

@@ -1,4 +1,4 @@
-//! Assembly under the one-backend rule (SPEC 2.5).
+//! Assembly under the one-backend rule (docs/CONTRACTS.md §1.5).
 
 use std::fmt;
 
@@ -21,8 +21,8 @@ impl Assembled {
         &self.layout
     }
 
-    /// The name of the supported Redis layout this is (SPEC 2.5), if it is
-    /// exactly one of them.
+    /// The name of the supported Redis layout this is (docs/CONTRACTS.md §1.5),
+    /// if it is exactly one of them.
     pub fn supported_name(&self) -> Option<&'static str> {
         Layout::supported()
             .into_iter()

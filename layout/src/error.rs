@@ -5,7 +5,8 @@ use thiserror::Error;
 
 use crate::model::{Backend, Store};
 
-/// The id every refusal under the one-backend rule starts with (SPEC 2.5).
+/// The id every refusal under the one-backend rule starts with
+/// (docs/CONTRACTS.md §1.5).
 pub const MISMATCH_ID: &str = "[application.store-backend-mismatch]";
 
 /// Why a layout could not be read, or why it does not assemble.

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::LayoutError;
 
-/// A store a layout places on a backend (SPEC 2.5). The order is the
-/// report's and the error lines' order.
+/// A store a layout places on a backend (docs/CONTRACTS.md §1.5). The order is
+/// the report's and the error lines' order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Store {
@@ -85,7 +85,7 @@ impl fmt::Display for Store {
 pub enum Backend {
     /// Redis.
     Redis,
-    /// SQLite, the reference durable backend (SPEC 2.4).
+    /// SQLite, the reference durable backend (docs/CONTRACTS.md §1.4).
     Sqlite,
     /// Any other backend, by its lower-case name.
     Other(String),
@@ -195,7 +195,7 @@ impl Layout {
             .with(Store::Rate, Backend::Redis)
     }
 
-    /// The two supported Redis layouts (SPEC 2.5), by name.
+    /// The two supported Redis layouts (docs/CONTRACTS.md §1.5), by name.
     pub fn supported() -> [(&'static str, Layout); 2] {
         [
             (

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// How much a check matters (SPEC §3).
+/// How much a check matters (docs/CONTRACTS.md §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Level {
@@ -48,7 +48,7 @@ impl Verdict {
     }
 }
 
-/// One check's result as the report carries it (SPEC §5).
+/// One check's result as the report carries it (docs/CONTRACTS.md §3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckResult {
     /// Stable id named for what it checks, e.g. `conformance.lease.take-busy`.
@@ -143,7 +143,7 @@ pub struct StoreSection {
     pub name: String,
     /// The store's own version, from its hello.
     pub version: String,
-    /// The contracts it offers (`lease`, `queue`, `rate`).
+    /// The contracts it offers (`lease`, `queue`, `rate`, `fenced`).
     pub contracts: Vec<String>,
 }
 
@@ -154,8 +154,8 @@ pub struct ServerSection {
     pub version: String,
     /// Started and controlled by storeproof (virtual clock, restarts).
     pub managed: bool,
-    /// The settings SPEC 2.6 is about (durability, role, cluster), as the server
-    /// reported them.
+    /// The settings docs/CONTRACTS.md §1.6 is about (durability, role,
+    /// cluster), as the server reported them.
     pub settings: BTreeMap<String, String>,
     /// The managed server asked for with `--server` (`redis-6.2`,
     /// `valkey-9`, …); absent for the default one.
@@ -176,7 +176,8 @@ impl ServerSection {
     }
 }
 
-/// Everything one `storeproof certify` found, in the shape of SPEC §5.
+/// Everything one `storeproof certify` found, in the shape of
+/// docs/CONTRACTS.md §3.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     /// The storeproof version that made the report.

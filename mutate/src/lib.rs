@@ -8,6 +8,22 @@
 //! (survived). Jobs run side by side, each on a managed server of its own;
 //! every decided mutant is appended to `mutants.jsonl` in the output
 //! directory at once, so a rerun skips what an earlier run decided.
+//!
+//! ```rust
+//! use mutate::{mutants, MutantKind};
+//!
+//! let body = "if tonumber(ARGV[1]) < 10 then\n  return 1\nend\nreturn 0\n";
+//! let all = mutants("example.lua", body).unwrap();
+//! // `<` loosened to `<=`, on line 1, among the others.
+//! let loosened = all
+//!     .iter()
+//!     .find(|m| m.kind == MutantKind::Comparison && m.after.contains("<="))
+//!     .unwrap();
+//! assert_eq!(loosened.line, 1);
+//! assert!(all.iter().all(|m| m.body != body));
+//! // Ids are a hash of the script's name and text: a rerun finds the same.
+//! assert_eq!(mutants("example.lua", body).unwrap(), all);
+//! ```
 
 pub mod generate;
 mod report;

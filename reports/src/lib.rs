@@ -1,7 +1,56 @@
-//! The run model's renderings: `report.json` (SPEC §5's fields, for CI
-//! scripts), `junit.xml` (one test case per check) and a self-contained
-//! `index.html` (no network, no build step), and `badge.svg` for a README. Rendering is pure; [`write_all`]
-//! is the only I/O and never leaves a half-written report behind.
+//! The run model's renderings: `report.json` (docs/CONTRACTS.md §3's fields,
+//! for CI scripts), `junit.xml` (one test case per check) and a self-contained
+//! `index.html` (no network, no build step), and `badge.svg` for a README.
+//! Rendering is pure; [`write_all`] is the only I/O and never leaves a
+//! half-written report behind.
+//!
+//! ```rust
+//! use model::figures::Stats;
+//! use model::{CheckResult, Level, Report, RunSection, RunVerdict, ServerSection, StoreSection, Verdict};
+//!
+//! let check = CheckResult {
+//!     id: "conformance.lease.take-busy".into(),
+//!     suite: "conformance".into(),
+//!     level: Level::Must,
+//!     verdict: Verdict::Fail,
+//!     outside_claim: false,
+//!     reason: "step 2: expected busy, got granted".into(),
+//!     evidence: serde_json::json!({}),
+//!     counterexample: None,
+//!     seconds: 0.1,
+//!     about: String::new(),
+//! };
+//! let report = Report {
+//!     storeproof: "0.1.0".into(),
+//!     verdict: Report::verdict_of(std::slice::from_ref(&check)),
+//!     store: StoreSection {
+//!         spec: "cmd:./my-adapter".into(),
+//!         name: "my-store".into(),
+//!         version: "1.0".into(),
+//!         contracts: vec!["lease".into()],
+//!     },
+//!     server: ServerSection {
+//!         version: "7.0.15".into(),
+//!         managed: true,
+//!         settings: Default::default(),
+//!         name: None,
+//!         product: None,
+//!     },
+//!     checks: vec![check],
+//!     stats: Stats::default(),
+//!     run: RunSection::default(),
+//!     per_server: Vec::new(),
+//! };
+//! // A failed MUST check fails the run.
+//! assert_eq!(report.verdict, RunVerdict::Fail);
+//!
+//! let json: serde_json::Value =
+//!     serde_json::from_str(&reports::render_json(&report).unwrap()).unwrap();
+//! assert_eq!(json["verdict"], "fail");
+//! assert_eq!(json["checks"][0]["level"], "must");
+//! assert!(reports::render_junit(&report).contains("conformance.lease.take-busy"));
+//! assert!(!reports::render_html(&report).contains("<script"));
+//! ```
 
 mod html;
 mod junit;

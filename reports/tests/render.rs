@@ -1,6 +1,7 @@
-//! The renderings of a hand-made report, pinned: report.json keeps SPEC §5's
-//! fields, junit.xml has a test case per check, index.html is self-contained
-//! and shows each failure's steps; writing never leaves a half report.
+//! The renderings of a hand-made report, pinned: report.json keeps
+//! docs/CONTRACTS.md §3's fields, junit.xml has a test case per check,
+//! index.html is self-contained and shows each failure's steps; writing never
+//! leaves a half report.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,5 +1,6 @@
-//! The sabotage set (SPEC 3.5): deliberately broken stores, each of which a
-//! named check must catch. They wrap a real store and break one promise:
+//! The sabotage set (docs/CONTRACTS.md §2.5): deliberately broken stores, each
+//! of which a named check must catch. They wrap a real store and break one
+//! promise:
 //!
 //! - [`Tampered`] corrupts the n-th answer of a run (every reply a
 //!   conformance scenario receives is judged, so every corruption must fail
@@ -46,6 +47,18 @@
 //!
 //! The matrix of sabotages against the checks that caught them comes with
 //! the sabotage suite, which reads [`named`].
+//!
+//! ```rust
+//! // Each sabotage names the check that must catch it.
+//! let s = sabotage::find("lease-on-caller-clock").unwrap();
+//! assert_eq!(s.caught_by, "explorer.one-live-holder");
+//!
+//! // A Lua sabotage is one edit of one built-in script, which must apply.
+//! let release = sabotage::find("release-without-token").unwrap();
+//! let patch = release.lua_patch().unwrap();
+//! assert_eq!(patch.script, "lease_release.lua");
+//! assert!(patch.apply().unwrap().contains(patch.replace));
+//! ```
 
 mod blind_retry;
 mod client_clock;

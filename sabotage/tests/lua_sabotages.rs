@@ -142,8 +142,9 @@ fn the_sabotage_table_in_the_docs_is_the_named_list() {
     );
 }
 
-/// The connection sabotages (a server check blind to a part of SPEC 2.6)
-/// fail the server-assumption check they name; the built-in store passes it.
+/// The connection sabotages (a server check blind to a part of
+/// docs/PROTOCOL.md §7) fail the server-assumption check they name; the
+/// built-in store passes it.
 #[tokio::test(flavor = "multi_thread")]
 async fn every_blind_server_check_is_caught_by_its_server_case() {
     let server = ManagedServer::start(ServerOptions::default())

@@ -1,4 +1,4 @@
-//! `--suite faults` (SPEC 3.3): the fault workload in each supported layout
+//! `--suite faults` (docs/CONTRACTS.md §2.3): the fault workload in each supported layout
 //! on a Redis server of the suite's own, while a seeded nemesis plays —
 //! lost replies, dropped and reset connections, latency, partitions, paused
 //! instances (zombies), crash and clean restarts, a full server — then the

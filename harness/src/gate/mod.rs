@@ -550,7 +550,7 @@ impl Gate {
     /// Every database other than 0 that a client selected through this
     /// gate (`SELECT 3`), in the order first seen: storeproof reads and
     /// restores database 0 only, so a store that keeps its keys elsewhere
-    /// cannot be judged on its keys (docs/PROTOCOL.md, section 5).
+    /// cannot be judged on its keys (docs/PROTOCOL.md §5).
     pub fn other_databases(&self) -> Vec<String> {
         self.state().other_databases.clone()
     }

@@ -1,5 +1,5 @@
 //! `cmd:'<command line>'`: a store written in any language, as an adapter
-//! process speaking JSON lines (SPEC §6, docs/PROTOCOL.md).
+//! process speaking JSON lines (docs/PROTOCOL.md).
 //!
 //! One process per instance, started in a process group of its own so that
 //! the whole group — the shell and whatever it started — is killed when the
@@ -12,10 +12,11 @@
 //! ([`StoreFactory::adapter_failure`]: a broken adapter is bad input, the run
 //! ends on it, blaming no store; another run in the process starts clean).
 //!
-//! An adapter whose hello answer offers the optional `reconnect` request
-//! (docs/PROTOCOL.md, section 3.1) can be kept after the explorer reset an
-//! operation's connection on purpose ([`StoreClient::reconnect`]); the
-//! others are replaced by a new process. [`adapters_started`] counts them.
+//! When the explorer stops an operation on purpose, the adapter's process is
+//! kept if it sent nothing but the refused command (on trial unless it
+//! declared itself `stateless`, docs/PROTOCOL.md §3.2), or if it offers the
+//! optional `reconnect` request (§3.1) and made itself as good as a fresh
+//! one ([`StoreClient::reconnect`]); otherwise a new process replaces it. [`adapters_started`] counts them.
 //!
 //! Adapters get SIGKILL when storeproof dies, however it dies (a parent-death
 //! signal armed before exec). An answer line is at most [`MAX_LINE`] bytes,
@@ -202,8 +203,8 @@ pub struct ExternalStoreFactory {
 }
 
 /// Where an adapter keeps its records, as its hello declares with
-/// `"state"` (docs/PROTOCOL.md, section 3): checks that read, restore, fill
-/// or kill the Redis server can judge only a store whose state is there.
+/// `"state"` (docs/PROTOCOL.md §3): checks that read, restore, fill or kill the
+/// Redis server can judge only a store whose state is there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StateLocation {
     /// `"state": "redis"` (also when hello says nothing): every record is a
@@ -549,11 +550,11 @@ impl Adapter {
 struct ExternalClient {
     adapter: Adapter,
     /// Whether hello's answer offered the optional `reconnect` request
-    /// (docs/PROTOCOL.md, section 3.1).
+    /// (docs/PROTOCOL.md §3.1).
     offers_reconnect: bool,
     /// Whether hello's answer declared the process `stateless`: it keeps
     /// nothing between operations that could change a later command or
-    /// answer (docs/PROTOCOL.md, section 3.2).
+    /// answer (docs/PROTOCOL.md §3.2).
     stateless: bool,
 }
 
@@ -578,16 +579,16 @@ impl StoreClient for ExternalClient {
         }
     }
 
-    /// Sends `reconnect` to an adapter that offered it; only
-    /// `{"reconnected": {}}` counts. Anything else (an error answer, another
-    /// outcome) is `false`, and the harness starts a new process instead: an
-    /// optional capability that misbehaves costs speed, never a verdict.
     /// An adapter's process may remember anything (storeproof cannot see
     /// into it), unless its hello declared it `stateless`.
     fn remembers(&self) -> bool {
         !self.stateless
     }
 
+    /// Sends `reconnect` to an adapter that offered it; only
+    /// `{"reconnected": {}}` counts. Anything else (an error answer, another
+    /// outcome) is `false`, and the harness starts a new process instead: an
+    /// optional capability that misbehaves costs speed, never a verdict.
     async fn reconnect(&mut self, clock_ms: i64) -> bool {
         if !self.offers_reconnect {
             return false;

@@ -1,7 +1,8 @@
 //! How one instance talks to a store: one async trait, one call per contract
 //! operation. Everything outside this module sees only [`StoreFactory`] and
-//! [`StoreClient`]; the built-in Redis stores and (later) external adapters
-//! are implementations.
+//! [`StoreClient`]; the implementations here are the built-in Redis stores
+//! ([`redis`]), the SQLite fencing set ([`sqlite`]) and adapters in any
+//! language over JSON lines ([`external`]); the sabotage crate wraps them.
 
 mod durable_file;
 pub mod external;
@@ -15,10 +16,12 @@ use crate::contract::{Call, Contract, Reply, StoreError};
 
 pub use sqlite::{DurableEffect, DurableState};
 
-/// The opt-out a Redis store accepts for short durability settings (SPEC 2.6).
+/// The opt-out a Redis store accepts for short durability settings
+/// (docs/PROTOCOL.md §7).
 pub const OPT_OUT_WRITES_MAY_BE_LOST: &str = "acknowledged-writes-may-be-lost";
 
-/// What an instance is told when it connects (the `hello` of SPEC §6).
+/// What an instance is told when it connects (the `hello` of
+/// docs/PROTOCOL.md §3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hello {
     /// The instance's name, e.g. `a`.
@@ -38,7 +41,8 @@ pub struct StoreInfo {
     pub name: String,
     /// The store's version.
     pub version: String,
-    /// The contracts it offers; checks of the others are skipped as unsupported.
+    /// The contracts it offers; checks of the others are skipped as outside
+    /// its claim.
     pub contracts: Vec<Contract>,
 }
 
@@ -47,18 +51,20 @@ pub struct StoreInfo {
 #[async_trait]
 pub trait StoreClient: Send {
     /// Sends one request with the instance clock `clock_ms` and waits for the
-    /// store's answer. `Err` is a store error of SPEC §6 (`bad_request`,
-    /// `unavailable`, …), never a panic.
+    /// store's answer. `Err` is a store error of docs/PROTOCOL.md §6
+    /// (`bad_request`, `unavailable`, …), never a panic.
     async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError>;
 
-    /// After an operation the harness abandoned on purpose (it reset the
-    /// operation's connection in the middle and ignored the answer): makes
-    /// this instance as good as a freshly connected one — old connections
-    /// dropped, a new one open, nothing else remembered that could change a
-    /// later answer — sending only connection set-up commands
-    /// ([`crate::gate::is_setup`]). `true` once done. `false` (the default)
-    /// when the client cannot: the harness then drops it and connects a new
-    /// instance, so a store is never blamed for a reset it did not cause.
+    /// Makes this instance as good as a freshly connected one — old
+    /// connections dropped, a new one open, nothing else remembered that
+    /// could change a later answer — sending only connection set-up commands
+    /// ([`crate::gate::is_setup`]). The explorer asks after an operation it
+    /// stopped on purpose (its held command refused with an error reply, its
+    /// answer ignored), and before each operation of a client that
+    /// [remembers](Self::remembers) once such clients are no longer trusted.
+    /// `true` once done. `false` (the default) when the client cannot: the
+    /// harness then drops it and connects a new instance, so a store is never
+    /// blamed for a stop it did not cause.
     async fn reconnect(&mut self, _clock_ms: i64) -> bool {
         false
     }
@@ -67,9 +73,11 @@ pub trait StoreClient: Send {
     /// changes what it later sends or answers (an adapter's process, which
     /// storeproof cannot see into: a client-side cache, say). `false` (the
     /// default) for storeproof's own clients, which keep nothing. A harness
-    /// whose states are the server's keys alone (the explorer) starts every
-    /// operation of such a client as [`reconnect`](Self::reconnect), or a
-    /// new instance, leaves it.
+    /// whose states are the server's keys alone (the explorer) keeps such a
+    /// client on trial, checking a sample of its steps against fresh ones;
+    /// once what it remembers is seen to matter, it starts every operation
+    /// of such a client as [`reconnect`](Self::reconnect), or a new
+    /// instance, leaves it.
     fn remembers(&self) -> bool {
         false
     }
@@ -133,8 +141,9 @@ pub trait StoreFactory: Send + Sync {
         None
     }
 
-    /// Connects one instance. The store validates its server here (SPEC 2.6)
-    /// and refuses with `durability`, `deployment` or `config_refused`.
+    /// Connects one instance. The store validates its server here
+    /// (docs/PROTOCOL.md §7) and refuses with `durability`, `deployment` or
+    /// `config_refused`.
     async fn connect(
         &self,
         hello: &Hello,

@@ -1,4 +1,4 @@
-//! The error kinds a store may answer (SPEC §6).
+//! The error kinds a store may answer (docs/PROTOCOL.md §6).
 
 use serde::{Deserialize, Serialize};
 
@@ -6,9 +6,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
-    /// The server may lose acknowledged writes (SPEC 2.6); opt-out possible.
+    /// The server may lose acknowledged writes (docs/PROTOCOL.md §7); opt-out
+    /// possible.
     Durability,
-    /// The server is a replica or a cluster (SPEC 2.6); no opt-out.
+    /// The server is a replica or a cluster (docs/PROTOCOL.md §7); no opt-out.
     Deployment,
     /// `CONFIG GET` or `INFO` was refused, so the settings cannot be verified.
     ConfigRefused,
@@ -16,7 +17,8 @@ pub enum ErrorKind {
     StoreFull,
     /// The server could not be reached: the outcome is unknown.
     Unavailable,
-    /// The store does not offer this contract.
+    /// The store does not offer this operation (or its whole contract):
+    /// the checks about it are skipped, never failed.
     Unsupported,
     /// The request broke the value or type rules: nothing was changed.
     BadRequest,

@@ -1,4 +1,5 @@
-//! The sequential model of the execution lease contract (SPEC 2.1).
+//! The sequential model of the execution lease contract
+//! (docs/PROTOCOL.md §4.2), and of the fencing set beside it (§4.5).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -33,7 +34,8 @@ pub struct LeaseModel {
     pub trees: BTreeMap<String, LeaseRecord>,
     /// Tree → its kept execution ids, in the order first kept.
     pub kept: BTreeMap<String, Vec<String>>,
-    /// The fencing set (SPEC 2.4): (tree, effect id) of every effect applied.
+    /// The fencing set (docs/PROTOCOL.md §4.5): (tree, effect id) of every
+    /// effect applied.
     pub effects: BTreeSet<(String, String)>,
     /// The fencing set: call id → the call as begun.
     pub calls: BTreeMap<String, CallRecordModel>,

@@ -1,5 +1,6 @@
-//! The three contracts as code (SPEC 2.1–2.3): operations, replies, errors,
-//! and a pure sequential model of each that checkers and tests can run.
+//! The contracts as code (docs/PROTOCOL.md §4): operations, replies, errors,
+//! and a pure sequential model of each (the fencing set's beside the leases it
+//! reads) that checkers and tests can run.
 //!
 //! Everything here is pure: no I/O, no clocks. Time comes in as arguments.
 
@@ -23,20 +24,21 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Contract {
-    /// The execution lease store (SPEC 2.1), on server time.
+    /// The execution lease store (docs/PROTOCOL.md §4.2), on server time.
     Lease,
-    /// The child execution queue (SPEC 2.2), on server time.
+    /// The child execution queue (docs/PROTOCOL.md §4.3), on server time.
     Queue,
-    /// Provider rate limits (SPEC 2.3), on the instance clock.
+    /// Provider rate limits (docs/PROTOCOL.md §4.4), on the instance clock.
     Rate,
-    /// The fencing set of a durable store (SPEC 2.4), beside its lease store
-    /// and on the same server time: fenced effects and outbound calls begun at
-    /// most once (`effect.*`, `call.*`).
+    /// The fencing set of a durable store (docs/PROTOCOL.md §4.5), beside its
+    /// lease store and on the same server time: fenced effects and outbound
+    /// calls begun at most once (`effect.*`, `call.*`).
     Fenced,
 }
 
 impl Contract {
-    /// The coordination set (SPEC 2.5): the contracts a Redis store offers.
+    /// The coordination set (docs/CONTRACTS.md §1.5): the contracts a Redis
+    /// store offers.
     pub const COORDINATION: [Contract; 3] = [Contract::Lease, Contract::Queue, Contract::Rate];
 
     /// Every contract, in report order.
@@ -58,7 +60,7 @@ impl Contract {
         }
     }
 
-    /// The wire name: `lease`, `queue` or `rate`.
+    /// The wire name: `lease`, `queue`, `rate` or `fenced`.
     pub fn name(self) -> &'static str {
         match self {
             Contract::Lease => "lease",
@@ -86,8 +88,9 @@ pub enum Judgement {
     Violates(String),
 }
 
-/// All three sequential models side by side: lease and queue on server time,
-/// rate limits on the instance clock.
+/// The three sequential models side by side: lease (with the fencing set,
+/// which reads its records) and queue on server time, rate limits on the
+/// instance clock.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContractModel {
     /// The execution leases, on server time.
@@ -121,13 +124,21 @@ impl ContractModel {
         reply.unwrap_or(Reply::Unknown {})
     }
 
-    /// Judges a store's answer to a valid request. Every error answer is a
-    /// violation here, `unavailable` and `unsupported` included: the model
-    /// knows only replies. The caller settles errors before it asks: an
-    /// `unsupported` skips the check; an `unavailable` (the outcome unknown)
-    /// is counted both ways by the fault suites, and in a conformance check
-    /// blames the store only once storeproof's own server answered a PING
-    /// sent straight to it (else the check is unknown: the harness's trouble).
+    /// Judges a store's answer to a valid request, by the model of the
+    /// request's contract, at server time or at the instance clock as that
+    /// contract decides ([`now_for`](Self::now_for)). An allowed reply moves
+    /// the model along it (a reply the contract leaves to the store, such as
+    /// a grant's epoch or a slot's id, is adopted); a conservative or a
+    /// violating one leaves the model as it was.
+    ///
+    /// Every error answer is a violation here, `unavailable` and
+    /// `unsupported` included: the model knows only replies. So a caller
+    /// settles the errors that are not the store's fault before it asks: an
+    /// `unsupported` skips the checks about its operation; an `unavailable`
+    /// (the outcome unknown) is counted both ways by the fault suites, and in
+    /// a conformance check is passed here to blame the store only once
+    /// storeproof's own server answered a PING sent straight to it (else the
+    /// check is unknown: the harness's trouble).
     pub fn judge(
         &mut self,
         req: &Request,

@@ -1,4 +1,4 @@
-//! The sequential model of the child execution queue (SPEC 2.2).
+//! The sequential model of the child execution queue (docs/PROTOCOL.md §4.3).
 
 use std::collections::BTreeMap;
 

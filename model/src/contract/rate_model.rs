@@ -1,5 +1,5 @@
-//! The sequential model of provider rate limits (SPEC 2.3), on the instance
-//! clock (`clock_ms`).
+//! The sequential model of provider rate limits (docs/PROTOCOL.md §4.4), on the
+//! instance clock (`clock_ms`).
 
 use std::collections::BTreeMap;
 

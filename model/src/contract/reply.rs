@@ -1,5 +1,5 @@
-//! Replies: every outcome of every operation, in the wire shape of SPEC §6
-//! (exactly one key names the outcome, except `rate.read`).
+//! Replies: every outcome of every operation, in the wire shape of
+//! docs/PROTOCOL.md §4 (exactly one key names the outcome, except `rate.read`).
 
 use serde::{Deserialize, Serialize};
 
@@ -238,7 +238,8 @@ impl Reply {
     }
 
     /// Whether this outcome is one the request's operation may answer at all
-    /// (SPEC §6's table). A reply that is not is malformed, whatever its values.
+    /// (docs/PROTOCOL.md §4's table). A reply that is not is malformed,
+    /// whatever its values.
     pub fn answers(&self, req: &Request) -> bool {
         let allowed: &[&str] = match req {
             Request::LeaseTake { .. } => &["granted", "busy"],

@@ -14,9 +14,10 @@ pub const MAX_DURATION_MS: i64 = 365 * 24 * 3_600_000;
 /// The largest `limit` a rate-limit call may ask for.
 pub const MAX_LIMIT: i64 = 1_000_000;
 
-/// One request as it crosses the wire (SPEC §6): an operation name and its
-/// arguments, untyped. Stores receive this form so that bad input (wrong types,
-/// missing fields) can be sent to them and must be answered with `bad_request`.
+/// One request as it crosses the wire (docs/PROTOCOL.md §2): an operation name
+/// and its arguments, untyped. Stores receive this form so that bad input
+/// (wrong types, missing fields) can be sent to them and must be answered with
+/// `bad_request`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Call {
     /// The wire name, e.g. `lease.take`.
@@ -172,9 +173,10 @@ pub enum Request {
         /// The provider to read.
         provider: String,
     },
-    /// `effect.apply` (durable stores, SPEC 2.4): record `effect` of `tree`
-    /// only while `holder` holds the live lease at `epoch`, the lease read in
-    /// the write's own transaction; an effect id is recorded at most once.
+    /// `effect.apply` (durable stores, docs/PROTOCOL.md §4.5): record `effect`
+    /// of `tree` only while `holder` holds the live lease at `epoch`, the lease
+    /// read in the write's own transaction; an effect id is recorded at most
+    /// once.
     #[serde(rename = "effect.apply")]
     EffectApply {
         /// The tree whose lease fences the effect.
@@ -275,8 +277,9 @@ impl Request {
         )
     }
 
-    /// Checks the value rules of SPEC §6: ids non-empty, durations in
-    /// `1..=MAX_DURATION_MS`, whole numbers not negative, limits at least 1.
+    /// Checks the value rules of docs/PROTOCOL.md §4.1: ids non-empty,
+    /// durations in `1..=MAX_DURATION_MS`, whole numbers not negative, limits
+    /// at least 1.
     pub fn validate(&self) -> Result<(), StoreError> {
         let mut problems = Vec::new();
         let mut id = |name: &str, v: &str| {

@@ -1,4 +1,5 @@
-//! What a Redis store assumes of its server (SPEC 2.6), checked on connect.
+//! What a Redis store assumes of its server (docs/PROTOCOL.md §7), checked on
+//! connect.
 //!
 //! The I/O ([`read_facts`]) only reads; the judgement ([`assess`]) is a pure
 //! function of what was read, so it can be tested on hand-written `CONFIG GET`

@@ -1,9 +1,9 @@
 //! The kept execution ids of a Redis lease store, kept in SQLite.
 //!
-//! SPEC 2.1: a Redis lease store never writes kept executions to Redis (a
-//! Redis that is not durable enough must not be able to lose them); it hands
-//! them to a durable store it was constructed with. This is that store: one
-//! table in a SQLite file, shared by every instance through its own
+//! docs/PROTOCOL.md §4.2: a Redis lease store never writes kept executions to
+//! Redis (a Redis that is not durable enough must not be able to lose them); it
+//! hands them to a durable store it was constructed with. This is that store:
+//! one table in a SQLite file, shared by every instance through its own
 //! connection (WAL so readers do not block the writer, a busy timeout so
 //! concurrent writers wait instead of failing, `synchronous=FULL` so an
 //! acknowledged keep survives a power cut).

@@ -2,12 +2,14 @@
 //! each operation exactly one Lua script (`harness/lua/*.lua`).
 //!
 //! - Lease and queue scripts read **server time** with `TIME` inside the
-//!   script; the instance clock is never used for them (SPEC 2.1, 2.2).
+//!   script; the instance clock is never used for them (docs/PROTOCOL.md §4.2,
+//!   §4.3).
 //! - Rate scripts run on the **instance clock**, passed in as `clock_ms`
-//!   (SPEC 2.3).
+//!   (docs/PROTOCOL.md §4.4).
 //! - Kept execution ids never go to Redis: they go to a SQLite file the
 //!   factory was constructed with (`kept.rs`).
-//! - On connect the server is checked against SPEC 2.6 (`assumptions.rs`).
+//! - On connect the server is checked as docs/PROTOCOL.md §7 asks
+//!   (`assumptions.rs`).
 //!
 //! Key layout: see [`Keys`].
 
@@ -57,8 +59,8 @@ pub struct RedisStoreFactory {
     blind_to: Vec<Blindness>,
 }
 
-/// A part of the server check (SPEC 2.6) a sabotaged store skips. It exists
-/// for the sabotage set only: the built-in store checks everything.
+/// A part of the server check (docs/PROTOCOL.md §7) a sabotaged store skips. It
+/// exists for the sabotage set only: the built-in store checks everything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Blindness {
     /// It never looks at `role` or `cluster_enabled`: a replica or a cluster
@@ -263,7 +265,8 @@ impl StoreClient for RedisStoreClient {
                     ErrorKind::Unsupported,
                     format!(
                         "{}: the built-in Redis stores offer no fencing set; a fenced effect \
-                         must share the lease store's durable backend (SPEC 2.5)",
+                         must share the lease store's durable backend (the one-backend rule, \
+                         docs/CONTRACTS.md §1.5)",
                         other.op()
                     ),
                 )),
@@ -417,7 +420,7 @@ fn invocation<'a>(
             inv
         }
         // Kept executions live in SQLite, never in Redis; the fencing set is
-        // not offered at all (the one-backend rule, SPEC 2.5).
+        // not offered at all (the one-backend rule, docs/CONTRACTS.md §1.5).
         Request::LeaseKeepExecution { .. }
         | Request::LeaseKeptExecutions { .. }
         | Request::EffectApply { .. }

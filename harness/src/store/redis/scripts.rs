@@ -50,8 +50,9 @@ macro_rules! scripts {
             }
         }
 
-        /// Every script as `(operation, Lua source)`, in SPEC §6 order, so that
-        /// servers in a pool can `SCRIPT LOAD` all of them ahead of a schedule.
+        /// Every script as `(operation, Lua source)`, in the order of
+        /// docs/PROTOCOL.md §4, so that servers in a pool can `SCRIPT LOAD` all
+        /// of them ahead of a schedule.
         pub fn script_sources() -> Vec<(&'static str, &'static str)> {
             vec![$(($op, source!($file))),*]
         }

@@ -1,4 +1,5 @@
-//! The SQLite store's "server time" (SPEC 2.4: the database's clock).
+//! The SQLite store's "server time" (docs/CONTRACTS.md §1.4: the database's
+//! clock).
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;

@@ -18,11 +18,11 @@ use super::{
 /// How the store names itself in errors.
 const WHAT: &str = "sqlite store";
 
-/// Leases are never deleted, so a tree's epoch only grows (SPEC 2.1). Every
-/// table is keyed by `namespace` (the instance's prefix) so that runs sharing
-/// one file stay apart. `lease_log.seq` and `fenced_effect.seq` are drawn from
-/// one counter ([`next_seq`]), so the file itself says whether an effect was
-/// written before or after a grant.
+/// Leases are never deleted, so a tree's epoch only grows
+/// (docs/PROTOCOL.md §4.2). Every table is keyed by `namespace` (the instance's
+/// prefix) so that runs sharing one file stay apart. `lease_log.seq` and
+/// `fenced_effect.seq` are drawn from one counter ([`next_seq`]), so the file
+/// itself says whether an effect was written before or after a grant.
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS lease (
     namespace TEXT NOT NULL,

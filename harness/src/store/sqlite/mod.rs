@@ -1,7 +1,8 @@
-//! The SQLite fencing set (`builtin:sqlite`, SPEC 2.4): the reference durable
-//! backend. A lease store with the contract of SPEC 2.1, fenced effects,
-//! outbound calls begun at most once, and the lease log, all in one SQLite
-//! file (WAL, `synchronous=FULL`), every instance its own connection.
+//! The SQLite fencing set (`builtin:sqlite`, docs/CONTRACTS.md §1.4): the
+//! reference durable backend. A lease store with the contract of
+//! docs/PROTOCOL.md §4.2, fenced effects, outbound calls begun at most once,
+//! and the lease log, all in one SQLite file (WAL, `synchronous=FULL`), every
+//! instance its own connection.
 //!
 //! - **Server time** is the [`SqliteClock`] the factory was built with, read
 //!   inside each transaction after its write lock is taken; the caller's
@@ -303,8 +304,8 @@ impl StoreClient for SqliteStoreClient {
     }
 }
 
-/// The value rules of SPEC §6 for the fencing operations: ids non-empty,
-/// epochs not negative.
+/// The value rules of docs/PROTOCOL.md §4.1 for the fencing operations: ids
+/// non-empty, epochs not negative.
 fn check_ids(ids: &[(&str, &str)], epoch: i64) -> Result<(), StoreError> {
     let mut problems: Vec<String> = ids
         .iter()
