@@ -287,17 +287,31 @@ pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
 /// remove (unset with `--keep-keys` or a managed server).
 static RUN_KEYS: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
 
-/// For the signal handler: removes the keys of an interrupted `--redis-url`
-/// run from the user's server (at most a few seconds; silent, since the
-/// handler prints the one line). Removing them twice is harmless.
-pub(crate) async fn remove_run_keys_after_signal() {
-    if let Some((url, prefix)) = RUN_KEYS.get() {
-        let _ = tokio::time::timeout(
-            Duration::from_secs(5),
-            server::remove_keys_under(url, prefix),
-        )
-        .await;
-    }
+/// For the signal handler's cleanup: removes the keys of an interrupted
+/// `--redis-url` run from the user's server (at most a few seconds; silent,
+/// since the handler prints the one line). Removing them twice is harmless.
+/// It blocks, on a thread and runtime of its own (it may be called from a
+/// runtime's thread).
+fn remove_run_keys_after_signal() {
+    let Some((url, prefix)) = RUN_KEYS.get() else {
+        return;
+    };
+    let removal = std::thread::spawn(move || {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        runtime.block_on(async {
+            let _ = tokio::time::timeout(
+                Duration::from_secs(5),
+                server::remove_keys_under(url, prefix),
+            )
+            .await;
+        });
+    });
+    let _ = removal.join();
 }
 
 /// The run. `pending_keys` is set to (URL, run prefix) while keys of the
@@ -396,6 +410,11 @@ async fn certify_on(
     if let (Some(url), false) = (&args.redis_url, args.keep_keys) {
         *pending_keys = Some((url.clone(), run_prefix.clone()));
         let _ = RUN_KEYS.set((url.clone(), run_prefix.clone()));
+        harness::cleanup::register(
+            "the run's keys on the --redis-url server",
+            harness::cleanup::Stage::Keys,
+            remove_run_keys_after_signal,
+        );
     }
     let opt_out = args.opt_out.map(|_| OPT_OUT_WRITES_MAY_BE_LOST.to_string());
 
@@ -889,7 +908,7 @@ pub fn store_in_workdir(
         .prefix(prefix)
         .tempdir()
         .context("cannot create a working directory")?;
-    let _ = crate::RUN_WORKDIR.set(workdir.path().to_path_buf());
+    crate::set_run_workdir(workdir.path().to_path_buf());
     server::mark_owned(workdir.path()).context("cannot mark the working directory")?;
     let factory = store.factory(
         workdir.path(),

@@ -173,15 +173,11 @@ impl Signals {
         // for long.
         STOP.asked.notify_one();
         let _ = tokio::time::timeout(Duration::from_secs(2), STOP.dropped.notified()).await;
-        harness::server::cleanup_all();
-        harness::store::external::kill_all();
-        crash::cleanup_all_blocking();
-        // A --redis-url run's own keys, off the user's server.
-        certify::remove_run_keys_after_signal().await;
-        // Last: until now the run's stores could still write into it.
-        if let Some(dir) = RUN_WORKDIR.get() {
-            let _ = std::fs::remove_dir_all(dir);
-        }
+        // Everything the run made, each kind registered by its maker
+        // (managed servers, adapters, containers, a --redis-url run's keys,
+        // the working directory), processes first and files last. It
+        // blocks: on a thread of its own, so the runtime stays free.
+        let _ = tokio::task::spawn_blocking(harness::cleanup::run_all).await;
         // Not eprintln!: after SIGHUP the terminal may be gone, and a failed
         // write must not stop the exit.
         use std::io::Write as _;
@@ -208,6 +204,23 @@ static STOP: std::sync::LazyLock<Stop> = std::sync::LazyLock::new(|| Stop {
 /// The run's working directory (durable files of the store under test),
 /// removed by the signal handler, which leaves without running destructors.
 pub(crate) static RUN_WORKDIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Sets the run's working directory, removed by the signal handler's
+/// cleanup (last: until then the run's stores could still write into it).
+pub(crate) fn set_run_workdir(dir: PathBuf) {
+    let _ = RUN_WORKDIR.set(dir);
+    harness::cleanup::register(
+        "the run's working directory",
+        harness::cleanup::Stage::Files,
+        remove_run_workdir,
+    );
+}
+
+fn remove_run_workdir() {
+    if let Some(dir) = RUN_WORKDIR.get() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
 
 /// Where the report goes when `--out` is not given.
 pub(crate) fn default_out() -> PathBuf {

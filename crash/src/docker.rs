@@ -177,6 +177,11 @@ impl DockerBackend {
             })
             .await
             .map_err(|e| CrashError(format!("cannot create the Docker volume {name}: {e}")))?;
+        harness::cleanup::register(
+            "crash containers and volumes",
+            harness::cleanup::Stage::Processes,
+            cleanup_all_blocking,
+        );
         lock(&REGISTRY).volumes.insert(name.clone());
         // From here on the backend owns the volume: an early return drops
         // it, and Drop removes whatever was created.

@@ -37,6 +37,7 @@
 //! assert!(why.contains("the lease contract"), "{why}");
 //! ```
 
+pub mod cleanup;
 pub mod gate;
 pub mod keyspace;
 pub mod server;

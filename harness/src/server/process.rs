@@ -71,6 +71,11 @@ impl Owned {
     /// Registers `dir` (already created) as owned; from now on it is removed
     /// on drop or by [`cleanup_all`].
     pub(crate) fn new(dir: PathBuf) -> Owned {
+        crate::cleanup::register(
+            "managed servers",
+            crate::cleanup::Stage::Processes,
+            cleanup_all,
+        );
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let child: ChildSlot = Arc::new(Mutex::new(None));
         lock(&REGISTRY).insert(

@@ -101,6 +101,11 @@ pub fn adapters_started() -> u64 {
 static LIVE_GROUPS: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
 
 fn register(pgid: i32) {
+    crate::cleanup::register(
+        "adapter processes",
+        crate::cleanup::Stage::Processes,
+        kill_all,
+    );
     if let Ok(mut g) = LIVE_GROUPS.lock() {
         g.get_or_insert_with(HashSet::new).insert(pgid);
     }
