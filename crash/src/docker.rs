@@ -144,23 +144,16 @@ impl DockerBackend {
     /// port is on 127.0.0.1 only, and the password keeps other containers
     /// out. The container and the volume carry the label
     /// `storeproof.run=<label>` and their owner's labels.
-    #[cfg(test)]
+    ///
+    /// The container runs a server of `server`'s kind (the default binary
+    /// when `None`).
     pub async fn start(
-        settings: &[(String, String)],
-        label: &str,
-    ) -> Result<DockerBackend, CrashError> {
-        DockerBackend::start_on(None, settings, label).await
-    }
-
-    /// [`DockerBackend::start`] running a server of `server`'s kind in the
-    /// container (the default binary when `None`).
-    pub async fn start_on(
         server: Option<&ServerKind>,
         settings: &[(String, String)],
         label: &str,
     ) -> Result<DockerBackend, CrashError> {
         let docker = docker_available().await?;
-        let image = crate::image::ensure_image_of(&docker, server).await?;
+        let image = crate::image::ensure_image(&docker, server).await?;
         let name = format!(
             "storeproof-crash-{}-{:08x}",
             name_safe(label),

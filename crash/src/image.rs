@@ -45,17 +45,11 @@ const BUILD_TIMEOUT: Duration = Duration::from_secs(300);
 /// Returns `storeproof-redis:<hash>`, building the image first unless an
 /// image with that name already exists (it is kept between runs as a cache).
 ///
-/// The binary is `$STOREPROOF_REDIS_SERVER` or the first `redis-server` on
-/// PATH. Builds are serialised across processes with a lock file, so tests
+/// The binary is that of `server`'s kind, the server the run was given (for
+/// `None`, `$STOREPROOF_REDIS_SERVER` or the first `redis-server` on PATH).
+/// Builds are serialised across processes with a lock file, so tests
 /// running in parallel build the image once.
-#[cfg(test)]
-pub async fn ensure_image(docker: &Docker) -> Result<String, CrashError> {
-    ensure_image_of(docker, None).await
-}
-
-/// [`ensure_image`] with the binary of `server`'s kind (the default one when
-/// `None`): the image holds the server the run was given.
-pub async fn ensure_image_of(
+pub async fn ensure_image(
     docker: &Docker,
     server: Option<&harness::server::ServerKind>,
 ) -> Result<String, CrashError> {

@@ -16,7 +16,7 @@ impl ProcessBackend {
     /// Starts a server of `server`'s kind (the default binary when `None`)
     /// with the durable preset plus `settings` (which win), recording its
     /// fsyncs so that it can also lose power.
-    pub async fn start_on(
+    pub async fn start(
         server: Option<&ServerKind>,
         settings: &[(String, String)],
     ) -> Result<ProcessBackend, CrashError> {

@@ -48,7 +48,7 @@ use model::{Happened, History};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ops::{end_of, End};
+use crate::ops::{ended, End};
 
 /// One effect the durable store shows at the end of the run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -333,9 +333,7 @@ pub fn check(history: &History, end: &DurableEnd) -> Fencing {
     let mut lease_ends: Vec<(usize, &str, End<'_>)> = Vec::new();
     let mut fenced_ends: HashMap<usize, End<'_>> = HashMap::new();
     for o in history.operations() {
-        let end = o
-            .completion
-            .map_or(End::Unknown, |c| end_of(c.index, &c.what));
+        let end = ended(&o);
         if o.call.op.starts_with("lease.") {
             lease_ends.push((o.invoke.index, tree_of(&o.call.args), end));
         } else if is_fenced(&o.call.op) {

@@ -98,12 +98,17 @@ pub(crate) fn operations<'a>(history: &'a History, keep: impl Fn(&Request) -> bo
                 invoke: o.invoke.index,
                 clock_ms: o.invoke.clock_ms,
                 request,
-                end: o
-                    .completion
-                    .map_or(End::Unknown, |c| end_of(c.index, &c.what)),
+                end: ended(&o),
             })
         })
         .collect()
+}
+
+/// How the paired operation `o` ended: its completion's end, or unknown
+/// when it never completed.
+pub(crate) fn ended<'a>(o: &model::history::Operation<'a>) -> End<'a> {
+    o.completion
+        .map_or(End::Unknown, |c| end_of(c.index, &c.what))
 }
 
 /// How the completion `what` at event `at` ends its operation.

@@ -142,12 +142,12 @@ async fn state(name: &str) -> (bool, i64) {
 #[tokio::test]
 async fn the_image_is_built_once_and_then_reused_by_name() {
     let docker = docker_available().await.unwrap();
-    let first = ensure_image(&docker).await.unwrap();
+    let first = ensure_image(&docker, None).await.unwrap();
     assert!(first.starts_with("storeproof-redis:"), "{first}");
     let id = docker.inspect_image(&first).await.unwrap().id;
 
     let started = Instant::now();
-    let second = ensure_image(&docker).await.unwrap();
+    let second = ensure_image(&docker, None).await.unwrap();
     let cached = started.elapsed();
     assert_eq!(first, second);
     assert_eq!(docker.inspect_image(&second).await.unwrap().id, id);
@@ -160,7 +160,9 @@ async fn the_image_is_built_once_and_then_reused_by_name() {
 #[tokio::test]
 async fn with_the_aof_a_write_survives_sigkill_on_the_same_port() {
     let label = unique_label("durable");
-    let mut backend = DockerBackend::start(&durable(), &label).await.unwrap();
+    let mut backend = DockerBackend::start(None, &durable(), &label)
+        .await
+        .unwrap();
     assert_eq!(backend.name(), "docker");
     let url = backend.url();
     assert!(
@@ -191,7 +193,7 @@ async fn with_the_aof_a_write_survives_sigkill_on_the_same_port() {
 #[tokio::test]
 async fn without_the_aof_a_write_is_lost_at_sigkill() {
     let label = unique_label("no-aof");
-    let mut backend = DockerBackend::start(&no_aof(), &label).await.unwrap();
+    let mut backend = DockerBackend::start(None, &no_aof(), &label).await.unwrap();
     let url = backend.url();
     set(&url, "k", "v").await;
     assert_eq!(get(&url, "k").await.as_deref(), Some("v"));
@@ -212,7 +214,9 @@ async fn without_the_aof_a_write_is_lost_at_sigkill() {
 #[tokio::test]
 async fn destroy_removes_the_container_and_the_volume() {
     let label = unique_label("destroy");
-    let backend = DockerBackend::start(&durable(), &label).await.unwrap();
+    let backend = DockerBackend::start(None, &durable(), &label)
+        .await
+        .unwrap();
     let (containers, volumes) = labelled(&label).await;
     assert_eq!(containers, vec![format!("/{}", backend.container)]);
     assert_eq!(volumes, vec![backend.volume.clone()]);
@@ -223,7 +227,9 @@ async fn destroy_removes_the_container_and_the_volume() {
 #[tokio::test]
 async fn a_dropped_backend_removes_what_it_created() {
     let label = unique_label("drop");
-    let backend = DockerBackend::start(&durable(), &label).await.unwrap();
+    let backend = DockerBackend::start(None, &durable(), &label)
+        .await
+        .unwrap();
     assert_eq!(labelled(&label).await.0.len(), 1);
     drop(backend);
     assert_eq!(labelled(&label).await, (vec![], vec![]));
@@ -263,7 +269,9 @@ async fn cleanup_all_removes_a_backend_that_was_never_dropped() {
 #[ignore = "run by cleanup_all_removes_a_backend_that_was_never_dropped"]
 async fn leak_a_backend_then_cleanup_all() {
     let label = std::env::var(LEAK_LABEL_ENV).unwrap_or_else(|_| unique_label("leak"));
-    let mut backend = DockerBackend::start(&durable(), &label).await.unwrap();
+    let mut backend = DockerBackend::start(None, &durable(), &label)
+        .await
+        .unwrap();
     backend.kill().await.unwrap();
     // As if the process were interrupted with the backend still owned.
     std::mem::forget(backend);
@@ -276,7 +284,7 @@ async fn leak_a_backend_then_cleanup_all() {
 #[tokio::test]
 async fn remove_labelled_finds_everything_with_the_label() {
     let label = unique_label("labelled");
-    let backend = DockerBackend::start(&no_aof(), &label).await.unwrap();
+    let backend = DockerBackend::start(None, &no_aof(), &label).await.unwrap();
     std::mem::forget(backend);
     remove_labelled(&label).await.unwrap();
     assert_eq!(labelled(&label).await, (vec![], vec![]));
@@ -287,7 +295,10 @@ async fn a_server_that_cannot_start_fails_fast_with_its_logs() {
     let label = unique_label("bad");
     let bad = vec![("no-such-directive".to_string(), "1".to_string())];
     let started = Instant::now();
-    let err = DockerBackend::start(&bad, &label).await.err().unwrap();
+    let err = DockerBackend::start(None, &bad, &label)
+        .await
+        .err()
+        .unwrap();
     assert!(started.elapsed() < Duration::from_secs(20));
     let message = err.to_string();
     assert!(message.contains("stopped"), "{message}");
@@ -302,7 +313,7 @@ async fn a_server_that_cannot_start_fails_fast_with_its_logs() {
 #[tokio::test]
 async fn the_server_in_the_container_wants_its_password_and_is_published_on_loopback_only() {
     let label = unique_label("password");
-    let backend = DockerBackend::start(&no_aof(), &label).await.unwrap();
+    let backend = DockerBackend::start(None, &no_aof(), &label).await.unwrap();
     let url = backend.url();
     set(&url, "k", "v").await;
     // The same server without the password: refused.
@@ -344,7 +355,7 @@ fn labels_of(label: &str, owner: &[(&str, String)]) -> HashMap<String, String> {
 /// A container (created, never started) and a volume carrying `labels`.
 async fn leftovers(name: &str, labels: HashMap<String, String>) {
     let docker = docker_available().await.unwrap();
-    let image = ensure_image(&docker).await.unwrap();
+    let image = ensure_image(&docker, None).await.unwrap();
     docker
         .create_volume(VolumeCreateRequest {
             name: Some(name.to_string()),
@@ -385,7 +396,7 @@ async fn the_reaper_removes_what_dead_runs_left_and_spares_live_ones() {
     )
     .await;
     // A live run: this very process.
-    let backend = DockerBackend::start(&no_aof(), &live).await.unwrap();
+    let backend = DockerBackend::start(None, &no_aof(), &live).await.unwrap();
 
     let docker = docker_available().await.unwrap();
     let reaped = reap_dead_runs(&docker).await.unwrap();

@@ -265,16 +265,16 @@ pub(super) async fn backend(
     };
     match (choice, docker) {
         (BackendChoice::Process, _) => Ok((
-            Box::new(crate::process::ProcessBackend::start_on(server, settings).await?),
+            Box::new(crate::process::ProcessBackend::start(server, settings).await?),
             None,
         )),
         (_, Some(Ok(_))) => Ok((
-            Box::new(crate::docker::DockerBackend::start_on(server, settings, label).await?),
+            Box::new(crate::docker::DockerBackend::start(server, settings, label).await?),
             None,
         )),
         (BackendChoice::Docker, Some(Err(e))) => Err(e),
         (_, Some(Err(e))) => Ok((
-            Box::new(crate::process::ProcessBackend::start_on(server, settings).await?),
+            Box::new(crate::process::ProcessBackend::start(server, settings).await?),
             Some(e.to_string()),
         )),
         (_, None) => Err(CrashError("no backend".into())),
