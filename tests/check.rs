@@ -124,6 +124,11 @@ fn a_failing_generated_sequence_is_judged_again_and_a_passing_one_says_why_not()
         "conformance.generated",
         "--cases",
         "32",
+        // 32 generated cases do not reach the expiry instant under every
+        // seed (seed 6918271824229585550 misses it): the test pins one
+        // that does, so it is deterministic.
+        "--seed",
+        "1",
         "--out",
         path(&out_dir),
     ]);
