@@ -10,6 +10,7 @@ use clap::Args;
 use serde_json::Value;
 
 use conformance::{CheckHistory, Step};
+use model::counterexample::Counterexample;
 use model::Verdict;
 
 use crate::progress::printable;
@@ -140,9 +141,11 @@ fn saved_histories(value: &Value, shown: &str) -> anyhow::Result<Vec<Saved>> {
                 .iter()
                 .map(|k| &evidence[*k])
                 .find(|e| is_history(e));
-            let steps = c["counterexample"]
-                .get("steps")
-                .and_then(|s| serde_json::from_value::<Vec<Step>>(s.clone()).ok());
+            let steps = match serde_json::from_value::<Counterexample>(c["counterexample"].clone())
+            {
+                Ok(Counterexample::Scenario(cx)) => Some(cx.steps),
+                _ => None,
+            };
             match (case, steps) {
                 (Some(case), Some(steps)) => saved.push(Saved {
                     recorded,

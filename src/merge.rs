@@ -384,7 +384,12 @@ mod tests {
         let skipped = result("x.a", Verdict::Skipped, "none asked");
         let unknown = result("x.a", Verdict::Unknown, "server gone");
         let mut fail = result("x.a", Verdict::Fail, "broke in shard 3");
-        fail.counterexample = Some(serde_json::json!({"steps": 3}));
+        fail.counterexample = Some(harness::counterexample::Counterexample::Scenario(
+            harness::counterexample::ScenarioCounterexample {
+                steps: vec![harness::scenario::Step::At(3)],
+                observed: serde_json::Value::Null,
+            },
+        ));
         let warn = CheckResult {
             level: Level::Should,
             ..result("x.a", Verdict::Warn, "slow")

@@ -453,7 +453,7 @@ impl Suite for SabotageSuite {
         &self,
         _subject: &Subject<'_>,
         check: &CheckSpec,
-        _counterexample: Option<&serde_json::Value>,
+        _counterexample: Option<&harness::counterexample::Counterexample>,
         _progress: &dyn Progress,
     ) -> Result<CheckResult, SuiteError> {
         Err(SuiteError::Setup(format!(

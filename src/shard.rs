@@ -179,7 +179,7 @@ impl Suite for Part {
         &self,
         subject: &Subject<'_>,
         check: &CheckSpec,
-        counterexample: Option<&serde_json::Value>,
+        counterexample: Option<&harness::counterexample::Counterexample>,
         progress: &dyn Progress,
     ) -> Result<CheckResult, SuiteError> {
         self.inner

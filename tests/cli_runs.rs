@@ -278,8 +278,12 @@ fn a_lease_on_the_callers_clock_fails_the_explorer_and_its_replay_fails_the_same
     let report = read_report(&out_dir);
     let check = check(&report, "explorer.one-live-holder");
     assert_eq!(check.verdict, Verdict::Fail);
-    let counterexample = check.counterexample.as_ref().expect("a counterexample");
-    let steps = counterexample["schedule"]["actions"].as_array().unwrap();
+    let counterexample = check
+        .counterexample
+        .as_ref()
+        .and_then(|c| c.explorer())
+        .expect("an explorer counterexample");
+    let steps = &counterexample.schedule.actions;
     assert!(steps.len() <= 6, "{} steps", steps.len());
     let file = out_dir.join("replays/explorer.one-live-holder.json");
     let again = storeproof(&["replay", file.to_str().unwrap()], &[]);

@@ -11,8 +11,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::runner::{outcome_json, Outcome, SubjectExt};
+use super::runner::{calls_counterexample, outcome_json, Outcome, SubjectExt};
 use harness::contract::{ErrorKind, Reply, Request, StoreError};
+use harness::counterexample::{CallsKind, LoggedCall};
 use harness::Subject;
 use harness::Verdict;
 
@@ -84,16 +85,16 @@ async fn measure(
     prefix: &str,
     completed: usize,
     clock_ms: i64,
-    log: &mut Vec<Value>,
+    log: &mut Vec<LoggedCall>,
 ) -> Result<Vec<BTreeMap<String, u64>>, Outcome> {
     let mut client = target
         .connect("a", prefix, clock_ms)
         .await
         .map_err(|e| Outcome::connect_failed(e, Value::Null))?;
     let refused =
-        |what: &str, req: &Request, outcome: &Result<Reply, StoreError>, log: &[Value]| {
+        |what: &str, req: &Request, outcome: &Result<Reply, StoreError>, log: &[LoggedCall]| {
             let mut calls = log.to_vec();
-            calls.push(json!({"call": req.to_call(), "answer": outcome_json(outcome)}));
+            calls.push(LoggedCall::of(None, None, req, outcome));
             if let Err(e) = outcome {
                 if e.kind == ErrorKind::Unsupported {
                     return Outcome::store_error(what, e.clone(), json!({"calls": calls}));
@@ -106,7 +107,7 @@ async fn measure(
                     outcome_json(outcome)
                 ),
                 evidence: json!({"calls": calls}),
-                counterexample: Some(json!({"kind": "claim-cost", "calls": calls})),
+                counterexample: Some(calls_counterexample(CallsKind::ClaimCost, calls.clone())),
             }
         };
     for i in 0..completed + 2 {
@@ -140,9 +141,12 @@ async fn measure(
                 .await
                 .map_err(|e| Outcome::harness_trouble("read INFO commandstats", e, Value::Null))?;
             measured.push(delta(&before, &after));
-            log.push(
-                json!({"prefix": prefix, "call": req.to_call(), "answer": outcome_json(&outcome)}),
-            );
+            log.push(LoggedCall::of(
+                Some(prefix.to_string()),
+                None,
+                &req,
+                &outcome,
+            ));
         }
         let Ok(Reply::Claimed { child, attempt, .. }) = &outcome else {
             return Err(refused("a claim with children queued", &req, &outcome, log));
@@ -230,6 +234,6 @@ pub(crate) async fn claim_cost_bounded(target: &Subject<'_>, prefix: &str) -> Ou
             }
         ),
         evidence,
-        counterexample: grows.then(|| json!({"kind": "claim-cost", "calls": log})),
+        counterexample: grows.then(|| calls_counterexample(CallsKind::ClaimCost, log)),
     }
 }

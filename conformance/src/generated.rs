@@ -44,13 +44,13 @@ use proptest_state_machine::ReferenceStateMachine;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use super::judge::ScenarioCounterexample;
 use super::runner::{run_scenario, Outcome, SubjectExt};
 use super::scenario::{EpochRef, Patch, Step, YEAR_MS};
 use super::{contracts_of, run_check, CheckDef, CheckKind};
 use harness::contract::{ChildState, Contract};
 use harness::contract::{ContractModel, Reply, Request};
-use harness::{CheckResult, CheckSpec, Level, Needs, Subject, SuiteError, Verdict};
+use harness::counterexample::{Counterexample, ScenarioCounterexample};
+use harness::{CheckResult, CheckSpec, Level, Needs, Subject, Verdict};
 
 /// Sequences per contract when `--cases` is not given.
 pub const DEFAULT_CASES: u32 = 64;
@@ -794,11 +794,10 @@ impl Cases {
         self.played += 1;
         match outcome.verdict {
             Verdict::Fail => {
-                let cx: Option<ScenarioCounterexample> = outcome
-                    .counterexample
-                    .clone()
-                    .and_then(|c| serde_json::from_value(c).ok());
-                let len = cx.as_ref().map_or(len, |c| c.steps.len());
+                let len = match &outcome.counterexample {
+                    Some(Counterexample::Scenario(c)) => c.steps.len(),
+                    _ => len,
+                };
                 let reason = outcome.reason.clone();
                 if self.shortest.as_ref().is_none_or(|(l, _)| len <= *l) {
                     self.shortest = Some((len, outcome));
@@ -909,25 +908,17 @@ impl Generated {
 }
 
 /// Replays generated check `def` from its counterexample: the shrunk
-/// scenario's steps, played and judged as a scenario. A counterexample that
-/// is not a scenario's is the caller's error.
+/// scenario's steps, played and judged as a scenario.
 pub(crate) async fn replay(
     subject: &Subject<'_>,
     def: &CheckDef,
-    counterexample: &Value,
-) -> Result<CheckResult, SuiteError> {
-    let cx: ScenarioCounterexample =
-        serde_json::from_value(counterexample.clone()).map_err(|e| {
-            SuiteError::Setup(format!(
-                "the counterexample of {} is not a generated scenario: {e}",
-                def.spec.id
-            ))
-        })?;
+    counterexample: &ScenarioCounterexample,
+) -> CheckResult {
     let mut def = def.clone();
     if let CheckKind::Generated(g) = &mut def.kind {
-        g.replay = Some(Arc::new(cx.steps));
+        g.replay = Some(Arc::new(counterexample.steps.clone()));
     }
-    Ok(run_check(subject, 0, &def).await)
+    run_check(subject, 0, &def).await
 }
 
 /// proptest's runner over `K`'s machine, asking the task to play each case.

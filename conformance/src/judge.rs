@@ -153,17 +153,7 @@ impl Observation {
     }
 }
 
-/// A scenario's counterexample: the steps up to the one that broke the
-/// contract and what the store answered there.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename = "conformance-scenario")]
-pub struct ScenarioCounterexample {
-    /// The scenario's steps, the breaking one last.
-    pub steps: Vec<Step>,
-    /// The store's answer to the last step (`{"error": …}` for an error;
-    /// null when the step could not be sent).
-    pub observed: Value,
-}
+pub use model::counterexample::ScenarioCounterexample;
 
 /// The judge's verdict on one recorded scenario.
 #[derive(Debug, Clone, PartialEq)]

@@ -72,6 +72,7 @@ pub use server_checks::ServerCase;
 pub use special::Special;
 
 use harness::contract::Contract;
+use harness::counterexample::Counterexample;
 use harness::figures::{ConformanceFigures, Figures};
 use harness::{CheckResult, Level};
 use harness::{CheckSpec, Needs, Progress, Subject, Suite, SuiteError, SuiteRun};
@@ -304,7 +305,7 @@ impl Suite for ConformanceSuite {
         &self,
         subject: &Subject<'_>,
         check: &CheckSpec,
-        counterexample: Option<&serde_json::Value>,
+        counterexample: Option<&Counterexample>,
         _progress: &dyn Progress,
     ) -> Result<CheckResult, SuiteError> {
         let defs = all_checks();
@@ -313,7 +314,15 @@ impl Suite for ConformanceSuite {
             .find(|d| d.spec.id == check.id)
             .ok_or_else(|| SuiteError::Setup(format!("{} is not a conformance check", check.id)))?;
         let result = match (&def.kind, counterexample) {
-            (CheckKind::Generated(_), Some(cx)) => generated::replay(subject, def, cx).await?,
+            (CheckKind::Generated(_), Some(Counterexample::Scenario(cx))) => {
+                generated::replay(subject, def, cx).await
+            }
+            (CheckKind::Generated(_), Some(_)) => {
+                return Err(SuiteError::Setup(format!(
+                    "the counterexample of {} is not a generated scenario",
+                    check.id
+                )))
+            }
             _ => run_check(subject, 0, &self.sized(def)).await,
         };
         SuiteError::unless_an_adapter_broke(subject.factory.as_ref())?;

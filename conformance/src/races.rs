@@ -33,6 +33,9 @@ use serde_json::{json, Value};
 
 use super::runner::{outcome_json, ping_server, Outcome};
 use harness::contract::{ContractModel, ErrorKind, Judgement, Reply, Request, StoreError};
+use harness::counterexample::{
+    Counterexample, RaceCall, RaceCommand, RaceCounterexample, RaceKind,
+};
 use harness::gate::drive::{
     instance_name, next_step, start_operation, DriveError, Operation, Step,
 };
@@ -87,11 +90,11 @@ pub(crate) enum Races {
 
 impl Races {
     /// The counterexample's `kind`.
-    fn kind(self) -> &'static str {
+    fn kind(self) -> RaceKind {
         match self {
-            Races::Take => "take-race",
-            Races::Claim => "claim-race",
-            Races::Rate => "rate-race",
+            Races::Take => RaceKind::TakeRace,
+            Races::Claim => RaceKind::ClaimRace,
+            Races::Rate => RaceKind::RateRace,
         }
     }
 
@@ -306,8 +309,8 @@ struct Schedule {
     choices: Vec<usize>,
     /// At each step, the actors that could have gone.
     ready: Vec<Vec<usize>>,
-    /// The released commands in order: (actor, command text).
-    commands: Vec<(usize, String)>,
+    /// The released commands in order, with the clock's moves.
+    commands: Vec<RaceCommand>,
     outcomes: [Result<Reply, StoreError>; 2],
     requests: [Request; 2],
     /// The server instants each operation may have taken effect at: the race
@@ -364,6 +367,18 @@ fn command_text(args: &[Vec<u8>]) -> String {
     text.join(" ")
 }
 
+/// The two raced calls with their answers, as a counterexample shows them.
+fn raced_calls(
+    requests: &[Request],
+    outcomes: &[Result<Reply, StoreError>],
+) -> (RaceCall, RaceCall) {
+    let side = |k: usize| RaceCall {
+        call: requests[k].to_call(),
+        answer: outcome_json(&outcomes[k]),
+    };
+    (side(0), side(1))
+}
+
 /// One race's finding.
 struct RaceResult {
     verdict: Verdict,
@@ -371,7 +386,7 @@ struct RaceResult {
     /// For a failure: the reason and the counterexample; for an undecided
     /// race: the reason.
     reason: Option<String>,
-    counterexample: Option<Value>,
+    counterexample: Option<Counterexample>,
     summary: String,
 }
 
@@ -505,10 +520,8 @@ async fn concurrent(
                 };
             }
         };
-        let record = json!({
-            "a": {"call": s.requests[0].to_call(), "answer": outcome_json(&s.outcomes[0])},
-            "b": {"call": s.requests[1].to_call(), "answer": outcome_json(&s.outcomes[1])},
-        });
+        let (a, b) = raced_calls(&s.requests, &s.outcomes);
+        let record = json!({"a": a, "b": b});
         if let Err(why) = linearizable(&s) {
             return RaceResult {
                 verdict: Verdict::Fail,
@@ -523,13 +536,13 @@ async fn concurrent(
                     race.name,
                     round + 1
                 )),
-                counterexample: Some(json!({
-                    "kind": set.kind(),
-                    "race": race.name,
-                    "commands": [],
-                    "a": record["a"],
-                    "b": record["b"],
-                })),
+                counterexample: Some(Counterexample::Race(Box::new(RaceCounterexample {
+                    kind: set.kind(),
+                    race: race.name.to_string(),
+                    commands: Vec::new(),
+                    a,
+                    b,
+                }))),
                 summary: format!("{} failed at round {}", race.name, round + 1),
             };
         }
@@ -739,16 +752,9 @@ async fn explore(
             }
         };
         todo.ran(forced.len(), &s.choices, &s.ready);
-        let commands: Vec<Value> = s
-            .commands
-            .iter()
-            .map(|(i, c)| json!({"instance": actor(*i), "command": c}))
-            .collect();
-        let record = json!({
-            "commands": commands,
-            "a": {"call": s.requests[0].to_call(), "answer": outcome_json(&s.outcomes[0])},
-            "b": {"call": s.requests[1].to_call(), "answer": outcome_json(&s.outcomes[1])},
-        });
+        let commands = s.commands.clone();
+        let (a, b) = raced_calls(&s.requests, &s.outcomes);
+        let record = json!({"commands": commands, "a": a, "b": b});
         match linearizable(&s) {
             Ok(_) => explored.push(record),
             Err(why) => {
@@ -758,10 +764,10 @@ async fn explore(
                     race.name,
                     s.commands
                         .iter()
-                        .map(|(i, c)| format!(
+                        .map(|c| format!(
                             "{}:{}",
-                            actor(*i),
-                            c.split(' ').next().unwrap_or("")
+                            c.instance,
+                            c.command.split(' ').next().unwrap_or("")
                         ))
                         .collect::<Vec<_>>()
                         .join(" → ")
@@ -775,13 +781,13 @@ async fn explore(
                         "failing": record,
                     }),
                     reason: Some(reason),
-                    counterexample: Some(json!({
-                        "kind": set.kind(),
-                        "race": race.name,
-                        "commands": record["commands"],
-                        "a": record["a"],
-                        "b": record["b"],
-                    })),
+                    counterexample: Some(Counterexample::Race(Box::new(RaceCounterexample {
+                        kind: set.kind(),
+                        race: race.name.to_string(),
+                        commands,
+                        a,
+                        b,
+                    }))),
                     summary: format!("{} failed at schedule {n}", race.name),
                 };
             }
@@ -913,7 +919,11 @@ async fn run_schedule(
         if pick == TICK {
             let to = now + race.tick_ms.unwrap_or(0);
             clock.set_ms(to);
-            commands.push((TICK, format!("the server clock moves to {to}")));
+            commands.push(RaceCommand {
+                instance: actor(TICK).to_string(),
+                command: format!("the server clock moves to {to}"),
+                clock_ms: Some(to),
+            });
             ticked_at = Some(step);
             choices.push(pick);
             ready_sets.push(ready);
@@ -922,7 +932,11 @@ async fn run_schedule(
         let Some(first) = held[pick].take() else {
             continue;
         };
-        commands.push((pick, command_text(&first.command.args)));
+        commands.push(RaceCommand {
+            instance: actor(pick).to_string(),
+            command: command_text(&first.command.args),
+            clock_ms: None,
+        });
         choices.push(pick);
         ready_sets.push(ready);
         gates[pick]

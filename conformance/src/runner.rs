@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::judge::{
     cut, judge_steps, CheckHistory, DurableRead, KeyspaceRead, Learned, Observation,
@@ -18,6 +18,7 @@ use super::{CheckDef, CheckKind, SUITE};
 #[cfg(test)]
 use harness::contract::{ContractModel, Request};
 use harness::contract::{ErrorKind, Reply, StoreError};
+use harness::counterexample::{CallsCounterexample, CallsKind, Counterexample, LoggedCall};
 use harness::keyspace;
 use harness::server::VIRTUAL_EPOCH_MS;
 use harness::store::StoreClient;
@@ -63,7 +64,7 @@ pub(crate) struct Outcome {
     pub verdict: Verdict,
     pub reason: String,
     pub evidence: Value,
-    pub counterexample: Option<Value>,
+    pub counterexample: Option<Counterexample>,
 }
 
 impl Outcome {
@@ -75,7 +76,11 @@ impl Outcome {
             counterexample: None,
         }
     }
-    pub fn fail(reason: impl Into<String>, evidence: Value, counterexample: Option<Value>) -> Self {
+    pub fn fail(
+        reason: impl Into<String>,
+        evidence: Value,
+        counterexample: Option<Counterexample>,
+    ) -> Self {
         Outcome {
             verdict: Verdict::Fail,
             reason: reason.into(),
@@ -192,6 +197,7 @@ pub async fn run_check(target: &Subject<'_>, n: usize, def: &CheckDef) -> CheckR
         },
         evidence: outcome.evidence,
         counterexample: outcome.counterexample,
+        violations: Vec::new(),
         seconds: started.elapsed().as_secs_f64(),
         about: spec.about.to_string(),
     }
@@ -437,9 +443,7 @@ pub(crate) async fn run_scenario(
         verdict: judged.verdict,
         reason: judged.reason,
         evidence,
-        counterexample: judged
-            .counterexample
-            .and_then(|cx| serde_json::to_value(cx).ok()),
+        counterexample: judged.counterexample.map(Counterexample::Scenario),
     }
 }
 
@@ -487,12 +491,12 @@ async fn server_time(admin: &mut MultiplexedConnection) -> Option<i64> {
 }
 
 /// A store's answer as wire JSON: the reply, or `{"error": …}`.
-pub(crate) fn outcome_json(outcome: &Result<Reply, StoreError>) -> Value {
-    match outcome {
-        Ok(r) => serde_json::to_value(r).unwrap_or(Value::Null),
-        Err(e) => json!({"error": e}),
-    }
+/// A call log as a check's counterexample.
+pub(crate) fn calls_counterexample(kind: CallsKind, calls: Vec<LoggedCall>) -> Counterexample {
+    Counterexample::Calls(CallsCounterexample { kind, calls })
 }
+
+pub(crate) use harness::counterexample::answer_of as outcome_json;
 
 #[cfg(test)]
 mod tests {

@@ -4,6 +4,7 @@
 //! each setting found short, and accept a durable server (and, with the
 //! opt-out, a server whose only fault is durability).
 
+use harness::counterexample::{Counterexample, ServerCounterexample, ServerSetup, ServerTag};
 use serde_json::{json, Value};
 
 use super::runner::{outcome_json, Outcome};
@@ -239,10 +240,11 @@ impl ServerCase {
             prefix: format!("{}server:", target.run_prefix),
             opt_out: self.opt_out.then(|| OPT_OUT_WRITES_MAY_BE_LOST.to_string()),
         };
-        let setup = json!({
-            "setup": format!("{:?}", self.setup),
-            "opt_out": hello.opt_out,
-        });
+        let server = ServerSetup {
+            setup: format!("{:?}", self.setup),
+            opt_out: hello.opt_out.clone(),
+        };
+        let setup = json!(server);
         let connected = target
             .factory
             .connect(&hello, harness::server::VIRTUAL_EPOCH_MS)
@@ -289,7 +291,10 @@ impl ServerCase {
             (Some((kind, _)), Ok(_)) => Outcome::fail(
                 format!("the store accepted the server; it must refuse it with {kind}"),
                 json!({"server": setup}),
-                Some(json!({"kind": "server-assumption", "server": setup})),
+                Some(Counterexample::Server(ServerCounterexample {
+                    kind: ServerTag::ServerAssumption,
+                    server,
+                })),
             ),
             (Some((kind, settings)), Err(e)) => {
                 let missing: Vec<&str> = settings

@@ -6,8 +6,9 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::runner::{outcome_json, Outcome, SubjectExt};
+use super::runner::{calls_counterexample, Outcome, SubjectExt};
 use harness::contract::{Contract, Reply, Request};
+use harness::counterexample::{CallsKind, LoggedCall};
 use harness::keyspace;
 use harness::Subject;
 use harness::Verdict;
@@ -58,10 +59,10 @@ async fn call(
     client: &mut Box<dyn harness::store::StoreClient>,
     req: Request,
     clock_ms: i64,
-    log: &mut Vec<Value>,
+    log: &mut Vec<LoggedCall>,
 ) -> Result<Reply, harness::contract::StoreError> {
     let outcome = client.call(&req.to_call(), clock_ms).await;
-    log.push(json!({"call": req.to_call(), "answer": outcome_json(&outcome)}));
+    log.push(LoggedCall::of(None, None, &req, &outcome));
     outcome
 }
 
@@ -170,7 +171,7 @@ async fn kept_not_in_redis(target: &Subject<'_>, prefix: &str) -> Outcome {
                 found.join(", ")
             ),
             json!({"marker": marker, "keys": found, "calls": log}),
-            Some(json!({"kind": "kept-in-redis", "calls": log})),
+            Some(calls_counterexample(CallsKind::KeptInRedis, log)),
         ),
         Err(e) => Outcome::harness_trouble("read the keyspace", e, json!({"calls": log})),
     }
@@ -273,7 +274,7 @@ async fn odd_ids_inside_prefix(target: &Subject<'_>, prefix: &str) -> Outcome {
                 outside.join(", ")
             ),
             json!({"outside": outside, "calls": log}),
-            Some(json!({"kind": "outside-prefix", "calls": log})),
+            Some(calls_counterexample(CallsKind::OutsidePrefix, log)),
         )
     }
 }
@@ -299,7 +300,7 @@ async fn bytes_per_tree(target: &Subject<'_>, prefix: &str) -> Outcome {
         };
         let outcome = client.call(&req.to_call(), clock_ms).await;
         if outcome.is_err() || i == 0 {
-            log.push(json!({"call": req.to_call(), "answer": outcome_json(&outcome)}));
+            log.push(LoggedCall::of(None, None, &req, &outcome));
         }
         if let Err(e) = outcome {
             return Outcome::store_error_asking(
@@ -403,7 +404,12 @@ async fn old_hits_forgotten(target: &Subject<'_>, prefix: &str) -> Outcome {
             let req = hit();
             let outcome = client.call(&req.to_call(), clock).await;
             if !matches!(outcome, Ok(Reply::Allowed { .. })) || clock == late {
-                log.push(json!({"prefix": part, "clock_ms": clock, "call": req.to_call(), "answer": outcome_json(&outcome)}));
+                log.push(LoggedCall::of(
+                    Some(part.to_string()),
+                    Some(clock),
+                    &req,
+                    &outcome,
+                ));
             }
             if let Err(e) = outcome {
                 return Outcome::store_error_asking(
@@ -444,6 +450,6 @@ async fn old_hits_forgotten(target: &Subject<'_>, prefix: &str) -> Outcome {
             }
         ),
         evidence,
-        counterexample: kept.then(|| json!({"kind": "old-hits-kept", "calls": log})),
+        counterexample: kept.then(|| calls_counterexample(CallsKind::OldHitsKept, log)),
     }
 }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use conformance::{all_checks, run_check, CheckDef, CheckKind, ConformanceSuite, Step};
 use harness::contract::{Call, Contract, Reply, Request, StoreError};
+use harness::counterexample::Counterexample;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
@@ -137,8 +138,10 @@ fn generated(id: &str, cases: u32) -> CheckDef {
 }
 
 fn steps_of(result: &CheckResult) -> Vec<Step> {
-    let cx = result.counterexample.clone().expect("a counterexample");
-    serde_json::from_value(cx["steps"].clone()).expect("scenario steps")
+    match result.counterexample.clone() {
+        Some(Counterexample::Scenario(cx)) => cx.steps,
+        other => panic!("not a scenario counterexample: {other:?}"),
+    }
 }
 
 #[tokio::test]
@@ -257,7 +260,7 @@ async fn measure_named_sabotages() {
             let steps = result
                 .counterexample
                 .as_ref()
-                .and_then(|c| c["steps"].as_array().map(Vec::len));
+                .and_then(Counterexample::steps);
             line.push_str(&format!(
                 " {}={}{} {:.1}s",
                 id.trim_start_matches("conformance.generated."),

@@ -242,8 +242,10 @@ async fn every_must_keep_check_fails_when_the_server_loses_writes() {
             .counterexample
             .as_ref()
             .expect("a failure comes with a re-run");
-        assert_eq!(cx["kind"], "crash-run");
-        assert_eq!(cx["seed"], 13);
+        let harness::counterexample::Counterexample::Crash(rerun) = cx else {
+            panic!("not a crash re-run: {cx:?}")
+        };
+        assert_eq!(rerun.seed, 13);
         // The evidence shows the kill's requests about what was lost.
         let shown: crash::KillHistory = serde_json::from_value(c.evidence["history"].clone())
             .unwrap_or_else(|e| {

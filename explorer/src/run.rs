@@ -7,13 +7,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use harness::contract::Contract;
+use harness::counterexample::answer_of;
 use harness::figures::ExplorerFigures;
 use harness::gate::drive::instance_name;
 use harness::server::{ServerKind, VIRTUAL_EPOCH_MS};
 use harness::store::StoreFactory;
 use harness::History;
 use harness::{CheckResult, Verdict};
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::model::{drop_world, LeaseModel};
@@ -222,15 +222,6 @@ impl ExplorerPart {
     }
 }
 
-/// A replayable schedule: the instances' skews and the actions in order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Schedule {
-    /// One instance clock offset from server time per instance, in ms.
-    pub skews: Vec<i64>,
-    /// The steps in order, from the initial state.
-    pub actions: Vec<Action>,
-}
-
 /// What an exploration found.
 pub struct ExplorerOutcome {
     /// One result per explorer check ([`Property::ALL`] order): the
@@ -268,32 +259,10 @@ pub struct Savings {
     pub abandoned_processes: u64,
 }
 
-/// A check's counterexample: the schedule that broke `property`, replayable
-/// with `storeproof replay`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Counterexample {
-    /// Always [`Counterexample::KIND`].
-    pub kind: String,
-    /// The property the schedule broke.
-    pub property: Property,
-    /// The schedule, from the initial state.
-    pub schedule: Schedule,
-    /// The schedule's steps as the report shows them.
-    pub steps: Value,
-    /// The schedule's operations as a typed history: each instance's
-    /// invocation (the wire call, at the server time and instance clock it
-    /// was invoked with) and its completion (ok, fail or info, at the server
-    /// time it answered, with the clock it was invoked with). An operation
-    /// its instance crashed in the middle of has no completion. Absent from
-    /// counterexamples written before it was recorded.
-    #[serde(default)]
-    pub history: History,
-}
-
-impl Counterexample {
-    /// The kind every explorer counterexample carries.
-    pub const KIND: &'static str = "explorer-schedule";
-}
+pub use harness::counterexample::{
+    ExplorerCounterexample as Counterexample, ExplorerStep, ExplorerTag,
+};
+pub use harness::explore::Schedule;
 
 /// A violation found, with where.
 struct Finding {
@@ -301,7 +270,7 @@ struct Finding {
     message: String,
     found_in: String,
     schedule: Schedule,
-    steps: Value,
+    steps: Vec<ExplorerStep>,
     history: History,
     /// Re-running the schedule broke the property again.
     replays: bool,
@@ -352,21 +321,24 @@ fn describe(a: &Action) -> String {
 }
 
 /// The steps of a path as the report shows them.
-fn render(start: &State, path: &[(Action, State)]) -> Value {
-    let mut steps = vec![json!({"step": 0, "server_ms": start.now, "what": "start"})];
+fn render(start: &State, path: &[(Action, State)]) -> Vec<ExplorerStep> {
+    let mut steps = vec![ExplorerStep {
+        step: 0,
+        what: "start".into(),
+        server_ms: start.now,
+        commands: None,
+        answer: None,
+    }];
     for (k, (a, s)) in path.iter().enumerate() {
-        steps.push(json!({
-            "step": k + 1,
-            "what": describe(a),
-            "server_ms": s.now,
-            "commands": s.note.commands,
-            "answer": s.note.answer.as_ref().map(|out| match out {
-                Ok(r) => serde_json::to_value(r).unwrap_or_default(),
-                Err(e) => json!({"error": e}),
-            }),
-        }));
+        steps.push(ExplorerStep {
+            step: k + 1,
+            what: describe(a),
+            server_ms: s.now,
+            commands: Some(s.note.commands.clone()),
+            answer: Some(s.note.answer.as_ref().map_or(Value::Null, answer_of)),
+        });
     }
-    Value::Array(steps)
+    steps
 }
 
 /// The operations of a path as a history. The invocation's call is the
@@ -584,7 +556,7 @@ pub fn explore_part(
                     skews: vec![],
                     actions: vec![],
                 },
-                steps: Value::Array(vec![]),
+                steps: Vec::new(),
                 history: History::default(),
                 replays: false,
             });
@@ -933,7 +905,7 @@ pub fn explore_part(
                 skews: vec![],
                 actions: vec![],
             },
-            steps: Value::Array(vec![]),
+            steps: Vec::new(),
             history: History::default(),
             replays: false,
         });
@@ -982,7 +954,7 @@ pub(crate) fn millis(secs: f64) -> f64 {
 }
 
 /// Plays a schedule and renders its steps and its history.
-fn replay_path(model: &LeaseModel, actions: &[Action]) -> (State, Value, History) {
+fn replay_path(model: &LeaseModel, actions: &[Action]) -> (State, Vec<ExplorerStep>, History) {
     let start = State::initial(model.start_ms, &model.skews);
     let mut state = start.clone();
     let mut pairs = Vec::new();
@@ -1002,7 +974,7 @@ pub fn replay_schedule(
     opt_out: Option<String>,
     prefix: String,
     schedule: &Schedule,
-) -> (State, Value) {
+) -> (State, Vec<ExplorerStep>) {
     replay_schedule_on(None, factory, opt_out, prefix, schedule)
 }
 
@@ -1014,7 +986,7 @@ pub fn replay_schedule_on(
     opt_out: Option<String>,
     prefix: String,
     schedule: &Schedule,
-) -> (State, Value) {
+) -> (State, Vec<ExplorerStep>) {
     let run = RUNS.fetch_add(1, Ordering::Relaxed);
     let shared = Shared::checking_on(factory, prefix, opt_out, Speed::FAST, 0, 0, server);
     let model = LeaseModel {
@@ -1051,15 +1023,16 @@ pub fn replay_schedule_on(
 }
 
 /// The counterexample of `f`, as a check carries it.
-fn counterexample(f: &Finding) -> Option<Value> {
-    serde_json::to_value(Counterexample {
-        kind: Counterexample::KIND.into(),
-        property: f.property,
-        schedule: f.schedule.clone(),
-        steps: f.steps.clone(),
-        history: f.history.clone(),
-    })
-    .ok()
+fn counterexample(f: &Finding) -> Option<harness::counterexample::Counterexample> {
+    Some(harness::counterexample::Counterexample::Explorer(Box::new(
+        Counterexample {
+            kind: ExplorerTag::ExplorerSchedule,
+            property: f.property,
+            schedule: f.schedule.clone(),
+            steps: f.steps.clone(),
+            history: f.history.clone(),
+        },
+    )))
 }
 
 /// What is known of how an exploration ran, beside its findings, that the
@@ -1590,7 +1563,7 @@ mod tests {
                 skews: vec![0],
                 actions: vec![Action::Start(0, Op::Read)],
             },
-            steps: json!([]),
+            steps: Vec::new(),
             history,
             replays,
         }
@@ -1645,10 +1618,12 @@ mod tests {
         assert_eq!(of(Property::OneLiveHolder).verdict, Verdict::Fail);
         assert_eq!(of(Property::EpochMonotonic).verdict, Verdict::Unknown);
         assert_eq!(of(Property::ZombieRefused).verdict, Verdict::Pass);
-        let cx: Counterexample =
-            serde_json::from_value(of(Property::OneLiveHolder).counterexample.clone().unwrap())
-                .unwrap();
-        assert_eq!(cx.kind, Counterexample::KIND);
+        let cx = of(Property::OneLiveHolder)
+            .counterexample
+            .as_ref()
+            .and_then(|c| c.explorer())
+            .unwrap();
+        assert_eq!(cx.kind, ExplorerTag::ExplorerSchedule);
         assert_eq!(cx.history.events.len(), 1);
         assert_eq!(cx.history.events[0].op(), "lease.read");
     }
@@ -1864,7 +1839,7 @@ mod tests {
     #[test]
     fn a_counterexample_without_a_history_still_reads() {
         let cx = json!({
-            "kind": Counterexample::KIND,
+            "kind": "explorer-schedule",
             "property": "one-live-holder",
             "schedule": {"skews": [0, 500], "actions": [{"start": [0, "take"]}]},
             "steps": [],

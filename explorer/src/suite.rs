@@ -158,13 +158,14 @@ impl Suite for ExplorerSuite {
         &self,
         subject: &Subject<'_>,
         check: &CheckSpec,
-        counterexample: Option<&serde_json::Value>,
+        counterexample: Option<&harness::counterexample::Counterexample>,
         progress: &dyn Progress,
     ) -> Result<CheckResult, SuiteError> {
-        let saved: Counterexample = counterexample
-            .cloned()
-            .and_then(|c| serde_json::from_value(c).ok())
-            .ok_or_else(|| {
+        let saved: Counterexample = match counterexample {
+            Some(harness::counterexample::Counterexample::Explorer(x)) => Ok((**x).clone()),
+            _ => Err(()),
+        }
+        .map_err(|()| {
                 SuiteError::Setup(format!(
                     "the replay file holds no explorer schedule for {} (counterexample.property, .schedule)",
                     check.id
@@ -186,12 +187,12 @@ impl Suite for ExplorerSuite {
         })
         .await
         .map_err(|e| SuiteError::Setup(format!("the replay stopped unexpectedly: {e}")))?;
-        for step in steps.as_array().into_iter().flatten() {
+        for step in &steps {
             progress.line(&format!(
                 "{:>2}. {:<40} {}",
-                step["step"],
-                step["what"].as_str().unwrap_or(""),
-                step["answer"]
+                step.step,
+                step.what,
+                step.answer.as_ref().unwrap_or(&serde_json::Value::Null)
             ));
         }
         SuiteError::unless_an_adapter_broke(subject.factory.as_ref())?;

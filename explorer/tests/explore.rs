@@ -6,8 +6,7 @@
 use std::sync::Arc;
 
 use explorer::{
-    explore, replay_schedule, Counterexample, ExplorerConfig, ExplorerOutcome, Property, Schedule,
-    LEASE_MS,
+    explore, replay_schedule, ExplorerConfig, ExplorerOutcome, Property, Schedule, LEASE_MS,
 };
 use harness::contract::Reply;
 use harness::store::redis::RedisStoreFactory;
@@ -79,7 +78,7 @@ fn a_lease_on_the_callers_clock_breaks_one_live_holder_and_replays() {
             .unwrap();
         eprintln!("{}", check.reason);
         let cx = check.counterexample.as_ref().unwrap();
-        let schedule: Schedule = serde_json::from_value(cx["schedule"].clone()).unwrap();
+        let schedule: Schedule = cx.explorer().unwrap().schedule.clone();
         assert!(
             schedule.actions.len() <= 6,
             "{} steps",
@@ -108,11 +107,11 @@ fn a_read_then_write_take_is_caught_by_command_interleaving() {
     assert_eq!(check.verdict, Verdict::Fail, "{}", check.reason);
     // The counterexample interleaves the two takes between their commands.
     let cx = check.counterexample.as_ref().unwrap();
-    let steps = serde_json::to_string(&cx["steps"]).unwrap();
+    let steps = serde_json::to_string(&cx.explorer().unwrap().steps).unwrap();
     assert!(steps.contains("next command"), "{steps}");
     // Its history shows the two takes overlapping: both invoked before
     // either answered, and both granted.
-    let cx: Counterexample = serde_json::from_value(cx.clone()).unwrap();
+    let cx = cx.explorer().unwrap();
     let kinds: Vec<(&str, EventKind)> = cx
         .history
         .events

@@ -99,11 +99,13 @@ fn a_store_that_retries_blindly_is_caught_only_once_a_reply_is_lost() {
     assert_eq!(stuck.verdict, Verdict::Fail, "{}", stuck.reason);
     let cx = stuck.counterexample.as_ref().expect("a counterexample");
     assert!(
-        cx.to_string().contains("its reply lost"),
-        "the counterexample shows the lost reply: {cx}"
+        serde_json::to_string(cx)
+            .unwrap()
+            .contains("its reply lost"),
+        "the counterexample shows the lost reply: {cx:?}"
     );
     // The replay file's schedule loses the same reply and fails the same way.
-    let schedule: Schedule = serde_json::from_value(cx["schedule"].clone()).unwrap();
+    let schedule: Schedule = cx.explorer().unwrap().schedule.clone();
     assert!(
         schedule
             .actions

@@ -65,7 +65,10 @@ fn decided(o: &ExplorerOutcome) -> serde_json::Value {
                 } else {
                     c.reason.clone()
                 },
-                c.counterexample.as_ref().map(|x| x["schedule"].clone()),
+                c.counterexample
+                    .as_ref()
+                    .and_then(|x| x.explorer())
+                    .map(|x| x.schedule.clone()),
             )
         })
         .collect();
@@ -164,11 +167,16 @@ fn fail_fast_stops_at_the_first_violation_names_what_it_left_and_passes_nothing(
     // The same counterexample as the whole exploration's: the search of
     // the skew that broke it ran its level whole.
     assert_eq!(
-        failed.counterexample.as_ref().map(|c| &c["schedule"]),
+        failed
+            .counterexample
+            .as_ref()
+            .and_then(|c| c.explorer())
+            .map(|c| &c.schedule),
         of(&whole, "explorer.one-live-holder")
             .counterexample
             .as_ref()
-            .map(|c| &c["schedule"])
+            .and_then(|c| c.explorer())
+            .map(|c| &c.schedule)
     );
     for c in &cut.checks {
         assert_ne!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);

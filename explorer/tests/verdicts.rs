@@ -168,7 +168,7 @@ fn a_jedis_like_lock_on_the_callers_clock_breaks_one_live_holder_shrunk() {
         holder.reason
     );
     let cx = holder.counterexample.as_ref().unwrap();
-    let schedule: Schedule = serde_json::from_value(cx["schedule"].clone()).unwrap();
+    let schedule: Schedule = cx.explorer().unwrap().schedule.clone();
     // a takes; time moves; b's take (SETNX, GET, GETSET) sees a's lease
     // expired on its clock, a lease ahead.
     assert!(schedule.actions.len() <= 4, "{:?}", schedule.actions);
@@ -318,7 +318,7 @@ fn an_epoch_that_starts_again_breaks_epoch_monotonic() {
     let holder = check(&outcome, "explorer.one-live-holder");
     assert_eq!(holder.verdict, Verdict::Pass, "{}", holder.reason);
     let cx = epoch.counterexample.as_ref().unwrap();
-    let schedule: Schedule = serde_json::from_value(cx["schedule"].clone()).unwrap();
+    let schedule: Schedule = cx.explorer().unwrap().schedule.clone();
     let (last, _) = replay_schedule(store, None, "sp:verdicts-epoch:".into(), &schedule);
     assert!(last.broke(Property::EpochMonotonic));
 }

@@ -27,6 +27,7 @@
 //! ```
 
 mod bench;
+pub mod blame;
 pub mod call_faults;
 pub mod children;
 pub mod evidence;

@@ -41,34 +41,13 @@ use serde::{Deserialize, Serialize};
 use crate::children::{AppliedEffect, EndEffects};
 use crate::evidence::Boundary;
 use crate::nemesis::{record_end, record_start, Ending, Fault};
+pub use model::nemesis::LayoutKind;
 
 /// The provider every instance's rate slots and hits are counted under.
 pub const PROVIDER: &str = "provider";
 
 /// The name the drain's instance is recorded under.
 pub const DRAIN: &str = "drain";
-
-/// Which stores sit side by side (the two supported layouts of
-/// docs/CONTRACTS.md §1.5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LayoutKind {
-    /// Redis queue and rate limits beside a durable lease store with its
-    /// fencing set (fenced effects, outbound calls).
-    Durable,
-    /// Redis leases, queue and rate limits; no fencing set.
-    Coordination,
-}
-
-impl LayoutKind {
-    /// `durable` or `coordination`.
-    pub fn name(self) -> &'static str {
-        match self {
-            LayoutKind::Durable => "durable",
-            LayoutKind::Coordination => "coordination",
-        }
-    }
-}
 
 /// The sizes and timings of one workload.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use faults::call_faults::{CallFault, CallGate, CallNemesis, FaultyClient, CALL_KINDS};
-use faults::nemesis::{Ending, Fault, NemesisError, Plan, PlanOptions, Step, NEMESIS};
+use faults::nemesis::{Ending, Fault, NemesisError, PlanOptions, Step, NEMESIS};
 use harness::contract::{Call, ErrorKind, Reply, Request, StoreError};
 use harness::store::sqlite::{ManualClock, SqliteClock, SqliteStoreFactory};
 use harness::store::{Hello, StoreClient, StoreFactory};
@@ -279,8 +279,8 @@ async fn the_call_nemesis_records_what_it_applied_and_refuses_server_faults() {
         max_fault_ms: 10,
         ..PlanOptions::new(11, 2, 6)
     };
-    let plan = Plan::generate(&options);
-    assert_eq!(plan, Plan::generate(&options));
+    let plan = faults::nemesis::draw(&options);
+    assert_eq!(plan, faults::nemesis::draw(&options));
     let endings = nemesis.run(&plan, &history).await.unwrap();
     assert_eq!(endings.len(), 6);
     assert!(gates

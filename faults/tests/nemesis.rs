@@ -57,11 +57,11 @@ fn nemesis_ops(history: &History) -> Vec<(NemesisPhase, String)> {
 #[test]
 fn a_plan_is_a_function_of_its_seed() {
     let options = PlanOptions::new(7, 3, 20);
-    let a = Plan::generate(&options);
-    let b = Plan::generate(&options);
+    let a = faults::nemesis::draw(&options);
+    let b = faults::nemesis::draw(&options);
     assert_eq!(a, b);
     assert_eq!(a.steps.len(), 20);
-    let other = Plan::generate(&PlanOptions::new(8, 3, 20));
+    let other = faults::nemesis::draw(&PlanOptions::new(8, 3, 20));
     assert_ne!(a.steps, other.steps);
     // Instances stay in range and the drawn kinds are the allowed ones.
     assert!(a
@@ -72,7 +72,7 @@ fn a_plan_is_a_function_of_its_seed() {
         kinds: vec![FaultKind::Delay, FaultKind::Partition],
         ..PlanOptions::new(7, 2, 30)
     };
-    let plan = Plan::generate(&only);
+    let plan = faults::nemesis::draw(&only);
     assert!(plan
         .steps
         .iter()

@@ -14,111 +14,33 @@ use async_trait::async_trait;
 use redis::aio::MultiplexedConnection;
 use thiserror::Error;
 
-use crate::check::{CheckResult, Level, Verdict};
+use crate::check::{CheckResult, Verdict};
 use crate::contract::{Contract, StoreError};
 use crate::figures::Figures;
 use crate::server::{ManagedServer, ServerKind, ServerOptions};
 use crate::store::{Hello, StoreClient, StoreFactory};
-
-/// What a check needs from the run to be decided at all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Needs {
-    /// Any server the store can reach, the user's too: only keys under the
-    /// run's prefix are read and written.
-    AnyServer,
-    /// The server the store is pointed at must be one storeproof started:
-    /// its clock is moved, its keyspace read whole, it is restored or flushed.
-    ManagedServer,
-    /// Servers of the check's own, started by storeproof from a local
-    /// `redis-server` (or a container built from it), holding the store's
-    /// state: they are misconfigured, killed or restarted under the store.
-    /// A store that keeps no state in Redis cannot be judged this way: a
-    /// check about the server alone (no contracts: which servers the store
-    /// accepts) is outside its claim, any other is skipped with the reason.
-    OwnServers,
-    /// The store's keys under the run's prefix on the server it is pointed
-    /// at (any server): the check is about what the store keeps in Redis,
-    /// outside the claim of a store that keeps nothing there.
-    StoreKeys,
-    /// The managed server's whole keyspace: the check is about every key
-    /// the store writes (e.g. none outside its prefix). Implies
-    /// [`Needs::ManagedServer`]; outside the claim of a store that keeps
-    /// nothing in Redis.
-    AllKeys,
-    /// The store's Redis commands on a managed server, interleaved through a
-    /// gate, the server's keyspace restored between runs (the explorer).
-    /// Implies [`Needs::ManagedServer`]; a store that sends no Redis
-    /// commands cannot be driven this way, and the check is skipped with the
-    /// reason (its contract is claimed, so the run is left INCOMPLETE).
-    StoreCommands,
-    /// Worlds of the check's own in which the store is restored to any
-    /// earlier state and its instances' steps interleaved (the explorer).
-    /// A store keeping its state in Redis: as [`Needs::StoreCommands`]. A
-    /// store keeping it outside Redis: a copy of itself on a file of its own
-    /// ([`StoreFactory::sqlite_copy`]), driven an operation a step; a store
-    /// offering none cannot be explored, and the check is skipped with the
-    /// reason.
-    Interleavings,
-    /// Redis servers of the check's own beside the store under test (the
-    /// fault suite: restarted, filled, cut off by gates). A store that keeps
-    /// its state outside Redis runs beside them on the run's managed
-    /// server's clock, which it follows, so it also needs that server.
-    FaultServers,
-    /// A Redis server of the check's own, filled to `maxmemory` under the
-    /// store: outside the claim of a store that keeps nothing in Redis.
-    FullRedis,
-}
+pub use model::check::{CheckSpec, Needs};
 
 /// Why a check about the Redis server's contents or the store's commands on
 /// it cannot judge a store that keeps no state there.
 const NOT_IN_REDIS: &str = "the store keeps its state outside Redis (a durable store: builtin:sqlite, or an adapter whose hello declared \"state\": \"durable\")";
 
-/// A check as its suite declares it, once: the only place its id is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CheckSpec {
-    /// Stable id named for what it checks, e.g. `explorer.one-live-holder`.
-    pub id: &'static str,
-    /// MUST or SHOULD: whether a failure fails the run or only warns.
-    pub level: Level,
-    /// The contracts it is about; outside the claim when the store offers
-    /// none of them. Empty: about the server, within every claim.
-    pub contracts: &'static [Contract],
-    /// What the run must offer for the check to be decided.
-    pub needs: Needs,
-    /// One sentence: what passing proves.
-    pub about: &'static str,
+/// What only a run can say of a check: whether it applies to the store
+/// under test and whether the run can decide it.
+trait Decidable {
+    /// Why the check cannot apply to the store at all.
+    fn not_applicable(&self, subject: &Subject<'_>) -> Option<String>;
+    /// Why the run cannot decide the check.
+    fn unmet_needs(&self, subject: &Subject<'_>) -> Option<String>;
 }
 
-impl CheckSpec {
-    /// Why the check is outside the claim of a store offering `claimed`, or
-    /// `None` when the store claims a contract it is about.
-    pub fn outside_claim(&self, claimed: &[Contract]) -> Option<String> {
-        if self.contracts.is_empty() || self.contracts.iter().any(|c| claimed.contains(c)) {
-            return None;
-        }
-        let names: Vec<&str> = self.contracts.iter().map(|c| c.name()).collect();
-        Some(format!(
-            "the check is about the {} contract{}, which the store does not offer (its hello listed {})",
-            names.join(" and "),
-            if names.len() == 1 { "" } else { "s" },
-            if claimed.is_empty() {
-                "none".to_string()
-            } else {
-                claimed
-                    .iter()
-                    .map(|c| c.name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
-        ))
-    }
-
+impl Decidable for CheckSpec {
     /// Why the check cannot apply to the store at all, whatever the run:
     /// it is about Redis state (keys, the servers it accepts) the store
     /// claims not to keep. `None` for a store that keeps its state in Redis.
     /// Such a check is reported outside the claim with this reason, never
     /// passed vacuously.
-    pub fn not_applicable(&self, subject: &Subject<'_>) -> Option<String> {
+    fn not_applicable(&self, subject: &Subject<'_>) -> Option<String> {
         if subject.factory.keeps_state_in_redis() {
             return None;
         }
@@ -138,7 +60,7 @@ impl CheckSpec {
 
     /// Why the run cannot decide the check, or `None` when its needs are met
     /// (checks that cannot apply to the store are [`Self::not_applicable`]).
-    pub fn unmet_needs(&self, subject: &Subject<'_>) -> Option<String> {
+    fn unmet_needs(&self, subject: &Subject<'_>) -> Option<String> {
         let in_redis = subject.factory.keeps_state_in_redis();
         let managed = subject.server.managed().is_some();
         match self.needs {
@@ -179,26 +101,6 @@ impl CheckSpec {
                 "needs a managed server: the store follows its clock, which the fault workload moves (this run uses --redis-url)".into(),
             ),
             Needs::FaultServers | Needs::FullRedis => None,
-        }
-    }
-
-    /// The result of this check with `verdict` and `reason` (a SHOULD
-    /// check's failure is a warning); evidence and counterexample empty.
-    pub fn result(&self, suite: &str, verdict: Verdict, reason: impl Into<String>) -> CheckResult {
-        CheckResult {
-            id: self.id.to_string(),
-            suite: suite.to_string(),
-            level: self.level,
-            verdict: match (verdict, self.level) {
-                (Verdict::Fail, Level::Should) => Verdict::Warn,
-                (v, _) => v,
-            },
-            outside_claim: false,
-            reason: reason.into(),
-            evidence: serde_json::Value::Null,
-            counterexample: None,
-            seconds: 0.0,
-            about: self.about.to_string(),
         }
     }
 }
@@ -394,7 +296,7 @@ pub trait Suite: Send + Sync {
         &self,
         subject: &Subject<'_>,
         check: &CheckSpec,
-        counterexample: Option<&serde_json::Value>,
+        counterexample: Option<&model::counterexample::Counterexample>,
         progress: &dyn Progress,
     ) -> Result<CheckResult, SuiteError>;
 }
@@ -456,6 +358,7 @@ pub fn in_declared_order(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::Level;
 
     const LEASE_CHECK: CheckSpec = CheckSpec {
         id: "x.lease",

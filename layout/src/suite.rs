@@ -364,7 +364,7 @@ impl Suite for LayoutSuite {
         &self,
         _subject: &Subject<'_>,
         check: &CheckSpec,
-        _counterexample: Option<&serde_json::Value>,
+        _counterexample: Option<&harness::counterexample::Counterexample>,
         _progress: &dyn Progress,
     ) -> Result<CheckResult, SuiteError> {
         if !self.checks().iter().any(|c| c.id == check.id) {

@@ -6,6 +6,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::contract::Contract;
+use crate::counterexample::Counterexample;
+use crate::history::History;
+use crate::violation::Violation;
+
 /// How much a check matters (docs/CONTRACTS.md §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -48,6 +53,117 @@ impl Verdict {
     }
 }
 
+/// What a check needs from the run to be decided at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// Any server the store can reach, the user's too: only keys under the
+    /// run's prefix are read and written.
+    AnyServer,
+    /// The server the store is pointed at must be one storeproof started:
+    /// its clock is moved, its keyspace read whole, it is restored or flushed.
+    ManagedServer,
+    /// Servers of the check's own, started by storeproof from a local
+    /// `redis-server` (or a container built from it), holding the store's
+    /// state: they are misconfigured, killed or restarted under the store.
+    /// A store that keeps no state in Redis cannot be judged this way: a
+    /// check about the server alone (no contracts: which servers the store
+    /// accepts) is outside its claim, any other is skipped with the reason.
+    OwnServers,
+    /// The store's keys under the run's prefix on the server it is pointed
+    /// at (any server): the check is about what the store keeps in Redis,
+    /// outside the claim of a store that keeps nothing there.
+    StoreKeys,
+    /// The managed server's whole keyspace: the check is about every key
+    /// the store writes (e.g. none outside its prefix). Implies
+    /// [`Needs::ManagedServer`]; outside the claim of a store that keeps
+    /// nothing in Redis.
+    AllKeys,
+    /// The store's Redis commands on a managed server, interleaved through a
+    /// gate, the server's keyspace restored between runs (the explorer).
+    /// Implies [`Needs::ManagedServer`]; a store that sends no Redis
+    /// commands cannot be driven this way, and the check is skipped with the
+    /// reason (its contract is claimed, so the run is left INCOMPLETE).
+    StoreCommands,
+    /// Worlds of the check's own in which the store is restored to any
+    /// earlier state and its instances' steps interleaved (the explorer).
+    /// A store keeping its state in Redis: as [`Needs::StoreCommands`]. A
+    /// store keeping it outside Redis: a copy of itself on a file of its own
+    /// ([`StoreFactory::sqlite_copy`]), driven an operation a step; a store
+    /// offering none cannot be explored, and the check is skipped with the
+    /// reason.
+    Interleavings,
+    /// Redis servers of the check's own beside the store under test (the
+    /// fault suite: restarted, filled, cut off by gates). A store that keeps
+    /// its state outside Redis runs beside them on the run's managed
+    /// server's clock, which it follows, so it also needs that server.
+    FaultServers,
+    /// A Redis server of the check's own, filled to `maxmemory` under the
+    /// store: outside the claim of a store that keeps nothing in Redis.
+    FullRedis,
+}
+
+/// A check as its suite declares it, once: the only place its id is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckSpec {
+    /// Stable id named for what it checks, e.g. `explorer.one-live-holder`.
+    pub id: &'static str,
+    /// MUST or SHOULD: whether a failure fails the run or only warns.
+    pub level: Level,
+    /// The contracts it is about; outside the claim when the store offers
+    /// none of them. Empty: about the server, within every claim.
+    pub contracts: &'static [Contract],
+    /// What the run must offer for the check to be decided.
+    pub needs: Needs,
+    /// One sentence: what passing proves.
+    pub about: &'static str,
+}
+
+impl CheckSpec {
+    /// Why the check is outside the claim of a store offering `claimed`, or
+    /// `None` when the store claims a contract it is about.
+    pub fn outside_claim(&self, claimed: &[Contract]) -> Option<String> {
+        if self.contracts.is_empty() || self.contracts.iter().any(|c| claimed.contains(c)) {
+            return None;
+        }
+        let names: Vec<&str> = self.contracts.iter().map(|c| c.name()).collect();
+        Some(format!(
+            "the check is about the {} contract{}, which the store does not offer (its hello listed {})",
+            names.join(" and "),
+            if names.len() == 1 { "" } else { "s" },
+            if claimed.is_empty() {
+                "none".to_string()
+            } else {
+                claimed
+                    .iter()
+                    .map(|c| c.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        ))
+    }
+
+    /// The result of this check with `verdict` and `reason` (a SHOULD
+    /// check's failure is a warning); evidence and counterexample empty.
+    pub fn result(&self, suite: &str, verdict: Verdict, reason: impl Into<String>) -> CheckResult {
+        CheckResult {
+            id: self.id.to_string(),
+            suite: suite.to_string(),
+            level: self.level,
+            verdict: match (verdict, self.level) {
+                (Verdict::Fail, Level::Should) => Verdict::Warn,
+                (v, _) => v,
+            },
+            outside_claim: false,
+            reason: reason.into(),
+            evidence: Value::Null,
+            counterexample: None,
+            violations: Vec::new(),
+            seconds: 0.0,
+            about: self.about.to_string(),
+        }
+    }
+}
+
 /// One check's result as the report carries it (docs/CONTRACTS.md §3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckResult {
@@ -68,7 +184,12 @@ pub struct CheckResult {
     /// What the check saw: its figures and findings, as JSON.
     pub evidence: Value,
     /// For a failure: the minimal sequence of steps that shows it.
-    pub counterexample: Option<Value>,
+    pub counterexample: Option<Counterexample>,
+    /// For a failure found in a history: what broke, each naming the
+    /// events of that history it blames (the counterexample's history, or
+    /// the evidence's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<Violation>,
     /// Wall time of the check.
     pub seconds: f64,
     /// One sentence: what passing proves (the check's `CheckSpec::about`);
@@ -92,6 +213,24 @@ impl CheckResult {
                 Verdict::Skipped => !self.outside_claim,
                 _ => false,
             }
+    }
+
+    /// The history the check recorded beside its findings (a scenario's
+    /// calls, a kill's writes about what was lost, a full server's
+    /// workload), if its evidence holds one.
+    pub fn recorded_history(&self) -> Option<History> {
+        let h = self.evidence.get("history")?;
+        serde_json::from_value(h.clone()).ok()
+    }
+
+    /// The history its violations name events of: the counterexample's,
+    /// else the one recorded in its evidence.
+    pub fn violated_history(&self) -> Option<History> {
+        self.counterexample
+            .as_ref()
+            .and_then(Counterexample::history)
+            .cloned()
+            .or_else(|| self.recorded_history())
     }
 
     /// The line progress prints for a check that did not pass (`FAIL id:
@@ -128,6 +267,7 @@ impl CheckResult {
             reason: reason.into(),
             evidence: Value::Null,
             counterexample: None,
+            violations: Vec::new(),
             seconds: 0.0,
             about: String::new(),
         }
@@ -249,7 +389,7 @@ pub struct ReplayFile {
     /// Why it failed.
     pub reason: String,
     /// The steps that show it, as the check recorded them.
-    pub counterexample: Option<Value>,
+    pub counterexample: Option<Counterexample>,
     /// The managed server it failed on when one was named (`--server`):
     /// the replay starts that one.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -187,25 +187,29 @@ struct FlatEvent {
     clock_ms: i64,
 }
 
+impl Happened {
+    /// Its payload as an event's JSON `value` has it: the call's arguments,
+    /// the reply, the error, or the nemesis note.
+    pub fn value(&self) -> Value {
+        match self {
+            Happened::Invoke(call) => call.args.clone(),
+            Happened::Ok { reply, .. } => serde_json::to_value(reply).unwrap_or(Value::Null),
+            Happened::Fail { error, .. } | Happened::Info { error, .. } => {
+                serde_json::to_value(error).unwrap_or(Value::Null)
+            }
+            Happened::Nemesis { note, .. } => serde_json::to_value(note).unwrap_or(Value::Null),
+        }
+    }
+}
+
 impl From<Event> for FlatEvent {
     fn from(e: Event) -> Self {
-        let kind = e.kind();
-        let (op, value) = match e.what {
-            Happened::Invoke(call) => (call.op, call.args),
-            Happened::Ok { op, reply } => (op, serde_json::to_value(reply).unwrap_or(Value::Null)),
-            Happened::Fail { op, error } | Happened::Info { op, error } => {
-                (op, serde_json::to_value(error).unwrap_or(Value::Null))
-            }
-            Happened::Nemesis { op, note } => {
-                (op, serde_json::to_value(note).unwrap_or(Value::Null))
-            }
-        };
         FlatEvent {
+            kind: e.kind(),
+            op: e.op().to_string(),
+            value: e.what.value(),
             index: e.index,
             instance: e.instance,
-            kind,
-            op,
-            value,
             server_ms: e.server_ms,
             clock_ms: e.clock_ms,
         }

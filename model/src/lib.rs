@@ -41,6 +41,10 @@
 //! - [`History`]: what happened in a run, and its operations paired;
 //! - the run model: [`CheckResult`], [`Verdict`], [`Report`] and the run's
 //!   verdict;
+//! - [`counterexample`]: what a failed check saves to be shown and
+//!   replayed, one closed enum, and what it is made of: [`scenario`]s,
+//!   [`explore`] schedules and properties, [`nemesis`] plans;
+//! - [`violation`]: a checker's violation, naming the events it blames;
 //! - [`figures`]: each suite's figures, typed;
 //! - [`observed`]: what a run reads back of a store's state, as data;
 //! - [`redact_secrets`]: the one redaction every report and message goes
@@ -48,14 +52,19 @@
 
 pub mod check;
 pub mod contract;
+pub mod counterexample;
+pub mod explore;
 pub mod figures;
 pub mod history;
+pub mod nemesis;
 pub mod observed;
 mod redact;
+pub mod scenario;
+pub mod violation;
 
 pub use check::{
-    CheckResult, Level, ReplayFile, Report, RunSection, RunVerdict, ServerSection, StoreSection,
-    Verdict,
+    CheckResult, CheckSpec, Level, Needs, ReplayFile, Report, RunSection, RunVerdict,
+    ServerSection, StoreSection, Verdict,
 };
 pub use history::{Event, EventKind, Happened, History, NemesisNote, NemesisPhase};
 pub use redact::redact_secrets;

@@ -17,6 +17,7 @@
 //!     reason: "step 2: expected busy, got granted".into(),
 //!     evidence: serde_json::json!({}),
 //!     counterexample: None,
+//!     violations: Vec::new(),
 //!     seconds: 0.1,
 //!     about: String::new(),
 //! };

@@ -24,6 +24,7 @@ fn check(id: &str, level: Level, verdict: Verdict, reason: &str) -> CheckResult 
         reason: reason.into(),
         evidence: json!({}),
         counterexample: None,
+        violations: Vec::new(),
         seconds: 0.25,
         about: String::new(),
     }
@@ -36,7 +37,7 @@ fn report() -> Report {
         Verdict::Fail,
         "two live holders at server time 2000000000500 <a & b>",
     );
-    failing.counterexample = Some(json!({
+    failing.counterexample = serde_json::from_value(json!({
         "kind": "explorer-schedule",
         "property": "one-live-holder",
         "schedule": {"skews": [0, 500], "actions": [{"start": [0, "take"]}]},
@@ -46,7 +47,8 @@ fn report() -> Report {
              "commands": ["EVALSHA abc 1 sp:x:lease:t a 1000"],
              "answer": {"granted": {"epoch": 1, "expires_at_ms": 2000000001000i64}}},
         ],
-    }));
+    }))
+    .unwrap();
     Report {
         storeproof: "0.1.0".into(),
         verdict: RunVerdict::Fail,

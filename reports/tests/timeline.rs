@@ -6,12 +6,13 @@
 use std::collections::BTreeMap;
 
 use model::figures::Stats;
+use model::violation::{Named, Violation};
 use model::{
     CheckResult, Level, Report, RunSection, RunVerdict, ServerSection, StoreSection, Verdict,
 };
 use serde_json::{json, Value};
 
-fn report_with(check: &str, evidence: Value, history: Value) -> Report {
+fn report_with(check: &str, evidence: Value, history: Value, violations: Vec<Violation>) -> Report {
     Report {
         storeproof: "0.1.0".into(),
         verdict: RunVerdict::Fail,
@@ -36,11 +37,13 @@ fn report_with(check: &str, evidence: Value, history: Value) -> Report {
             verdict: Verdict::Fail,
             reason: "coordination layout: 1 trees, 1 not linearizable".into(),
             evidence,
-            counterexample: Some(json!({
+            counterexample: serde_json::from_value(json!({
                 "layout": "coordination", "seed": 1,
                 "config": {"rounds": 1, "instances": 2, "faults": 1},
                 "plans": [], "history": history,
-            })),
+            }))
+            .unwrap(),
+            violations,
             seconds: 0.1,
             about: String::new(),
         }],
@@ -112,12 +115,27 @@ fn linearizability_evidence(at_event: usize, op_event: usize, concurrent: &[usiz
                 "concurrent": concurrent, "longest_partial": []}}}}}])
 }
 
+/// The violation the linearizability checker reports for that evidence:
+/// what the report draws.
+fn not_linearizable(at_event: usize, op_event: usize, concurrent: &[usize]) -> Vec<Violation> {
+    vec![Violation {
+        at_event: Some(at_event),
+        ..Violation::new(
+            None,
+            Some(Named::new("tree", "t1")),
+            vec![at_event, op_event],
+        )
+        .relating(concurrent.to_vec())
+    }]
+}
+
 #[test]
 fn a_lost_reply_a_fault_band_and_the_blamed_take_are_drawn() {
     let report = report_with(
         "faults.lease-linearizable",
         linearizability_evidence(10, 8, &[]),
         small_history(),
+        not_linearizable(10, 8, &[]),
     );
     let html = reports::render_html(&report);
     let part = timeline_part(&html);
@@ -184,7 +202,15 @@ fn a_check_that_names_no_event_of_the_history_draws_no_timeline() {
     let evidence = json!([{"layout": "durable", "holds": false, "figures": {},
         "detail": {"unread": [], "violations": [{"kind": "unexplained",
             "effect": {"tree": "t9", "effect": "nowhere", "epoch": 1}}]}}]);
-    let report = report_with("faults.fencing", evidence, small_history());
+    // Nothing of the history asked for that effect: the violation blames
+    // no event.
+    let unexplained = Violation::new(Some("unexplained"), Some(Named::new("tree", "t9")), vec![]);
+    let report = report_with(
+        "faults.fencing",
+        evidence,
+        small_history(),
+        vec![unexplained],
+    );
     let html = reports::render_html(&report);
     assert!(!html.contains("<h4>Timeline"), "{html}");
 }
@@ -238,6 +264,7 @@ fn a_long_history_renders_a_bounded_window() {
         "faults.lease-linearizable",
         linearizability_evidence(op_event + 1, op_event, &[op_event - 2, op_event + 2]),
         history,
+        not_linearizable(op_event + 1, op_event, &[op_event - 2, op_event + 2]),
     );
     let html = reports::render_html(&report);
     let part = timeline_part(&html);

@@ -46,7 +46,8 @@ async fn caught(name: &str, its_check: &str, verdicts: &[&str], outcome: &str) {
     assert_eq!(result.verdict, Verdict::Fail, "{}", result.reason);
     let got: Vec<&str> = races.iter().map(|r| r.1.as_str()).collect();
     assert_eq!(got, verdicts, "{races:?}");
-    let cx = result.counterexample.expect("a counterexample");
+    // The counterexample as report.json writes it.
+    let cx = serde_json::to_value(result.counterexample.expect("a counterexample")).unwrap();
     eprintln!("{}", serde_json::to_string_pretty(&cx).unwrap());
     let commands = cx["commands"].as_array().expect("the released commands");
     // Each instance sent more than one command, interleaved with the other's.

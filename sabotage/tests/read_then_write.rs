@@ -47,7 +47,8 @@ async fn the_take_races_catch_a_read_then_write_take_and_nothing_else_does() {
     }
     let result = race_result.expect("the take-races check exists");
     assert_eq!(result.verdict, Verdict::Fail, "{}", result.reason);
-    let cx = result.counterexample.expect("a counterexample");
+    // The counterexample as report.json writes it.
+    let cx = serde_json::to_value(result.counterexample.expect("a counterexample")).unwrap();
     let commands = cx["commands"].as_array().unwrap();
     eprintln!(
         "{}\n{}",
@@ -135,7 +136,8 @@ async fn the_take_races_catch_a_read_then_write_renew_across_the_expiry_instant(
     // Only the third race can see it; the two others are still judged.
     let verdicts: Vec<&str> = races.iter().map(|r| r.1.as_str()).collect();
     assert_eq!(verdicts, ["pass", "pass", "fail"], "{races:?}");
-    let cx = result.counterexample.expect("a counterexample");
+    // The counterexample as report.json writes it.
+    let cx = serde_json::to_value(result.counterexample.expect("a counterexample")).unwrap();
     eprintln!("{}", serde_json::to_string_pretty(&cx).unwrap());
     assert!(cx["race"].as_str().unwrap().contains("renew"), "{cx}");
     // The interleaving: the renew reads while the lease is live, the clock

@@ -20,8 +20,6 @@ use harness::contract::Contract;
 use harness::figures::Figures;
 use harness::server::ServerKind;
 use harness::{CheckResult, CheckSpec, Progress, Subject, Suite, SuiteError, SuiteRun, Verdict};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 mod checks;
 mod demonstrations;
@@ -103,47 +101,8 @@ impl CrashConfig {
     }
 }
 
-/// What re-runs a failed crash check (its counterexample): the same seed
-/// (kill moments and writers), sizes and backend. Thread timing is not
-/// replayed, so a re-run repeats the schedule, not every interleaving of it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CrashRerun {
-    /// Always `crash-run`.
-    pub kind: String,
-    /// The run's seed.
-    pub seed: u64,
-    /// Kills with the required settings.
-    pub kills: usize,
-    /// Kills opted out.
-    pub opt_out_kills: usize,
-    /// Power cuts per setting.
-    pub power_losses: usize,
-    /// Writers.
-    #[serde(default = "four")]
-    pub instances: usize,
-    /// `docker` or `process` (what ran; an older file may say nothing: auto).
-    #[serde(default)]
-    pub backend: String,
-    /// The contracts written (an older file names none: every contract).
-    #[serde(default = "every_contract")]
-    pub contracts: Vec<Contract>,
-    /// The first findings, in words.
-    #[serde(default)]
-    pub found: Vec<String>,
-}
-
-fn four() -> usize {
-    4
-}
-
-fn every_contract() -> Vec<Contract> {
-    Contract::COORDINATION.to_vec()
-}
-
-impl CrashRerun {
-    /// The kind every crash counterexample names.
-    pub const KIND: &'static str = "crash-run";
-}
+use harness::counterexample::Counterexample;
+pub use harness::counterexample::CrashRerun;
 
 /// The suite's name, as `--suite` and the report write it.
 const NAME: &str = "crash";
@@ -255,13 +214,14 @@ impl Suite for CrashSuite {
         &self,
         subject: &Subject<'_>,
         check: &CheckSpec,
-        counterexample: Option<&Value>,
+        counterexample: Option<&Counterexample>,
         progress: &dyn Progress,
     ) -> Result<CheckResult, SuiteError> {
-        let rerun: CrashRerun = counterexample
-            .cloned()
-            .and_then(|c| serde_json::from_value(c).ok())
-            .ok_or_else(|| {
+        let rerun: CrashRerun = match counterexample {
+            Some(Counterexample::Crash(rerun)) => Ok(rerun.clone()),
+            _ => Err(()),
+        }
+        .map_err(|()| {
                 SuiteError::Setup(format!(
                     "the replay file holds no crash run to repeat for {} (counterexample.seed, kills, opt_out_kills, power_losses)",
                     check.id

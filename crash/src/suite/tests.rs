@@ -2,6 +2,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use harness::contract::Contract;
+use harness::counterexample::Counterexample;
 use harness::figures::{CrashFigures, Figures, KillFigures};
 use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreFactory};
@@ -129,9 +130,9 @@ fn a_kept_write_lost_fails_its_check_with_a_rerun_and_the_rest_pass() {
         "{}",
         epochs.reason
     );
-    let rerun: CrashRerun =
-        serde_json::from_value(epochs.counterexample.clone().unwrap()).expect("a crash re-run");
-    assert_eq!(rerun.kind, CrashRerun::KIND);
+    let Some(Counterexample::Crash(rerun)) = epochs.counterexample.clone() else {
+        panic!("not a crash re-run: {:?}", epochs.counterexample)
+    };
     assert_eq!((rerun.seed, rerun.backend.as_str()), (7, "process"));
     assert_eq!(epochs.evidence["figures"]["total"]["epochs_lost"], 1);
     assert_eq!(epochs.evidence["found"][0], "kill 1, tree-1: gone");
@@ -193,7 +194,7 @@ fn a_failed_check_s_evidence_holds_the_events_of_what_it_lost() {
             4
         );
         // The re-run keeps its shape.
-        assert_eq!(c.counterexample.as_ref().unwrap()["kind"], "crash-run");
+        assert!(matches!(c.counterexample, Some(Counterexample::Crash(_))));
     }
     // A check that passed, or failed about nothing a request names, has
     // no history.

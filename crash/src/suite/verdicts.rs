@@ -1,6 +1,7 @@
 //! The verdicts of what a kill must keep and of the down server, and the
 //! evidence every crash check carries.
 
+use harness::counterexample::{Counterexample, CrashTag};
 use harness::figures::CrashFigures;
 use harness::{CheckResult, CheckSpec, History, Verdict};
 use serde::{Deserialize, Serialize};
@@ -84,7 +85,7 @@ pub(super) struct Judgement<'a> {
     pub(super) none_asked: &'a str,
     pub(super) evidence: Value,
     /// The re-run attached to a failure.
-    pub(super) rerun: Option<Value>,
+    pub(super) rerun: Option<Counterexample>,
     /// The verdict and reason when every kill ran and found nothing, but
     /// nothing the check is about happened (no write of its kind judged).
     pub(super) nothing_judged: Option<(Verdict, String)>,
@@ -193,9 +194,9 @@ pub(super) struct Findings<'a> {
 
 impl Findings<'_> {
     /// What re-runs this run, with the first of what was `found`.
-    pub(super) fn rerun(&self, found: &[String]) -> Option<Value> {
+    pub(super) fn rerun(&self, found: &[String]) -> Option<Counterexample> {
         let rerun = CrashRerun {
-            kind: CrashRerun::KIND.into(),
+            kind: CrashTag::CrashRun,
             seed: self.config.seed,
             kills: self.config.kills,
             opt_out_kills: self.config.opt_out_kills,
@@ -205,7 +206,7 @@ impl Findings<'_> {
             contracts: self.config.contracts.clone(),
             found: found.iter().take(5).cloned().collect(),
         };
-        serde_json::to_value(rerun).ok()
+        Some(Counterexample::Crash(rerun))
     }
 
     /// A check that every acknowledged write of one kind survived each

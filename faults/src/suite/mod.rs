@@ -41,14 +41,8 @@ use std::time::Instant;
 use async_trait::async_trait;
 use harness::contract::Contract;
 use harness::figures::{FaultsFigures, Figures};
-use harness::{
-    CheckResult, CheckSpec, History, Progress, Subject, Suite, SuiteError, SuiteRun, Verdict,
-};
-use serde::{Deserialize, Serialize};
+use harness::{CheckResult, CheckSpec, Progress, Subject, Suite, SuiteError, SuiteRun, Verdict};
 use serde_json::{json, Value};
-
-use crate::nemesis::Plan;
-use crate::workload::LayoutKind;
 
 use self::roles::layouts;
 use self::verdicts::{judge, judge_full_server, Judged};
@@ -66,30 +60,9 @@ pub use checks::{
 pub use roles::{Player, Roles, WorkloadRun};
 pub use run::workload_options;
 
+pub use model::nemesis::FaultsConfig;
+
 const SUITE: &str = "faults";
-
-/// How big a fault run is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FaultsConfig {
-    /// Rounds per instance per workload.
-    pub rounds: usize,
-    /// Instances side by side (2 or 3 make the races; at most 4).
-    pub instances: usize,
-    /// Faults per nemesis plan.
-    pub faults: usize,
-}
-
-impl Default for FaultsConfig {
-    /// The size `certify` runs: 3 instances, 30 rounds each, 16 faults per
-    /// layout (about half a minute per layout on 2 cores).
-    fn default() -> Self {
-        FaultsConfig {
-            rounds: 30,
-            instances: 3,
-            faults: 16,
-        }
-    }
-}
 
 /// The fault suite.
 #[derive(Debug, Clone, Default)]
@@ -104,21 +77,8 @@ impl FaultsSuite {
     }
 }
 
-/// What a failed workload check saves to be replayed.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct FaultsCounterexample {
-    /// The layout whose history failed.
-    pub layout: LayoutKind,
-    /// The run's seed (the workload's and plans' are drawn from it).
-    pub seed: u64,
-    /// The suite's sizes.
-    pub config: FaultsConfig,
-    /// The plans the nemeses played.
-    pub plans: Vec<Plan>,
-    /// The failing history, judged again by `storeproof replay` before the
-    /// workload is run again.
-    pub history: History,
-}
+use harness::counterexample::Counterexample;
+pub use harness::counterexample::FaultsCounterexample;
 
 #[async_trait]
 impl Suite for FaultsSuite {
@@ -186,20 +146,22 @@ impl Suite for FaultsSuite {
                     reason: "not a check of the faults suite".into(),
                     evidence: Value::Null,
                     failing: None,
+                    violations: Vec::new(),
                 },
             };
             let mut result = spec.result(SUITE, judged.verdict, judged.reason);
             result.evidence = judged.evidence;
+            result.violations = judged.violations;
             if let Some(i) = judged.failing {
                 let run = &runs[i];
-                result.counterexample = serde_json::to_value(FaultsCounterexample {
-                    layout: run.options.layout,
-                    seed: subject.seed,
-                    config: self.config.clone(),
-                    plans: run.plans.clone(),
-                    history: run.history.clone(),
-                })
-                .ok();
+                result.counterexample =
+                    Some(Counterexample::Faults(Box::new(FaultsCounterexample {
+                        layout: run.options.layout,
+                        seed: subject.seed,
+                        config: self.config.clone(),
+                        plans: run.plans.clone(),
+                        history: run.history.clone(),
+                    })));
             }
             result.seconds = check_started.elapsed().as_secs_f64();
             checks.push(result);
@@ -219,7 +181,7 @@ impl Suite for FaultsSuite {
         &self,
         subject: &Subject<'_>,
         check: &CheckSpec,
-        counterexample: Option<&Value>,
+        counterexample: Option<&Counterexample>,
         progress: &dyn Progress,
     ) -> Result<CheckResult, SuiteError> {
         // The saved history is judged again (the checkers are pure: this
@@ -228,8 +190,10 @@ impl Suite for FaultsSuite {
         // timing, the targeted episodes do not); the result is the new run's.
         // Only a workload check saves a history (the full server's check
         // runs a server of its own).
-        let saved = counterexample
-            .and_then(|v| serde_json::from_value::<FaultsCounterexample>(v.clone()).ok());
+        let saved = match counterexample {
+            Some(Counterexample::Faults(f)) => Some((**f).clone()),
+            _ => None,
+        };
         if let (Some(saved), Some(FaultCheck::Workload(workload))) =
             (saved, FaultCheck::of(check.id))
         {

@@ -17,7 +17,7 @@ use crate::call_faults::{CallFault, CallGate, CallNemesis};
 use crate::evidence::Boundary;
 use crate::fencing::DurableEnd;
 use crate::full_server;
-use crate::nemesis::{FaultKind, Nemesis, Plan, PlanOptions};
+use crate::nemesis::{self, FaultKind, Nemesis, Plan, PlanOptions};
 use crate::workload::{self, Clients, LayoutKind, Recorder, Ticker, WorkloadOptions};
 
 use super::roles::{Player, Roles, WorkloadRun};
@@ -46,7 +46,7 @@ pub(super) fn redis_plan(config: &FaultsConfig, seed: u64) -> Plan {
     let mut options = PlanOptions::new(seed, config.instances, config.faults);
     options.max_gap_ms = 150;
     options.max_fault_ms = 300;
-    Plan::generate(&options)
+    nemesis::draw(&options)
 }
 
 /// The call-boundary plan for a lease store without a Redis wire: the
@@ -62,7 +62,7 @@ pub(super) fn call_plan(config: &FaultsConfig, seed: u64) -> Plan {
     ];
     options.max_gap_ms = 150;
     options.max_fault_ms = 300;
-    Plan::generate(&options)
+    nemesis::draw(&options)
 }
 
 /// A connected client of `player` for `instance` under `prefix`, its Redis

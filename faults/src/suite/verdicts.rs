@@ -9,6 +9,9 @@ use harness::figures::WorkloadFigures;
 use harness::{EventKind, Happened, History, Verdict};
 use serde_json::{json, Value};
 
+use harness::violation::Violation;
+
+use crate::blame;
 use crate::evidence;
 use crate::nemesis::Ending;
 use crate::workload::{self, EndState, LayoutKind};
@@ -82,6 +85,9 @@ pub(super) struct Judged {
     pub(super) reason: String,
     pub(super) evidence: Value,
     pub(super) failing: Option<usize>,
+    /// The failing workload's violations (the first failing layout's), each
+    /// naming events of its history.
+    pub(super) violations: Vec<Violation>,
 }
 
 pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
@@ -89,6 +95,7 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
     let mut parts = Vec::new();
     let mut evidence = Vec::new();
     let mut failing = None;
+    let mut violations = Vec::new();
     let mut unknown = Vec::new();
     let mut skipped: Vec<String> = Vec::new();
     let mut judged = 0;
@@ -147,7 +154,7 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
             ));
             continue;
         }
-        let (holds, undecided, detail, summary) = match check {
+        let (holds, undecided, detail, summary, found) = match check {
             WorkloadCheck::Linearizable => {
                 let v = linearizable::check(&run.history);
                 let undecided = v
@@ -164,6 +171,9 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
                     undecided,
                     json!({"not_linearizable": bad, "trees": v.trees.len()}),
                     format!("{} trees, {} not linearizable", v.trees.len(), bad.len()),
+                    bad.iter()
+                        .filter_map(|(tree, t)| blame::of_tree(tree, t))
+                        .collect::<Vec<_>>(),
                 )
             }
             WorkloadCheck::ChildrenOnce => {
@@ -182,6 +192,10 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
                         v.ambiguous,
                         v.violations.len()
                     ),
+                    v.violations
+                        .iter()
+                        .map(|x| blame::of_child(x, &run.history))
+                        .collect(),
                 )
             }
             WorkloadCheck::Fencing => {
@@ -209,7 +223,12 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
                 if !not.is_empty() {
                     summary.push_str(&format!("; not applied: {}", not.join("; ")));
                 }
-                (v.holds(), false, json!(v), summary)
+                let found = v
+                    .violations
+                    .iter()
+                    .map(|x| blame::of_fencing(x, &run.history))
+                    .collect();
+                (v.holds(), false, json!(v), summary, found)
             }
             WorkloadCheck::RateBounds => {
                 let v = rate_bounds::check(&run.history);
@@ -231,6 +250,7 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
                         v.violations.len(),
                         v.unknown.len()
                     ),
+                    v.violations.iter().map(blame::of_rate).collect(),
                 )
             }
         };
@@ -270,7 +290,10 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
             continue;
         }
         if !holds {
-            failing.get_or_insert(i);
+            if failing.is_none() {
+                failing = Some(i);
+                violations = found;
+            }
         } else if undecided {
             unknown.push(format!(
                 "{layout} layout: the search ran out of its budget on some tree"
@@ -313,6 +336,7 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
             reason: skipped.join("; "),
             evidence,
             failing: None,
+            violations: Vec::new(),
         };
     }
     if judged == 0 {
@@ -321,6 +345,7 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
             reason: "no workload had the store under test in this check's role".into(),
             evidence,
             failing: None,
+            violations: Vec::new(),
         };
     }
     let verdict = if failing.is_some() {
@@ -331,6 +356,7 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
             reason: unknown.join("; "),
             evidence,
             failing: None,
+            violations: Vec::new(),
         };
     } else {
         Verdict::Pass
@@ -340,6 +366,7 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
         reason,
         evidence,
         failing,
+        violations,
     }
 }
 
@@ -357,6 +384,7 @@ pub(super) fn judge_full_server(
             reason: "no write was refused with store_full: the server did not fill, so the check could not be decided".into(),
             evidence: json!({"found": v, "history": history}),
             failing: None,
+            violations: Vec::new(),
         };
     } else {
         Verdict::Pass
@@ -376,6 +404,7 @@ pub(super) fn judge_full_server(
     Judged {
         verdict,
         reason,
+        violations: v.violations.iter().map(blame::of_full_server).collect(),
         evidence: json!({"found": v, "history": history}),
         failing: None,
     }

@@ -8,7 +8,10 @@
 //! the checks by suite and contract (filterable with two radio buttons and
 //! CSS), the figures, and the server's settings.
 
-use model::{CheckResult, Report, RunVerdict, Verdict};
+use model::counterexample::ExplorerStep;
+use model::history::Role;
+use model::{CheckResult, Event, EventKind, Happened, History, NemesisNote, NemesisPhase, Report};
+use model::{RunVerdict, Verdict};
 use serde_json::Value;
 
 use crate::escape;
@@ -345,14 +348,17 @@ fn attention(report: &Report) -> String {
         // A fault check's history is thousands of events: a window around
         // its first violation is drawn (timeline.rs picks it); every
         // counterexample goes through the one trace renderer.
-        let window = if c.id.starts_with("faults.") {
-            timeline::faults_detail(&c.id, &c.evidence, c.counterexample.as_ref())
-        } else {
-            String::new()
+        let window = match c.violated_history() {
+            Some(history) if c.id.starts_with("faults.") => {
+                timeline::faults_detail(&c.id, &c.violations, &history)
+            }
+            _ => String::new(),
         };
         if !window.is_empty() {
             h.push_str(&window);
-        } else if let Some(t) = trace::Trace::of(&c.evidence, c.counterexample.as_ref()) {
+        } else if let Some(t) =
+            trace::Trace::of(c.recorded_history().as_ref(), c.counterexample.as_ref())
+        {
             h.push_str(&trace::render(&t, &c.id));
         }
         if c.counterexample.is_some() {
@@ -369,7 +375,7 @@ fn attention(report: &Report) -> String {
                 escape(&c.reason)
             ));
         }
-        let calls = timeline(&c.evidence);
+        let calls = c.recorded_history().map_or(String::new(), |h| timeline(&h));
         if !calls.is_empty() && !c.id.starts_with("faults.") {
             h.push_str(&format!(
                 "<details><summary>the calls, one row each</summary><div class=\"scroll\">{calls}</div></details>"
@@ -378,7 +384,8 @@ fn attention(report: &Report) -> String {
         if let Some(steps) = c
             .counterexample
             .as_ref()
-            .and_then(|cx| cx["steps"].as_array())
+            .and_then(|cx| cx.explorer())
+            .map(|x| &x.steps)
         {
             h.push_str(&format!(
                 "<details><summary>the schedule, step by step</summary><div class=\"scroll\">{}</div></details>",
@@ -696,16 +703,12 @@ fn cut_at_char(text: &str, max: usize) -> &str {
 /// The history in a check's evidence as a table: a row per completed call, a
 /// column (lane) per instance, the server clock on the left; the last row is
 /// the one that broke the contract.
-fn timeline(evidence: &Value) -> String {
-    let Some(events) = evidence["history"]["events"].as_array() else {
-        return String::new();
-    };
+fn timeline(history: &History) -> String {
+    let events = &history.events;
     let mut lanes: Vec<String> = Vec::new();
     for e in events {
-        if let Some(i) = e["instance"].as_str() {
-            if !lanes.iter().any(|l| l == i) {
-                lanes.push(i.to_string());
-            }
+        if !lanes.contains(&e.instance) {
+            lanes.push(e.instance.clone());
         }
     }
     let mut h = String::from("<table><tr><th>server ms</th>");
@@ -715,25 +718,22 @@ fn timeline(evidence: &Value) -> String {
     h.push_str("</tr>");
     // Each completion beside its own invoke's arguments (instances'
     // calls interleave), by the checkers' pairing.
-    let args_of: std::collections::HashMap<usize, &Value> =
-        model::history::pair_operations(events, trace::role_of)
+    let args_of: std::collections::HashMap<usize, Value> =
+        model::history::pair_operations(events, |e| (Role::of(e.kind()), e.instance.as_str()))
             .into_iter()
-            .filter_map(|p| Some((p.completion?, &events[p.invoke]["value"])))
+            .filter_map(|p| Some((p.completion?, events[p.invoke].what.value())))
             .collect();
-    let completions: Vec<&Value> = events
-        .iter()
-        .filter(|e| e["kind"] != "invoke" && e["kind"] != "nemesis")
-        .collect();
-    let last = completions.len().saturating_sub(1);
+    let answered = |e: &&Event| !matches!(e.kind(), EventKind::Invoke | EventKind::Nemesis);
+    let last = events.iter().filter(answered).count().saturating_sub(1);
     let mut n = 0;
     for (at, e) in events.iter().enumerate() {
-        if e["kind"] == "invoke" {
-            continue;
-        }
-        if e["kind"] == "nemesis" {
+        if let Happened::Nemesis { note, .. } = &e.what {
             // A fault's start or end: a row of its own in the nemesis's
             // lane, never taken for a completion.
-            h.push_str(&nemesis_row(e, &lanes));
+            h.push_str(&nemesis_row(e, note, &lanes));
+            continue;
+        }
+        if !answered(&e) {
             continue;
         }
         let args = args_of.get(&at).map(|v| v.to_string()).unwrap_or_default();
@@ -743,20 +743,14 @@ fn timeline(evidence: &Value) -> String {
             ""
         };
         n += 1;
-        h.push_str(&format!(
-            "<tr{class}><td>{}</td>",
-            e["server_ms"]
-                .as_i64()
-                .map(|v| v.to_string())
-                .unwrap_or("—".into())
-        ));
+        h.push_str(&format!("<tr{class}><td>{}</td>", server_ms(e)));
         for l in &lanes {
-            if e["instance"].as_str() == Some(l) {
+            if e.instance == *l {
                 h.push_str(&format!(
                     "<td><code>{} {}</code><br>→ <code>{}</code></td>",
-                    escape(e["op"].as_str().unwrap_or("")),
+                    escape(e.op()),
                     escape(&args),
-                    escape(&e["value"].to_string())
+                    escape(&e.what.value().to_string())
                 ));
             } else {
                 h.push_str("<td></td>");
@@ -768,28 +762,25 @@ fn timeline(evidence: &Value) -> String {
     h
 }
 
+/// An event's server time, or a dash when it is not known.
+fn server_ms(e: &Event) -> String {
+    e.server_ms.map_or("—".into(), |v| v.to_string())
+}
+
 /// One nemesis event as a timeline row: the fault and its parameters at
 /// its start, how it ended at its end.
-fn nemesis_row(e: &Value, lanes: &[String]) -> String {
-    let v = &e["value"];
-    let phase = v["phase"].as_str().unwrap_or("");
-    let detail = match phase {
-        "end" => v["ending"].as_str().unwrap_or("").to_string(),
-        _ => v["fault"].to_string(),
+fn nemesis_row(e: &Event, note: &NemesisNote, lanes: &[String]) -> String {
+    let (phase, detail) = match note.phase {
+        NemesisPhase::End => ("end", note.ending.clone().unwrap_or_default()),
+        NemesisPhase::Start => ("start", note.fault.to_string()),
     };
-    let mut h = format!(
-        "<tr class=\"nemesis\"><td>{}</td>",
-        e["server_ms"]
-            .as_i64()
-            .map(|v| v.to_string())
-            .unwrap_or("—".into())
-    );
+    let mut h = format!("<tr class=\"nemesis\"><td>{}</td>", server_ms(e));
     for l in lanes {
-        if e["instance"].as_str() == Some(l) {
+        if e.instance == *l {
             h.push_str(&format!(
                 "<td>fault {} <code>{}</code> <code>{}</code></td>",
                 escape(phase),
-                escape(e["op"].as_str().unwrap_or("")),
+                escape(e.op()),
                 escape(&detail)
             ));
         } else {
@@ -802,7 +793,7 @@ fn nemesis_row(e: &Value, lanes: &[String]) -> String {
 
 /// An explorer counterexample: one row per step, the last one breaking the
 /// property.
-fn schedule_table(steps: &[Value]) -> String {
+fn schedule_table(steps: &[ExplorerStep]) -> String {
     let mut h = String::from(
         "<table><tr><th>step</th><th>what</th><th>server ms</th><th>Redis commands</th><th>answer</th></tr>",
     );
@@ -812,17 +803,15 @@ fn schedule_table(steps: &[Value]) -> String {
         } else {
             ""
         };
-        let commands: Vec<String> = s["commands"]
-            .as_array()
-            .map(|c| c.iter().map(|x| escape(x.as_str().unwrap_or(""))).collect())
-            .unwrap_or_default();
+        let commands: Vec<String> = s.commands.iter().flatten().map(|x| escape(x)).collect();
+        let answer = s.answer.as_ref().filter(|a| !a.is_null());
         h.push_str(&format!(
             "<tr{class}><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td></tr>",
-            s["step"],
-            escape(s["what"].as_str().unwrap_or("")),
-            s["server_ms"],
+            s.step,
+            escape(&s.what),
+            s.server_ms,
             commands.join("<br>"),
-            if s["answer"].is_null() { String::new() } else { escape(&s["answer"].to_string()) }
+            answer.map_or(String::new(), |a| escape(&a.to_string()))
         ));
     }
     h.push_str("</table>");
@@ -850,7 +839,7 @@ mod tests {
         });
         h.complete("a", "lease.take", &granted, Some(3), 3);
         h.complete("b", "lease.take", &granted, Some(4), 4);
-        let html = timeline(&json!({ "history": h }));
+        let html = timeline(&h);
         let rows: Vec<&str> = html.split("<tr").skip(2).collect();
         assert_eq!(rows.len(), 2, "{html}");
         // a's row (its lane is the first column) names a's holder, not b's.
@@ -885,9 +874,10 @@ mod tests {
             {"index": 2, "instance": "nemesis", "kind": "nemesis", "op": "nemesis.partition",
              "value": {"phase": "end", "fault": {}, "ending": "healed after its time"}, "server_ms": 10, "clock_ms": 10},
             {"index": 3, "instance": "a", "kind": "ok", "op": "lease.take",
-             "value": {"granted": {"epoch": 1}}, "server_ms": 11, "clock_ms": 11}
+             "value": {"granted": {"epoch": 1, "expires_at_ms": 100}}, "server_ms": 11, "clock_ms": 11}
         ]}});
-        let h = timeline(&evidence);
+        let history: History = serde_json::from_value(evidence["history"].clone()).unwrap();
+        let h = timeline(&history);
         assert!(
             h.contains("fault start <code>nemesis.partition</code>"),
             "{h}"

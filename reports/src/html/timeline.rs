@@ -12,6 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use model::violation::Violation;
 use model::{EventKind, History, NemesisPhase};
 use serde_json::Value;
 
@@ -407,95 +408,18 @@ fn table(w: &Window, events: &[(model::Event, Value)]) -> String {
     h
 }
 
-/// Event indices under the keys the fault checkers name events with.
-const BLAMED_KEYS: [&str; 13] = [
-    "op_event",
-    "at_event",
-    "invokes",
-    "saves",
-    "completions",
-    "completed_at",
-    "claim_invoke",
-    "claimed_at",
-    "acquire",
-    "hit",
-    "grants",
-    "grant",
-    "invoke",
-];
-/// Event indices of the operations a violation names as context.
-const RELATED_KEYS: [&str; 6] = [
-    "concurrent",
-    "live",
-    "counted",
-    "pause_event",
-    "invoke_event",
-    "complete_event",
-];
-
-/// Every event index under `key` in `v` (a number, a list of numbers, or a
-/// list of `[event, attempt]` pairs), looking into nested objects.
-fn indices(v: &Value, keys: &[&str], out: &mut Vec<usize>) {
-    let Some(m) = v.as_object() else {
-        return;
+/// The blame one violation of a fault check puts on its history: the
+/// events it names, and the instants it broke at (the reply no order
+/// explains, else the last events of the blamed operations).
+fn blame_of_violation(check: &str, v: &Violation, ops: &[Op]) -> Blame {
+    let mut b = Blame {
+        blamed: v.blamed.clone(),
+        related: v.related.clone(),
+        about: v.about.as_ref().map(|n| (n.what.clone(), n.name.clone())),
+        ..Blame::default()
     };
-    for (k, x) in m {
-        if keys.contains(&k.as_str()) {
-            match x {
-                Value::Array(items) => out.extend(items.iter().filter_map(|i| {
-                    i.as_u64()
-                        .or_else(|| i.get(0).and_then(Value::as_u64))
-                        .map(|i| i as usize)
-                })),
-                x => out.extend(x.as_u64().map(|i| i as usize)),
-            }
-        } else if x.is_object() {
-            indices(x, keys, out);
-        }
-    }
-}
-
-/// The blame one violation of a fault check puts on `history`. A violation
-/// about the end state names no event, only an effect: the operations that
-/// asked for that effect are blamed (and the grant of the newer epoch it
-/// names is context).
-fn blame_of_violation(check: &str, v: &Value, ops: &[Op]) -> Blame {
-    let mut b = Blame::default();
-    indices(v, &BLAMED_KEYS, &mut b.blamed);
-    indices(v, &RELATED_KEYS, &mut b.related);
-    let effect = v["effect"]["effect"]
-        .as_str()
-        .or(v["effect"].as_str())
-        .map(str::to_string);
-    let effects: Vec<String> = v["effects"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
-    let tree = v["tree"].as_str().or(v["effect"]["tree"].as_str());
-    for op in ops {
-        let eff = op.args["effect"].as_str();
-        if eff.is_some_and(|e| Some(e) == effect.as_deref() || effects.iter().any(|x| x == e)) {
-            b.blamed.push(op.invoke);
-        }
-        if let (Some(t), Some(newer)) = (tree, v["newer_epoch"].as_i64()) {
-            if op.args["tree"].as_str() == Some(t)
-                && op.answer["granted"]["epoch"].as_i64() == Some(newer)
-            {
-                b.related.push(op.invoke);
-            }
-        }
-    }
-    b.about = ["tree", "child", "provider", "call"]
-        .into_iter()
-        .find_map(|k| v[k].as_str().map(|s| (k.to_string(), s.to_string())))
-        .or_else(|| tree.map(|t| ("tree".to_string(), t.to_string())));
-    if let Some(at) = v["at_event"].as_u64() {
-        b.instants = vec![at as usize];
+    if let Some(at) = v.at_event {
+        b.instants = vec![at];
         b.instant_label = "no order explains the reply".into();
     } else {
         // The events the violation names: the completions of the blamed
@@ -518,43 +442,9 @@ fn blame_of_violation(check: &str, v: &Value, ops: &[Op]) -> Blame {
 }
 
 /// The failure detail of a failed `faults.*` check: the timeline of its
-/// failing history around the first violation that names something in it,
-/// or empty when the check carries no history or no such violation. Reads
-/// the history from the counterexample (`history`) or the evidence
-/// (`history`), and the violations from the first failing layout's
-/// `detail` (or `found`).
-pub(crate) fn faults_detail(
-    check: &str,
-    evidence: &Value,
-    counterexample: Option<&Value>,
-) -> String {
-    let Some(history) = counterexample
-        .map(|cx| &cx["history"])
-        .filter(|h| !h.is_null())
-        .or(Some(&evidence["history"]).filter(|h| !h.is_null()))
-        .and_then(|h| serde_json::from_value::<History>(h.clone()).ok())
-    else {
-        return String::new();
-    };
-    let detail = match evidence {
-        Value::Array(layouts) => layouts
-            .iter()
-            .find(|l| l["holds"] == Value::Bool(false))
-            .map(|l| l["detail"].clone())
-            .unwrap_or(Value::Null),
-        v => v["found"].clone(),
-    };
-    let mut violations: Vec<Value> = detail["violations"].as_array().cloned().unwrap_or_default();
-    // Linearizability: tree → {"not_linearizable": {...}}.
-    if let Some(trees) = detail["not_linearizable"].as_object() {
-        for (tree, verdict) in trees {
-            let mut v = verdict["not_linearizable"].clone();
-            if let Some(m) = v.as_object_mut() {
-                m.insert("tree".into(), Value::String(tree.clone()));
-                violations.push(v);
-            }
-        }
-    }
+/// failing history around the first of its `violations` that names
+/// something in it, or empty when there is none to draw.
+pub(crate) fn faults_detail(check: &str, violations: &[Violation], history: &History) -> String {
     let flat: Vec<(model::Event, Value)> = history
         .events
         .iter()
@@ -562,16 +452,17 @@ pub(crate) fn faults_detail(
         .collect();
     let ops = operations(&flat);
     let short_id = check.strip_prefix("faults.").unwrap_or(check);
-    for v in &violations {
+    for v in violations {
         let blame = blame_of_violation(short_id, v, &ops);
         if blame.blamed.is_empty() && blame.instants.is_empty() {
             continue;
         }
-        let kind = v["kind"]
-            .as_str()
+        let kind = v
+            .kind
+            .as_deref()
             .map(|k| format!(" ({})", k.replace('_', " ")))
             .unwrap_or_default();
-        let drawn = render(&history, &blame, check);
+        let drawn = render(history, &blame, check);
         if !drawn.is_empty() {
             return format!(
                 "<h4>Timeline of the first violation{}{}</h4>{drawn}",

@@ -27,6 +27,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use model::counterexample::{Counterexample, ExplorerStep, RaceCounterexample};
+use model::History;
+
 use crate::escape;
 
 /// How an operation ended.
@@ -209,34 +212,37 @@ impl Grant {
 
 impl Trace {
     /// The trace of a check's counterexample or evidence, if it holds one
-    /// this renderer draws: a take race (`kind` `take-race`), a history
-    /// (the explorer's counterexample, a conformance check's evidence).
-    pub(crate) fn of(evidence: &Value, counterexample: Option<&Value>) -> Option<Trace> {
-        if let Some(cx) = counterexample {
-            if cx["kind"] == "take-race" || (cx["commands"].is_array() && cx["a"].is_object()) {
-                return Trace::of_race(cx);
-            }
-            if let Some(events) = cx["history"]["events"].as_array() {
-                if !events.is_empty() {
-                    return Trace::of_history(events, "schedule");
+    /// this renderer draws: a race, a history (the explorer's
+    /// counterexample, a conformance check's evidence).
+    pub(crate) fn of(
+        recorded: Option<&History>,
+        counterexample: Option<&Counterexample>,
+    ) -> Option<Trace> {
+        match counterexample {
+            Some(Counterexample::Race(race)) => return Trace::of_race(race),
+            Some(cx) => {
+                if let Some(history) = cx.history().filter(|h| !h.events.is_empty()) {
+                    let events = serde_json::to_value(&history.events).ok()?;
+                    return Trace::of_history(events.as_array()?, "schedule");
+                }
+                // An explorer counterexample written before it carried its
+                // history: its steps.
+                if let Some(x) = cx.explorer() {
+                    return Trace::of_steps(&x.steps);
                 }
             }
-            // An explorer counterexample written before it carried its
-            // history: its steps.
-            if let Some(steps) = cx["steps"].as_array() {
-                return Trace::of_steps(steps);
-            }
+            None => {}
         }
-        let events = evidence["history"]["events"].as_array()?;
-        Trace::of_history(events, "history")
+        let events = serde_json::to_value(&recorded?.events).ok()?;
+        Trace::of_history(events.as_array()?, "history")
     }
 
     /// A take race: the commands of two calls in the order the server ran
     /// them. The server ms of each command is not recorded; a grant starts
     /// at the store's expiry minus the ttl asked for (when the store
     /// decided), unless a clock move names the time.
-    fn of_race(cx: &Value) -> Option<Trace> {
-        let commands = cx["commands"].as_array()?;
+    fn of_race(cx: &RaceCounterexample) -> Option<Trace> {
+        let commands = &cx.commands;
         let mut t = Trace {
             source: "race",
             note: Some("the server ms of each command is not recorded: each grant starts at its expiry minus the ttl asked for"),
@@ -245,11 +251,10 @@ impl Trace {
         let mut by_lane: BTreeMap<String, Vec<(usize, String)>> = BTreeMap::new();
         let mut now: Option<i64> = None;
         for c in commands {
-            let who = c["instance"].as_str().unwrap_or("");
-            let text = c["command"].as_str().unwrap_or("");
-            if who == "clock" {
-                // "the server clock moves to N": a step of its own.
-                now = text.rsplit(' ').next().and_then(|n| n.parse().ok()).or(now);
+            let (who, text) = (c.instance.as_str(), c.command.as_str());
+            if let Some(to) = c.clock_ms {
+                // The clock's move: a step of its own.
+                now = Some(to);
                 t.slots.push(Slot {
                     server_ms: now,
                     event: None,
@@ -266,20 +271,18 @@ impl Trace {
                 event: None,
             });
         }
-        for (name, side) in cx.as_object()?.iter() {
-            let Some(call) = side.get("call") else {
-                continue;
-            };
+        for (name, side) in [("a", &cx.a), ("b", &cx.b)] {
+            let call = &side.call;
             let cmds = by_lane.remove(name).unwrap_or_default();
             lane_of(&mut t.lanes, name);
             let from = cmds.first().map(|(s, _)| *s).unwrap_or(0);
             let to = cmds.last().map(|(s, _)| *s);
-            let answer = side["answer"].clone();
-            let grant = grant_of(&answer, &call["args"], None, None);
+            let answer = side.answer.clone();
+            let grant = grant_of(&answer, &call.args, None, None);
             t.ops.push(Operation {
-                lane: name.clone(),
-                name: call["op"].as_str().unwrap_or("").to_string(),
-                args: call["args"].clone(),
+                lane: name.to_string(),
+                name: call.op.clone(),
+                args: call.args.clone(),
                 from,
                 to,
                 end: if answer.get("error").is_some() {
@@ -308,7 +311,7 @@ impl Trace {
     /// An explorer schedule's steps (`what` is `<instance>: <action>`):
     /// an operation runs from the step that started it to the step that
     /// recorded its answer; a step's commands are ticks on its lane.
-    fn of_steps(steps: &[Value]) -> Option<Trace> {
+    fn of_steps(steps: &[ExplorerStep]) -> Option<Trace> {
         let mut t = Trace {
             source: "schedule",
             ..Trace::default()
@@ -316,12 +319,12 @@ impl Trace {
         let mut open: BTreeMap<String, usize> = BTreeMap::new();
         for s in steps {
             let slot = t.slots.len();
-            let server_ms = s["server_ms"].as_i64();
+            let server_ms = Some(s.server_ms);
             t.slots.push(Slot {
                 server_ms,
                 event: None,
             });
-            let what = s["what"].as_str().unwrap_or("");
+            let what = s.what.as_str();
             let Some((who, action)) = what.split_once(": ") else {
                 continue;
             };
@@ -352,16 +355,14 @@ impl Trace {
                     t.ops.len() - 1
                 }
             };
-            for c in s["commands"].as_array().into_iter().flatten() {
-                t.ops[i]
-                    .commands
-                    .push((slot, c.as_str().unwrap_or("").to_string()));
+            for c in s.commands.iter().flatten() {
+                t.ops[i].commands.push((slot, c.clone()));
             }
-            if !s["answer"].is_null() {
+            if let Some(answer) = s.answer.as_ref().filter(|a| !a.is_null()) {
                 open.remove(who);
                 let o = &mut t.ops[i];
                 o.to = Some(slot);
-                o.answer = s["answer"].clone();
+                o.answer = answer.clone();
                 o.end = if o.answer.get("error").is_some() {
                     End::Refused
                 } else {
@@ -1095,8 +1096,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn race() -> Value {
-        json!({"kind": "take-race", "race": "two takes of a free tree",
+    fn race() -> Counterexample {
+        serde_json::from_value(json!({"kind": "take-race", "race": "two takes of a free tree",
             "a": {"call": {"op": "lease.take", "args": {"holder": "a", "tree": "t", "ttl_ms": 1000}},
                   "answer": {"granted": {"epoch": 1, "expires_at_ms": 5000}}},
             "b": {"call": {"op": "lease.take", "args": {"holder": "b", "tree": "t", "ttl_ms": 1000}},
@@ -1105,12 +1106,13 @@ mod tests {
                 {"instance": "a", "command": "EVALSHA x 1 k 0"},
                 {"instance": "b", "command": "EVALSHA x 1 k 0"},
                 {"instance": "a", "command": "HSET k holder a"},
-                {"instance": "b", "command": "HSET k holder b"}]})
+                {"instance": "b", "command": "HSET k holder b"}]}))
+        .unwrap()
     }
 
     #[test]
     fn a_take_race_draws_both_grants_and_their_overlap() {
-        let t = Trace::of(&Value::Null, Some(&race())).unwrap();
+        let t = Trace::of(None, Some(&race())).unwrap();
         assert_eq!(t.lanes, ["a", "b"]);
         assert_eq!(t.slots.len(), 4);
         assert_eq!(
