@@ -3,8 +3,8 @@
 //! drawn by the one trace renderer (`trace.rs`, [`Trace::of_window`]) and
 //! under it the window's events as a table.
 //!
-//! This file picks what to draw: [`faults_detail`] reads the fault suite's
-//! evidence into a [`Blame`] (which events a checker names, which instants
+//! This file picks what to draw: [`faults_detail`] reads the check's typed
+//! violations into a [`Blame`] (which events a checker names, which instants
 //! broke, which tree, child or provider the window is about), and
 //! [`render`] picks the window: the blamed operations, then related ones,
 //! then the focus's others nearest them, at most [`MAX_OPS`], and the
