@@ -199,8 +199,8 @@ impl LayoutSuite {
     }
 
     fn run_one(&self, spec: &CheckSpec) -> Outcome {
-        if spec.id == GIVEN.id {
-            return match &self.given {
+        match LayoutCheck::of(spec.id) {
+            Some(LayoutCheck::Given) => match &self.given {
                 Some((origin, layout)) => judge_given(origin, layout),
                 None => Outcome {
                     result: spec.result(
@@ -210,15 +210,36 @@ impl LayoutSuite {
                     ),
                     assembled: None,
                 },
-            };
-        }
-        match CASES.iter().find(|c| c.spec.id == spec.id) {
-            Some(case) => judge_case(case),
+            },
+            Some(LayoutCheck::Case(case)) => judge_case(case),
             None => Outcome {
                 result: spec.result(SUITE, Verdict::Unknown, "not a check of the layout suite"),
                 assembled: None,
             },
         }
+    }
+}
+
+/// A check of the layout suite, by what judges it: the layout file given,
+/// or one of the built-in cases.
+#[derive(Clone, Copy)]
+enum LayoutCheck {
+    /// [`GIVEN`]: the layout file `--layout` named.
+    Given,
+    /// A built-in case of [`CASES`].
+    Case(&'static Case),
+}
+
+impl LayoutCheck {
+    /// The check with `id`, if the suite has one.
+    fn of(id: &str) -> Option<LayoutCheck> {
+        if id == GIVEN.id {
+            return Some(LayoutCheck::Given);
+        }
+        CASES
+            .iter()
+            .find(|c| c.spec.id == id)
+            .map(LayoutCheck::Case)
     }
 }
 
@@ -371,7 +392,7 @@ impl Suite for LayoutSuite {
             return Err(SuiteError::Setup(format!(
                 "{} is not a check of the layout suite{}",
                 check.id,
-                if check.id == GIVEN.id {
+                if matches!(LayoutCheck::of(check.id), Some(LayoutCheck::Given)) {
                     " run without a layout file (pass the file again)"
                 } else {
                     ""
