@@ -38,6 +38,7 @@
 mod backend;
 mod docker;
 mod image;
+mod observe;
 mod process;
 mod suite;
 mod verify;

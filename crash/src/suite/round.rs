@@ -10,7 +10,8 @@ use harness::store::{Hello, StoreFactory};
 use harness::History;
 
 use crate::backend::CrashBackend;
-use crate::verify::{judge_round, observe, Round};
+use crate::observe::observe;
+use crate::verify::{judge_round, Round};
 use crate::workload::{self, wall_ms, Acked};
 
 use super::series::{Probe, KINDS_WAIT, MIN_ACKED_PER_ROUND, PROBE_WAIT, WORKLOAD_TIMEOUT};
