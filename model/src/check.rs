@@ -145,21 +145,14 @@ impl CheckSpec {
     /// The result of this check with `verdict` and `reason` (a SHOULD
     /// check's failure is a warning); evidence and counterexample empty.
     pub fn result(&self, suite: &str, verdict: Verdict, reason: impl Into<String>) -> CheckResult {
+        let verdict = match (verdict, self.level) {
+            (Verdict::Fail, Level::Should) => Verdict::Warn,
+            (v, _) => v,
+        };
         CheckResult {
-            id: self.id.to_string(),
-            suite: suite.to_string(),
             level: self.level,
-            verdict: match (verdict, self.level) {
-                (Verdict::Fail, Level::Should) => Verdict::Warn,
-                (v, _) => v,
-            },
-            outside_claim: false,
-            reason: reason.into(),
-            evidence: Value::Null,
-            counterexample: None,
-            violations: Vec::new(),
-            seconds: 0.0,
             about: self.about.to_string(),
+            ..CheckResult::undecided(self.id, suite, verdict, reason)
         }
     }
 }
