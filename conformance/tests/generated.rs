@@ -260,7 +260,8 @@ async fn measure_named_sabotages() {
             let steps = result
                 .counterexample
                 .as_ref()
-                .and_then(Counterexample::steps);
+                .and_then(Counterexample::scenario)
+                .map(|s| s.steps.len());
             line.push_str(&format!(
                 " {}={}{} {:.1}s",
                 id.trim_start_matches("conformance.generated."),

@@ -3,8 +3,8 @@
 //! (the report draws them and reads nothing else of the finding).
 
 use model::contract::Reply;
+use model::history::Operation;
 use model::violation::{Named, Violation};
-use model::History;
 
 use crate::children::ChildViolation;
 use crate::fencing::FencingViolation;
@@ -14,10 +14,8 @@ use crate::rate_bounds::RateViolation;
 
 /// The invoke events of the operations that asked for one of `effects`
 /// (their call names it as `effect`).
-fn asking_for(history: &History, effects: &[&str]) -> Vec<usize> {
-    history
-        .operations()
-        .iter()
+fn asking_for(ops: &[Operation], effects: &[&str]) -> Vec<usize> {
+    ops.iter()
         .filter(|op| {
             op.call.args["effect"]
                 .as_str()
@@ -29,10 +27,8 @@ fn asking_for(history: &History, effects: &[&str]) -> Vec<usize> {
 
 /// The invoke events of the operations on `tree` answered with a grant of
 /// `epoch`.
-fn grants_of(history: &History, tree: &str, epoch: i64) -> Vec<usize> {
-    history
-        .operations()
-        .iter()
+fn grants_of(ops: &[Operation], tree: &str, epoch: i64) -> Vec<usize> {
+    ops.iter()
         .filter(|op| op.call.args["tree"].as_str() == Some(tree))
         .filter(|op| matches!(op.reply(), Some(Reply::Granted { epoch: e, .. }) if *e == epoch))
         .map(|op| op.invoke.index)
@@ -61,8 +57,8 @@ pub fn of_tree(tree: &str, verdict: &TreeVerdict) -> Option<Violation> {
     })
 }
 
-/// A broken children-once.
-pub fn of_child(v: &ChildViolation, history: &History) -> Violation {
+/// A broken children-once; `ops` are its history's operations.
+pub fn of_child(v: &ChildViolation, ops: &[Operation]) -> Violation {
     let kind = Some(match v {
         ChildViolation::Lost { .. } => "lost",
         ChildViolation::AppliedTwice { .. } => "applied_twice",
@@ -79,12 +75,12 @@ pub fn of_child(v: &ChildViolation, history: &History) -> Violation {
         } => {
             let effects: Vec<&str> = effects.iter().map(String::as_str).collect();
             let mut blamed = saves.clone();
-            blamed.extend(asking_for(history, &effects));
+            blamed.extend(asking_for(ops, &effects));
             (child, blamed)
         }
         ChildViolation::NeverSaved { child, effects } => {
             let effects: Vec<&str> = effects.iter().map(String::as_str).collect();
-            (child, asking_for(history, &effects))
+            (child, asking_for(ops, &effects))
         }
         ChildViolation::CompletedTwice { child, completions } => {
             (child, completions.iter().map(|(e, _)| *e).collect())
@@ -99,8 +95,8 @@ pub fn of_child(v: &ChildViolation, history: &History) -> Violation {
     Violation::new(kind, Some(Named::new("child", child)), blamed)
 }
 
-/// A broken fencing rule.
-pub fn of_fencing(v: &FencingViolation, history: &History) -> Violation {
+/// A broken fencing rule; `ops` are its history's operations.
+pub fn of_fencing(v: &FencingViolation, ops: &[Operation]) -> Violation {
     match v {
         FencingViolation::Stale {
             tree,
@@ -126,13 +122,13 @@ pub fn of_fencing(v: &FencingViolation, history: &History) -> Violation {
         } => Violation::new(
             Some("stored_after_newer_epoch"),
             Some(Named::new("tree", tree)),
-            asking_for(history, &[effect]),
+            asking_for(ops, &[effect]),
         )
-        .relating(grants_of(history, tree, *newer_epoch)),
+        .relating(grants_of(ops, tree, *newer_epoch)),
         FencingViolation::Unexplained { effect } => Violation::new(
             Some("unexplained"),
             Some(Named::new("tree", &effect.tree)),
-            asking_for(history, &[&effect.effect]),
+            asking_for(ops, &[&effect.effect]),
         ),
         FencingViolation::AppliedNotStored {
             tree,
@@ -141,7 +137,7 @@ pub fn of_fencing(v: &FencingViolation, history: &History) -> Violation {
             ..
         } => {
             let mut blamed = vec![*invoke];
-            blamed.extend(asking_for(history, &[effect]));
+            blamed.extend(asking_for(ops, &[effect]));
             Violation::new(
                 Some("applied_not_stored"),
                 Some(Named::new("tree", tree)),
@@ -199,6 +195,8 @@ mod tests {
     use model::contract::Call;
     use serde_json::json;
 
+    use model::History;
+
     use super::*;
     use crate::fencing::{NewerEpoch, StoredEffect};
 
@@ -238,7 +236,7 @@ mod tests {
                 claimed_at: 6,
             },
         ] {
-            let blamed = of_child(&v, &h);
+            let blamed = of_child(&v, &h.operations());
             assert_eq!(blamed.kind, tag(&v), "{v:?}");
             assert_eq!(blamed.about, Some(Named::new("child", "c")));
         }
@@ -288,7 +286,7 @@ mod tests {
                 invoke: 4,
             },
         ] {
-            assert_eq!(of_fencing(&v, &h).kind, tag(&v), "{v:?}");
+            assert_eq!(of_fencing(&v, &h.operations()).kind, tag(&v), "{v:?}");
         }
         let provider = || "p".to_string();
         for v in [
@@ -361,7 +359,7 @@ mod tests {
                 newer_epoch: 2,
                 newer_seq: 4,
             },
-            &h,
+            &h.operations(),
         );
         assert_eq!((v.blamed, v.related), (vec![0], vec![2]));
         let other = of_fencing(
@@ -373,7 +371,7 @@ mod tests {
                 newer_epoch: 3,
                 newer_seq: 4,
             },
-            &h,
+            &h.operations(),
         );
         assert_eq!(
             (other.blamed, other.related),

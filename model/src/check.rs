@@ -216,16 +216,6 @@ impl CheckResult {
         serde_json::from_value(h.clone()).ok()
     }
 
-    /// The history its violations name events of: the counterexample's,
-    /// else the one recorded in its evidence.
-    pub fn violated_history(&self) -> Option<History> {
-        self.counterexample
-            .as_ref()
-            .and_then(Counterexample::history)
-            .cloned()
-            .or_else(|| self.recorded_history())
-    }
-
     /// The line progress prints for a check that did not pass (`FAIL id:
     /// reason`, `warn …`, `skip …`, `unknown …`); none for a pass.
     pub fn progress_line(&self) -> Option<String> {

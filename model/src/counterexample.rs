@@ -39,16 +39,11 @@ pub enum Counterexample {
 }
 
 impl Counterexample {
-    /// How many steps it shows: the scenario's, the schedule's, the calls or
-    /// the interleaved commands; `None` for a re-run that names no steps.
-    pub fn steps(&self) -> Option<usize> {
+    /// The conformance scenario it is, if it is one.
+    pub fn scenario(&self) -> Option<&ScenarioCounterexample> {
         match self {
-            Counterexample::Explorer(x) => Some(x.schedule.actions.len()),
-            Counterexample::Scenario(s) => Some(s.steps.len()),
-            Counterexample::Calls(c) => Some(c.calls.len()),
-            Counterexample::Race(r) => Some(r.commands.len().max(2)),
-            Counterexample::Faults(f) => Some(f.history.events.len()),
-            Counterexample::Crash(_) | Counterexample::Server(_) => None,
+            Counterexample::Scenario(s) => Some(s),
+            _ => None,
         }
     }
 

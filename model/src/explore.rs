@@ -515,4 +515,17 @@ mod tests {
         }
         assert_eq!(Property::from_name("nonsense"), None);
     }
+
+    /// `ALL` is a const list the report's order needs; it is every
+    /// contract's properties and races, in the order explored, and the
+    /// harness's own last: the lists it repeats cannot drift from it.
+    #[test]
+    fn all_is_each_contract_s_properties_and_races_then_the_harness() {
+        let mut expected: Vec<Property> = EXPLORED
+            .iter()
+            .flat_map(|c| [Property::always(*c), Property::races(*c)].concat())
+            .collect();
+        expected.push(Property::HarnessOk);
+        assert_eq!(Property::ALL.to_vec(), expected);
+    }
 }

@@ -66,9 +66,4 @@ impl Violation {
         self.related = related;
         self
     }
-
-    /// Whether it names any event to draw.
-    pub fn names_events(&self) -> bool {
-        !self.blamed.is_empty() || self.at_event.is_some()
-    }
 }

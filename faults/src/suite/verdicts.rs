@@ -182,6 +182,7 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
                     continue;
                 }
                 let v = children::check(&run.history, &run.end.effects);
+                let ops = run.history.operations();
                 (
                     v.holds(),
                     false,
@@ -194,12 +195,13 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
                     ),
                     v.violations
                         .iter()
-                        .map(|x| blame::of_child(x, &run.history))
+                        .map(|x| blame::of_child(x, &ops))
                         .collect(),
                 )
             }
             WorkloadCheck::Fencing => {
                 let v = fencing::check(&run.history, &run.durable);
+                let ops = run.history.operations();
                 let applied: Vec<&str> = v
                     .rules
                     .iter()
@@ -226,7 +228,7 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
                 let found = v
                     .violations
                     .iter()
-                    .map(|x| blame::of_fencing(x, &run.history))
+                    .map(|x| blame::of_fencing(x, &ops))
                     .collect();
                 (v.holds(), false, json!(v), summary, found)
             }

@@ -8,7 +8,7 @@
 //! the checks by suite and contract (filterable with two radio buttons and
 //! CSS), the figures, and the server's settings.
 
-use model::counterexample::ExplorerStep;
+use model::counterexample::{Counterexample, ExplorerStep};
 use model::history::Role;
 use model::{CheckResult, Event, EventKind, Happened, History, NemesisNote, NemesisPhase, Report};
 use model::{RunVerdict, Verdict};
@@ -348,17 +348,24 @@ fn attention(report: &Report) -> String {
         // A fault check's history is thousands of events: a window around
         // its first violation is drawn (timeline.rs picks it); every
         // counterexample goes through the one trace renderer.
-        let window = match c.violated_history() {
+        // The history the evidence recorded, read once: the trace, the
+        // per-call table and (without a counterexample's) the fault
+        // timeline all draw it.
+        let recorded = c.recorded_history();
+        let violated = c
+            .counterexample
+            .as_ref()
+            .and_then(Counterexample::history)
+            .or(recorded.as_ref());
+        let window = match violated {
             Some(history) if c.id.starts_with("faults.") => {
-                timeline::faults_detail(&c.id, &c.violations, &history)
+                timeline::faults_detail(&c.id, &c.violations, history)
             }
             _ => String::new(),
         };
         if !window.is_empty() {
             h.push_str(&window);
-        } else if let Some(t) =
-            trace::Trace::of(c.recorded_history().as_ref(), c.counterexample.as_ref())
-        {
+        } else if let Some(t) = trace::Trace::of(recorded.as_ref(), c.counterexample.as_ref()) {
             h.push_str(&trace::render(&t, &c.id));
         }
         if c.counterexample.is_some() {
@@ -375,7 +382,7 @@ fn attention(report: &Report) -> String {
                 escape(&c.reason)
             ));
         }
-        let calls = c.recorded_history().map_or(String::new(), |h| timeline(&h));
+        let calls = recorded.as_ref().map_or(String::new(), timeline);
         if !calls.is_empty() && !c.id.starts_with("faults.") {
             h.push_str(&format!(
                 "<details><summary>the calls, one row each</summary><div class=\"scroll\">{calls}</div></details>"
