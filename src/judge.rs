@@ -11,7 +11,8 @@ use serde_json::Value;
 
 use conformance::{CheckHistory, Step};
 use model::counterexample::Counterexample;
-use model::Verdict;
+use model::evidence::Evidence;
+use model::{CheckResult, Verdict};
 
 use crate::progress::printable;
 
@@ -120,36 +121,41 @@ fn saved_histories(value: &Value, shown: &str) -> anyhow::Result<Vec<Saved>> {
                 continue;
             }
             let id = c["id"].as_str().unwrap_or("?").to_string();
-            let recorded = serde_json::from_value(c["verdict"].clone()).ok();
-            let evidence = &c["evidence"];
-            if is_history(evidence) {
-                saved.push(Saved {
-                    recorded,
-                    history: read(evidence, &id)?,
-                    id,
-                    steps: None,
-                });
-                continue;
-            }
-            if evidence.get("generated").is_none() {
-                continue;
-            }
+            let c: CheckResult = serde_json::from_value(c.clone()).with_context(|| {
+                format!("{shown}: the check {id} does not read; it must be as storeproof certify wrote it")
+            })?;
+            let recorded = Some(c.verdict);
+            let generated = match c.evidence {
+                Evidence::Scenario(e) => {
+                    saved.push(Saved {
+                        recorded,
+                        history: e.recorded,
+                        id,
+                        steps: None,
+                    });
+                    continue;
+                }
+                Evidence::Generated(g) => g,
+                _ => continue,
+            };
             // A generated check keeps the history of its failing (or
             // warned) sequence, whose steps are in its counterexample; a
             // pass keeps only its figures, so there is nothing to judge.
-            let case = ["failing", "case"]
-                .iter()
-                .map(|k| &evidence[*k])
-                .find(|e| is_history(e));
-            let steps = match serde_json::from_value::<Counterexample>(c["counterexample"].clone())
-            {
-                Ok(Counterexample::Scenario(cx)) => Some(cx.steps),
+            let case = [generated.failing, generated.case]
+                .into_iter()
+                .flatten()
+                .find_map(|e| match e {
+                    Evidence::Scenario(e) => Some(e.recorded),
+                    _ => None,
+                });
+            let steps = match c.counterexample {
+                Some(Counterexample::Scenario(cx)) => Some(cx.steps),
                 _ => None,
             };
             match (case, steps) {
                 (Some(case), Some(steps)) => saved.push(Saved {
                     recorded,
-                    history: read(case, &id)?,
+                    history: case,
                     id,
                     steps: Some(steps),
                 }),

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use serde_json::json;
+use harness::evidence::{Evidence, SabotageEvidence};
 
 use harness::contract::Contract;
 use harness::figures::{Figures, SabotageFigures, SabotageRow};
@@ -412,16 +412,19 @@ impl Suite for SabotageSuite {
                 .collect();
             let spec = entry.spec();
             checks.push(CheckResult {
-                evidence: json!({
-                    "store": entry.store.to_string(),
-                    "caught_by": entry.caught_by,
-                    "named_verdict": verdicts.get(entry.caught_by).map(|v| v.word()),
-                    "failed": ran.results.iter()
+                evidence: Evidence::Sabotage(SabotageEvidence {
+                    store: entry.store.to_string(),
+                    caught_by: entry.caught_by.to_string(),
+                    named_verdict: verdicts.get(entry.caught_by).copied(),
+                    failed: ran
+                        .results
+                        .iter()
                         .filter(|r| matches!(r.verdict, Verdict::Fail | Verdict::Warn))
-                        .map(|r| r.id.as_str()).collect::<Vec<_>>(),
-                    "suites": ran.suites,
-                    "probe_refused": ran.refused,
-                    "trouble": ran.trouble,
+                        .map(|r| r.id.clone())
+                        .collect(),
+                    suites: ran.suites.clone(),
+                    probe_refused: ran.refused.clone(),
+                    trouble: ran.trouble.clone(),
                 }),
                 seconds,
                 ..spec.result(NAME, verdict, reason)

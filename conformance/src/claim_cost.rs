@@ -8,8 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use harness::evidence::Evidence;
 
 use super::runner::{calls_counterexample, outcome_json, Outcome, SubjectExt};
 use harness::contract::{ErrorKind, Reply, Request, StoreError};
@@ -26,21 +25,7 @@ const SLACK_COMMANDS: u64 = 16;
 /// Claim ttl of the check's claims (never reached: no clock moves).
 const CLAIM_TTL_MS: i64 = 60_000;
 
-/// What the claim-cost check measured.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClaimCostEvidence {
-    /// Children completed on the measured queue before its claims.
-    pub completed: usize,
-    /// Commands of a claim on a fresh queue (the cheaper of two).
-    pub fresh_claim_commands: u64,
-    /// Commands of a claim after the completions (the cheaper of two, so a
-    /// store that cleans up lazily on its next claim is not blamed).
-    pub claim_after_completed_commands: u64,
-    /// The most the second may exceed the first.
-    pub slack_commands: u64,
-    /// The commands the dearer measured claim ran, by name.
-    pub commands: BTreeMap<String, u64>,
-}
+pub use harness::evidence::ClaimCostEvidence;
 
 /// Every command's `calls` in INFO commandstats, INFO itself left out.
 async fn command_calls(
@@ -90,14 +75,14 @@ async fn measure(
     let mut client = target
         .connect("a", prefix, clock_ms)
         .await
-        .map_err(|e| Outcome::connect_failed(e, Value::Null))?;
+        .map_err(|e| Outcome::connect_failed(e, Evidence::None))?;
     let refused =
         |what: &str, req: &Request, outcome: &Result<Reply, StoreError>, log: &[LoggedCall]| {
             let mut calls = log.to_vec();
             calls.push(LoggedCall::of(None, None, req, outcome));
             if let Err(e) = outcome {
                 if e.kind == ErrorKind::Unsupported {
-                    return Outcome::store_error(what, e.clone(), json!({"calls": calls}));
+                    return Outcome::store_error(what, e.clone(), Evidence::calls(&calls));
                 }
             }
             Outcome {
@@ -106,7 +91,7 @@ async fn measure(
                     "{what} was not answered as the contract says: {}",
                     outcome_json(outcome)
                 ),
-                evidence: json!({"calls": calls}),
+                evidence: Evidence::calls(&calls),
                 counterexample: Some(calls_counterexample(CallsKind::ClaimCost, calls.clone())),
             }
         };
@@ -127,19 +112,18 @@ async fn measure(
             instance: "a".into(),
             claim_ttl_ms: CLAIM_TTL_MS,
         };
-        let before =
-            if i >= completed {
-                Some(command_calls(admin).await.map_err(|e| {
-                    Outcome::harness_trouble("read INFO commandstats", e, Value::Null)
-                })?)
-            } else {
-                None
-            };
+        let before = if i >= completed {
+            Some(command_calls(admin).await.map_err(|e| {
+                Outcome::harness_trouble("read INFO commandstats", e, Evidence::None)
+            })?)
+        } else {
+            None
+        };
         let outcome = client.call(&req.to_call(), clock_ms).await;
         if let Some(before) = before {
-            let after = command_calls(admin)
-                .await
-                .map_err(|e| Outcome::harness_trouble("read INFO commandstats", e, Value::Null))?;
+            let after = command_calls(admin).await.map_err(|e| {
+                Outcome::harness_trouble("read INFO commandstats", e, Evidence::None)
+            })?;
             measured.push(delta(&before, &after));
             log.push(LoggedCall::of(
                 Some(prefix.to_string()),
@@ -177,7 +161,7 @@ pub(crate) async fn claim_cost_bounded(target: &Subject<'_>, prefix: &str) -> Ou
     let clock_ms = super::special::now(target);
     let mut admin = match target.admin().await {
         Ok(a) => a,
-        Err(e) => return Outcome::harness_trouble("connect to the server", e, Value::Null),
+        Err(e) => return Outcome::harness_trouble("connect to the server", e, Evidence::None),
     };
     let mut log = Vec::new();
     let total = |m: &BTreeMap<String, u64>| m.values().sum::<u64>();
@@ -214,14 +198,13 @@ pub(crate) async fn claim_cost_bounded(target: &Subject<'_>, prefix: &str) -> Ou
         .max_by_key(|m| total(m))
         .cloned()
         .unwrap_or_default();
-    let evidence = serde_json::to_value(ClaimCostEvidence {
+    let evidence = Evidence::ClaimCost(ClaimCostEvidence {
         completed: COMPLETED,
         fresh_claim_commands: f,
         claim_after_completed_commands: a,
         slack_commands: SLACK_COMMANDS,
         commands: dearer,
-    })
-    .unwrap_or(Value::Null);
+    });
     let grows = a > f + SLACK_COMMANDS;
     Outcome {
         verdict: if grows { Verdict::Fail } else { Verdict::Pass },

@@ -41,7 +41,6 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use proptest_state_machine::ReferenceStateMachine;
-use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 
 use super::runner::{run_scenario, Outcome, SubjectExt};
@@ -50,6 +49,7 @@ use super::{contracts_of, run_check, CheckDef, CheckKind};
 use harness::contract::{ChildState, Contract};
 use harness::contract::{ContractModel, Reply, Request};
 use harness::counterexample::{Counterexample, ScenarioCounterexample};
+use harness::evidence::{Evidence, GeneratedEvidence, Generation};
 use harness::{CheckResult, CheckSpec, Level, Needs, Subject, Verdict};
 
 /// Sequences per contract when `--cases` is not given.
@@ -853,7 +853,7 @@ impl Generated {
                 let _ = ended_tx.send(ended);
             });
         if let Err(e) = thread {
-            return Outcome::harness_trouble("start the generator's thread", e, Value::Null);
+            return Outcome::harness_trouble("start the generator's thread", e, Evidence::None);
         }
         let base = target.check_prefix(n);
         let mut cases_seen = Cases::default();
@@ -876,9 +876,20 @@ impl Generated {
         let ended = ended_rx
             .await
             .unwrap_or(Ended::Aborted("the generator's thread stopped".into()));
-        let figures = json!({"seed": seed, "cases": cases, "played": played});
+        let generated = Generation {
+            seed,
+            cases,
+            played,
+        };
+        let wrap = |case: Option<Evidence>, failing: Option<Evidence>| {
+            Evidence::Generated(Box::new(GeneratedEvidence {
+                generated,
+                case,
+                failing,
+            }))
+        };
         if let Some(mut o) = settled {
-            o.evidence = json!({"generated": figures, "case": o.evidence});
+            o.evidence = wrap(Some(std::mem::take(&mut o.evidence)), None);
             return o;
         }
         match (ended, shortest) {
@@ -887,20 +898,20 @@ impl Generated {
                     "a generated sequence shrunk to {len} steps fails: {}",
                     o.reason
                 );
-                o.evidence = json!({"generated": figures, "failing": o.evidence});
+                o.evidence = wrap(None, Some(std::mem::take(&mut o.evidence)));
                 o
             }
             (Ended::Aborted(why), _) => {
-                Outcome::harness_trouble("generate sequences", why, json!({"generated": figures}))
+                Outcome::harness_trouble("generate sequences", why, wrap(None, None))
             }
             (_, _) => match warned {
                 Some(mut o) => {
-                    o.evidence = json!({"generated": figures, "case": o.evidence});
+                    o.evidence = wrap(Some(std::mem::take(&mut o.evidence)), None);
                     o
                 }
                 None => Outcome::pass(
                     format!("{played} generated sequences, every reply as the model allows"),
-                    json!({"generated": figures}),
+                    wrap(None, None),
                 ),
             },
         }
@@ -1036,7 +1047,7 @@ mod tests {
         Outcome {
             verdict,
             reason: reason.into(),
-            evidence: Value::Null,
+            evidence: Evidence::None,
             counterexample: None,
         }
     }

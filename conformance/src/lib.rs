@@ -73,11 +73,11 @@ pub use special::Special;
 
 use harness::contract::Contract;
 use harness::counterexample::Counterexample;
+use harness::evidence::Evidence;
 use harness::figures::{ConformanceFigures, Figures};
 use harness::{CheckResult, Level};
 use harness::{CheckSpec, Needs, Progress, Subject, Suite, SuiteError, SuiteRun};
 use scenario::needs_server_clock;
-use special::BytesPerTreeEvidence;
 
 /// The suite's name, as `--suite` and the report write it.
 const SUITE: &str = "conformance";
@@ -250,8 +250,10 @@ fn figures(results: &[CheckResult]) -> ConformanceFigures {
         bytes_per_tree: results
             .iter()
             .find(|r| r.id == BYTES_PER_TREE)
-            .and_then(|r| serde_json::from_value::<BytesPerTreeEvidence>(r.evidence.clone()).ok())
-            .map(|e| e.bytes_per_tree.into()),
+            .and_then(|r| match &r.evidence {
+                Evidence::BytesPerTree(e) => Some(e.bytes_per_tree.into()),
+                _ => None,
+            }),
         ..ConformanceFigures::default()
     }
 }
@@ -333,6 +335,7 @@ impl Suite for ConformanceSuite {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use special::BytesPerTreeEvidence;
     use std::collections::BTreeSet;
     use std::time::Duration;
 
@@ -416,14 +419,13 @@ mod tests {
             .find(|s| s.id == BYTES_PER_TREE)
             .unwrap();
         let mut bytes = spec.result(SUITE, Verdict::Pass, "");
-        bytes.evidence = serde_json::to_value(BytesPerTreeEvidence {
+        bytes.evidence = Evidence::BytesPerTree(BytesPerTreeEvidence {
             trees: 200,
             keys: 200,
             bytes: 40_000,
             bytes_per_tree: 200,
             limit_bytes_per_tree: 1024,
-        })
-        .unwrap();
+        });
         let failed = CheckResult::undecided("conformance.x", SUITE, Verdict::Fail, "");
         let results = [bytes, failed];
         let f = figures(&results);

@@ -29,7 +29,7 @@
 //! picks the order, so those rounds sample interleavings rather than force
 //! every one, and the check's reason says so.
 
-use serde_json::{json, Value};
+use harness::evidence::{Evidence, RaceEvidence, RaceRecord, RacesEvidence};
 
 use super::runner::{outcome_json, ping_server, Outcome};
 use harness::contract::{ContractModel, ErrorKind, Judgement, Reply, Request, StoreError};
@@ -382,7 +382,7 @@ fn raced_calls(
 /// One race's finding.
 struct RaceResult {
     verdict: Verdict,
-    evidence: Value,
+    evidence: RaceEvidence,
     /// For a failure: the reason and the counterexample; for an undecided
     /// race: the reason.
     reason: Option<String>,
@@ -403,7 +403,7 @@ pub(crate) async fn run_races(target: &Subject<'_>, prefix: &str, set: Races) ->
         return Outcome::unknown(
             "the managed server has no virtual clock: the races are judged at exact server \
              instants (the expiry instant) on a clock storeproof controls",
-            Value::Null,
+            Evidence::None,
         );
     };
     let mut results = Vec::new();
@@ -419,7 +419,9 @@ pub(crate) async fn run_races(target: &Subject<'_>, prefix: &str, set: Races) ->
             concurrent(target, &race, set, prefix, clock, &mut run).await
         });
     }
-    let evidence = json!({"races": results.iter().map(|r| &r.evidence).collect::<Vec<_>>()});
+    let evidence = Evidence::Races(RacesEvidence {
+        races: results.iter().map(|r| r.evidence.clone()).collect(),
+    });
     let summary = results
         .iter()
         .map(|r| r.summary.as_str())
@@ -503,12 +505,11 @@ async fn concurrent(
                 let (verdict, e) = e.settle();
                 return RaceResult {
                     verdict,
-                    evidence: json!({
-                        "race": race.name,
-                        "verdict": verdict.word(),
-                        "rounds": round + 1,
-                        "error": e,
-                    }),
+                    evidence: RaceEvidence {
+                        rounds: Some(round + 1),
+                        error: Some(e.clone()),
+                        ..RaceEvidence::of(race.name, verdict)
+                    },
                     reason: Some(format!("{}: round {}: {e}", race.name, round + 1)),
                     counterexample: None,
                     summary: format!(
@@ -521,16 +522,19 @@ async fn concurrent(
             }
         };
         let (a, b) = raced_calls(&s.requests, &s.outcomes);
-        let record = json!({"a": a, "b": b});
+        let record = RaceRecord {
+            commands: None,
+            a: a.clone(),
+            b: b.clone(),
+        };
         if let Err(why) = linearizable(&s) {
             return RaceResult {
                 verdict: Verdict::Fail,
-                evidence: json!({
-                    "race": race.name,
-                    "verdict": "fail",
-                    "rounds": round + 1,
-                    "failing": record,
-                }),
+                evidence: RaceEvidence {
+                    rounds: Some(round + 1),
+                    failing: Some(record),
+                    ..RaceEvidence::of(race.name, Verdict::Fail)
+                },
                 reason: Some(format!(
                     "{}: no sequential order explains the replies of round {} of concurrent calls: {why}",
                     race.name,
@@ -550,12 +554,11 @@ async fn concurrent(
     }
     RaceResult {
         verdict: Verdict::Pass,
-        evidence: json!({
-            "race": race.name,
-            "verdict": "pass",
-            "rounds": rounds.len(),
-            "concurrent": rounds,
-        }),
+        evidence: RaceEvidence {
+            rounds: Some(rounds.len()),
+            concurrent: Some(rounds),
+            ..RaceEvidence::of(race.name, Verdict::Pass)
+        },
         reason: None,
         counterexample: None,
         summary: format!("{} ({CONCURRENT_ROUNDS} concurrent rounds)", race.name),
@@ -738,13 +741,12 @@ async fn explore(
                 let n = explored.len() + 1;
                 return RaceResult {
                     verdict,
-                    evidence: json!({
-                        "race": race.name,
-                        "verdict": verdict.word(),
-                        "schedules": n,
-                        "error": e,
-                        "interleavings": explored,
-                    }),
+                    evidence: RaceEvidence {
+                        schedules: Some(n),
+                        error: Some(e.clone()),
+                        interleavings: Some(explored),
+                        ..RaceEvidence::of(race.name, verdict)
+                    },
                     reason: Some(format!("{}: schedule {n}: {e}", race.name)),
                     counterexample: None,
                     summary: format!("{} {} after {n} schedules", race.name, verdict.word()),
@@ -754,7 +756,11 @@ async fn explore(
         todo.ran(forced.len(), &s.choices, &s.ready);
         let commands = s.commands.clone();
         let (a, b) = raced_calls(&s.requests, &s.outcomes);
-        let record = json!({"commands": commands, "a": a, "b": b});
+        let record = RaceRecord {
+            commands: Some(commands.clone()),
+            a: a.clone(),
+            b: b.clone(),
+        };
         match linearizable(&s) {
             Ok(_) => explored.push(record),
             Err(why) => {
@@ -774,12 +780,11 @@ async fn explore(
                 );
                 return RaceResult {
                     verdict: Verdict::Fail,
-                    evidence: json!({
-                        "race": race.name,
-                        "verdict": "fail",
-                        "schedules": n,
-                        "failing": record,
-                    }),
+                    evidence: RaceEvidence {
+                        schedules: Some(n),
+                        failing: Some(record),
+                        ..RaceEvidence::of(race.name, Verdict::Fail)
+                    },
                     reason: Some(reason),
                     counterexample: Some(Counterexample::Race(Box::new(RaceCounterexample {
                         kind: set.kind(),
@@ -803,14 +808,13 @@ async fn explore(
         );
         return RaceResult {
             verdict: Verdict::Unknown,
-            evidence: json!({
-                "race": race.name,
-                "verdict": "unknown",
-                "schedules": n,
-                "at_least": at_least,
-                "complete": false,
-                "interleavings": explored,
-            }),
+            evidence: RaceEvidence {
+                schedules: Some(n),
+                at_least: Some(at_least),
+                complete: Some(false),
+                interleavings: Some(explored),
+                ..RaceEvidence::of(race.name, Verdict::Unknown)
+            },
             reason: Some(format!(
                 "{summary}: the rest were not run, so the race is not decided"
             )),
@@ -820,13 +824,12 @@ async fn explore(
     }
     RaceResult {
         verdict: Verdict::Pass,
-        evidence: json!({
-            "race": race.name,
-            "verdict": "pass",
-            "schedules": n,
-            "complete": true,
-            "interleavings": explored,
-        }),
+        evidence: RaceEvidence {
+            schedules: Some(n),
+            complete: Some(true),
+            interleavings: Some(explored),
+            ..RaceEvidence::of(race.name, Verdict::Pass)
+        },
         reason: None,
         counterexample: None,
         summary: format!("{} (all {n} interleavings ran)", race.name),

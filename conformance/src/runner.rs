@@ -7,8 +7,9 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use redis::aio::MultiplexedConnection;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+
+use harness::evidence::Evidence;
+pub use harness::evidence::ScenarioEvidence;
 
 use super::judge::{
     cut, judge_steps, CheckHistory, DurableRead, KeyspaceRead, Learned, Observation,
@@ -63,12 +64,12 @@ impl SubjectExt for Subject<'_> {
 pub(crate) struct Outcome {
     pub verdict: Verdict,
     pub reason: String,
-    pub evidence: Value,
+    pub evidence: Evidence,
     pub counterexample: Option<Counterexample>,
 }
 
 impl Outcome {
-    pub fn pass(reason: impl Into<String>, evidence: Value) -> Self {
+    pub fn pass(reason: impl Into<String>, evidence: Evidence) -> Self {
         Outcome {
             verdict: Verdict::Pass,
             reason: reason.into(),
@@ -78,7 +79,7 @@ impl Outcome {
     }
     pub fn fail(
         reason: impl Into<String>,
-        evidence: Value,
+        evidence: Evidence,
         counterexample: Option<Counterexample>,
     ) -> Self {
         Outcome {
@@ -90,7 +91,7 @@ impl Outcome {
     }
     /// The harness could not decide the check (its own trouble, not the
     /// store's): `reason` says what went wrong.
-    pub fn unknown(reason: impl Into<String>, evidence: Value) -> Self {
+    pub fn unknown(reason: impl Into<String>, evidence: Evidence) -> Self {
         Outcome {
             verdict: Verdict::Unknown,
             reason: reason.into(),
@@ -104,7 +105,7 @@ impl Outcome {
     /// A store that could not be connected: the store's failure (it refused
     /// a server it must accept, or could not reach it), unless its adapter
     /// failed, which is bad input rather than a contract violation.
-    pub fn connect_failed(e: StoreError, evidence: Value) -> Self {
+    pub fn connect_failed(e: StoreError, evidence: Evidence) -> Self {
         if e.kind == ErrorKind::AdapterFailed {
             Outcome::unknown(e.message, evidence)
         } else {
@@ -115,7 +116,7 @@ impl Outcome {
     /// A store's error answer to a valid request: a failure (`what: e`),
     /// unless its adapter failed (bad input, not a contract violation) or
     /// it answered `unsupported`, which skips the check with its message.
-    pub fn store_error(what: &str, e: StoreError, evidence: Value) -> Self {
+    pub fn store_error(what: &str, e: StoreError, evidence: Evidence) -> Self {
         match e.kind {
             ErrorKind::AdapterFailed => {
                 Outcome::unknown(format!("{what}: {}", e.message), evidence)
@@ -137,7 +138,7 @@ impl Outcome {
         target: &Subject<'_>,
         what: &str,
         e: StoreError,
-        evidence: Value,
+        evidence: Evidence,
     ) -> Self {
         if e.kind == ErrorKind::Unavailable {
             if let Err(why) = ping_server(target).await {
@@ -154,7 +155,7 @@ impl Outcome {
 
     /// The harness's own trouble reading the server (a connect, scan or
     /// snapshot that failed): the check is undecided, never failed.
-    pub fn harness_trouble(what: &str, e: impl std::fmt::Display, evidence: Value) -> Self {
+    pub fn harness_trouble(what: &str, e: impl std::fmt::Display, evidence: Evidence) -> Self {
         Outcome::unknown(format!("storeproof could not {what}: {e}"), evidence)
     }
 }
@@ -201,17 +202,6 @@ pub async fn run_check(target: &Subject<'_>, n: usize, def: &CheckDef) -> CheckR
         seconds: started.elapsed().as_secs_f64(),
         about: spec.about.to_string(),
     }
-}
-
-/// A scenario check's evidence: the recorded history the judge decided on
-/// (cut at the deciding step), and how many calls it holds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ScenarioEvidence {
-    /// Calls sent (valid and bad input).
-    pub calls: usize,
-    /// What [`crate::judge`] reads to decide again.
-    #[serde(flatten)]
-    pub recorded: CheckHistory,
 }
 
 /// Plays a scenario against the model alone, answering with the canonical
@@ -283,7 +273,7 @@ pub(crate) async fn run_scenario(
     };
     let mut admin = match target.admin().await {
         Ok(a) => a,
-        Err(e) => return Outcome::harness_trouble("connect to the server", e, Value::Null),
+        Err(e) => return Outcome::harness_trouble("connect to the server", e, Evidence::None),
     };
     let mut recorded = CheckHistory {
         check: spec.id.to_string(),
@@ -437,8 +427,7 @@ pub(crate) async fn run_scenario(
         .iter()
         .filter(|e| matches!(e.what, Happened::Invoke(_)))
         .count();
-    let evidence =
-        serde_json::to_value(ScenarioEvidence { calls, recorded }).unwrap_or(Value::Null);
+    let evidence = Evidence::Scenario(Box::new(ScenarioEvidence { calls, recorded }));
     Outcome {
         verdict: judged.verdict,
         reason: judged.reason,

@@ -5,12 +5,12 @@
 //! opt-out, a server whose only fault is durability).
 
 use harness::counterexample::{Counterexample, ServerCounterexample, ServerSetup, ServerTag};
-use serde_json::{json, Value};
+use harness::evidence::{Evidence, ServerEvidence};
 
 use super::runner::{outcome_json, Outcome};
 use super::CheckDef;
 use super::CheckKind;
-use harness::contract::{ErrorKind, Request};
+use harness::contract::{ErrorKind, Request, StoreError};
 use harness::server::{ManagedServer, Preset, ServerKind, ServerOptions};
 use harness::store::{Hello, OPT_OUT_WRITES_MAY_BE_LOST};
 use harness::Level::Must;
@@ -232,7 +232,7 @@ impl ServerCase {
     pub(crate) async fn run(&self, target: &Subject<'_>) -> Outcome {
         let started = match self.start(target.server_kind()).await {
             Ok(s) => s,
-            Err(e) => return Outcome::unknown(e, Value::Null),
+            Err(e) => return Outcome::unknown(e, Evidence::None),
         };
         let hello = Hello {
             instance: "a".into(),
@@ -244,7 +244,13 @@ impl ServerCase {
             setup: format!("{:?}", self.setup),
             opt_out: hello.opt_out.clone(),
         };
-        let setup = json!(server);
+        let evidence = |error: Option<StoreError>, answer: Option<serde_json::Value>| {
+            Evidence::Server(ServerEvidence {
+                server: server.clone(),
+                error,
+                answer,
+            })
+        };
         let connected = target
             .factory
             .connect(&hello, harness::server::VIRTUAL_EPOCH_MS)
@@ -253,7 +259,7 @@ impl ServerCase {
         // the server: nothing can be judged.
         if let Err(e) = &connected {
             if e.kind == ErrorKind::AdapterFailed {
-                return Outcome::unknown(e.message.clone(), json!({"server": setup, "error": e}));
+                return Outcome::unknown(e.message.clone(), evidence(Some(e.clone()), None));
             }
         }
         let outcome = match (&self.refusal, connected) {
@@ -274,23 +280,23 @@ impl ServerCase {
                 match answer {
                     Some(Err(e)) => Outcome::store_error(
                         "accepted the server but then refused a take",
-                        e,
-                        setup,
+                        e.clone(),
+                        evidence(Some(e), None),
                     ),
                     _ => Outcome::pass(
                         String::new(),
-                        json!({"server": setup, "answer": answer.map(|a| outcome_json(&a))}),
+                        evidence(None, answer.map(|a| outcome_json(&a))),
                     ),
                 }
             }
             (None, Err(e)) => Outcome::fail(
                 format!("the store refused a server it must accept: {e}"),
-                json!({"server": setup, "error": e}),
+                evidence(Some(e.clone()), None),
                 None,
             ),
             (Some((kind, _)), Ok(_)) => Outcome::fail(
                 format!("the store accepted the server; it must refuse it with {kind}"),
-                json!({"server": setup}),
+                evidence(None, None),
                 Some(Counterexample::Server(ServerCounterexample {
                     kind: ServerTag::ServerAssumption,
                     server,
@@ -308,7 +314,7 @@ impl ServerCase {
                             "refused with {} where {kind} was due: {}",
                             e.kind, e.message
                         ),
-                        json!({"server": setup, "error": e}),
+                        evidence(Some(e.clone()), None),
                         None,
                     )
                 } else if !missing.is_empty() {
@@ -319,13 +325,13 @@ impl ServerCase {
                             e.settings,
                             e.message
                         ),
-                        json!({"server": setup, "error": e}),
+                        evidence(Some(e.clone()), None),
                         None,
                     )
                 } else {
                     Outcome::pass(
                         format!("refused: {}", e.message),
-                        json!({"server": setup, "error": e}),
+                        evidence(Some(e.clone()), None),
                     )
                 }
             }

@@ -3,8 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use harness::evidence::{Evidence, KeptIdsEvidence, PrefixEvidence};
 
 use super::runner::{calls_counterexample, Outcome, SubjectExt};
 use harness::contract::{Contract, Reply, Request};
@@ -34,20 +33,7 @@ pub enum Special {
     ClaimCostBounded,
 }
 
-/// The evidence of the bytes-per-tree check: what was measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BytesPerTreeEvidence {
-    /// Trees taken.
-    pub trees: usize,
-    /// Keys found under the check's prefix.
-    pub keys: usize,
-    /// Their MEMORY USAGE, summed.
-    pub bytes: u64,
-    /// `bytes / trees`.
-    pub bytes_per_tree: u64,
-    /// The most a tree may cost before the check warns.
-    pub limit_bytes_per_tree: u64,
-}
+pub use harness::evidence::BytesPerTreeEvidence;
 
 /// Trees measured for bytes per tree.
 const TREES_MEASURED: usize = 200;
@@ -101,11 +87,11 @@ async fn kept_not_in_redis(target: &Subject<'_>, prefix: &str) -> Outcome {
     // trouble, not the store's.
     let mut admin = match target.admin().await {
         Ok(a) => a,
-        Err(e) => return Outcome::harness_trouble("connect to the server", e, Value::Null),
+        Err(e) => return Outcome::harness_trouble("connect to the server", e, Evidence::None),
     };
     let mut client = match target.connect("a", prefix, clock_ms).await {
         Ok(c) => c,
-        Err(e) => return Outcome::connect_failed(e, Value::Null),
+        Err(e) => return Outcome::connect_failed(e, Evidence::None),
     };
     // A marker no store would write by chance.
     let marker = format!("kept-exec-{:016x}", rand::random::<u64>());
@@ -127,7 +113,7 @@ async fn kept_not_in_redis(target: &Subject<'_>, prefix: &str) -> Outcome {
                 target,
                 "the store refused",
                 e,
-                json!({"calls": log}),
+                Evidence::calls(&log),
             )
             .await;
         }
@@ -142,7 +128,7 @@ async fn kept_not_in_redis(target: &Subject<'_>, prefix: &str) -> Outcome {
     if !matches!(&listed, Ok(Reply::Executions(v)) if v.contains(&marker)) {
         return Outcome::fail(
             "the kept execution id was not listed back by kept_executions",
-            json!({"calls": log}),
+            Evidence::calls(&log),
             None,
         );
     }
@@ -158,22 +144,32 @@ async fn kept_not_in_redis(target: &Subject<'_>, prefix: &str) -> Outcome {
     };
     let keys = match keys {
         Ok(k) => k,
-        Err(e) => return Outcome::harness_trouble("scan the keyspace", e, json!({"calls": log})),
+        Err(e) => return Outcome::harness_trouble("scan the keyspace", e, Evidence::calls(&log)),
     };
     match keyspace::keys_mentioning(&mut admin, &keys, &marker).await {
         Ok(found) if found.is_empty() => Outcome::pass(
             format!("searched {scope} ({} keys): the id is in none", keys.len()),
-            json!({"marker": marker, "keys_searched": keys.len(), "calls": log}),
+            Evidence::KeptIds(KeptIdsEvidence {
+                marker: marker.clone(),
+                keys_searched: Some(keys.len()),
+                keys: None,
+                calls: log,
+            }),
         ),
         Ok(found) => Outcome::fail(
             format!(
                 "the kept execution id {marker} was written to Redis: {}",
                 found.join(", ")
             ),
-            json!({"marker": marker, "keys": found, "calls": log}),
+            Evidence::KeptIds(KeptIdsEvidence {
+                marker: marker.clone(),
+                keys_searched: None,
+                keys: Some(found.clone()),
+                calls: log.clone(),
+            }),
             Some(calls_counterexample(CallsKind::KeptInRedis, log)),
         ),
-        Err(e) => Outcome::harness_trouble("read the keyspace", e, json!({"calls": log})),
+        Err(e) => Outcome::harness_trouble("read the keyspace", e, Evidence::calls(&log)),
     }
 }
 
@@ -182,16 +178,16 @@ async fn kept_not_in_redis(target: &Subject<'_>, prefix: &str) -> Outcome {
 async fn odd_ids_inside_prefix(target: &Subject<'_>, prefix: &str) -> Outcome {
     let mut admin = match target.admin().await {
         Ok(a) => a,
-        Err(e) => return Outcome::harness_trouble("connect to the server", e, Value::Null),
+        Err(e) => return Outcome::harness_trouble("connect to the server", e, Evidence::None),
     };
     let before: BTreeSet<Vec<u8>> = match keyspace::all_keys(&mut admin).await {
         Ok(k) => k.into_iter().collect(),
-        Err(e) => return Outcome::harness_trouble("scan the keyspace", e, Value::Null),
+        Err(e) => return Outcome::harness_trouble("scan the keyspace", e, Evidence::None),
     };
     let clock_ms = now(target);
     let mut client = match target.connect("*", prefix, clock_ms).await {
         Ok(c) => c,
-        Err(e) => return Outcome::connect_failed(e, Value::Null),
+        Err(e) => return Outcome::connect_failed(e, Evidence::None),
     };
     let long = "k".repeat(1024);
     let mut log = Vec::new();
@@ -246,7 +242,7 @@ async fn odd_ids_inside_prefix(target: &Subject<'_>, prefix: &str) -> Outcome {
                     target,
                     "the store refused an odd id",
                     e,
-                    json!({"calls": log}),
+                    Evidence::calls(&log),
                 )
                 .await;
             }
@@ -254,7 +250,7 @@ async fn odd_ids_inside_prefix(target: &Subject<'_>, prefix: &str) -> Outcome {
     }
     let after = match keyspace::all_keys(&mut admin).await {
         Ok(k) => k,
-        Err(e) => return Outcome::harness_trouble("scan the keyspace", e, Value::Null),
+        Err(e) => return Outcome::harness_trouble("scan the keyspace", e, Evidence::None),
     };
     let new: Vec<&Vec<u8>> = after.iter().filter(|k| !before.contains(*k)).collect();
     let outside: Vec<String> = new
@@ -265,7 +261,12 @@ async fn odd_ids_inside_prefix(target: &Subject<'_>, prefix: &str) -> Outcome {
     if outside.is_empty() {
         Outcome::pass(
             format!("{} new keys, all under {prefix}", new.len()),
-            json!({"new_keys": new.len(), "prefix": prefix, "calls": log.len()}),
+            Evidence::Prefix(PrefixEvidence {
+                prefix: prefix.to_string(),
+                new_keys: new.len(),
+                outside: Vec::new(),
+                calls: log,
+            }),
         )
     } else {
         Outcome::fail(
@@ -273,7 +274,12 @@ async fn odd_ids_inside_prefix(target: &Subject<'_>, prefix: &str) -> Outcome {
                 "keys written outside the prefix {prefix}: {}",
                 outside.join(", ")
             ),
-            json!({"outside": outside, "calls": log}),
+            Evidence::Prefix(PrefixEvidence {
+                prefix: prefix.to_string(),
+                new_keys: new.len(),
+                outside: outside.clone(),
+                calls: log.clone(),
+            }),
             Some(calls_counterexample(CallsKind::OutsidePrefix, log)),
         )
     }
@@ -285,11 +291,11 @@ async fn bytes_per_tree(target: &Subject<'_>, prefix: &str) -> Outcome {
     // trouble, not the store's.
     let mut admin = match target.admin().await {
         Ok(a) => a,
-        Err(e) => return Outcome::harness_trouble("connect to the server", e, Value::Null),
+        Err(e) => return Outcome::harness_trouble("connect to the server", e, Evidence::None),
     };
     let mut client = match target.connect("a", prefix, clock_ms).await {
         Ok(c) => c,
-        Err(e) => return Outcome::connect_failed(e, Value::Null),
+        Err(e) => return Outcome::connect_failed(e, Evidence::None),
     };
     let mut log = Vec::new();
     for i in 0..TREES_MEASURED {
@@ -307,28 +313,27 @@ async fn bytes_per_tree(target: &Subject<'_>, prefix: &str) -> Outcome {
                 target,
                 "the store refused a take",
                 e,
-                json!({"calls": log}),
+                Evidence::calls(&log),
             )
             .await;
         }
     }
     let keys = match keyspace::keys_under(&mut admin, prefix).await {
         Ok(k) => k,
-        Err(e) => return Outcome::harness_trouble("scan the keyspace", e, Value::Null),
+        Err(e) => return Outcome::harness_trouble("scan the keyspace", e, Evidence::None),
     };
     let bytes = match keyspace::memory_usage(&mut admin, &keys).await {
         Ok(b) => b,
-        Err(e) => return Outcome::harness_trouble("read MEMORY USAGE", e, Value::Null),
+        Err(e) => return Outcome::harness_trouble("read MEMORY USAGE", e, Evidence::None),
     };
     let per_tree = bytes / TREES_MEASURED as u64;
-    let evidence = serde_json::to_value(BytesPerTreeEvidence {
+    let evidence = Evidence::BytesPerTree(BytesPerTreeEvidence {
         trees: TREES_MEASURED,
         keys: keys.len(),
         bytes,
         bytes_per_tree: per_tree,
         limit_bytes_per_tree: MAX_BYTES_PER_TREE,
-    })
-    .unwrap_or(Value::Null);
+    });
     let reason = format!(
         "{per_tree} bytes per tree ({bytes} bytes in {} keys for {TREES_MEASURED} trees, MEMORY USAGE); lease records are kept for good",
         keys.len()
@@ -351,18 +356,7 @@ const OLD_HITS: i64 = 100;
 /// cost before the check warns (allocator slack, not hits).
 const OLD_HITS_SLACK_BYTES: u64 = 512;
 
-/// What the old-hits check measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OldHitsEvidence {
-    /// Hits sent a year and more before the last one.
-    pub old_hits: i64,
-    /// MEMORY USAGE of the provider after its last hit.
-    pub bytes_after_old_hits: u64,
-    /// MEMORY USAGE of a provider that only ever had that last hit.
-    pub bytes_of_one_hit: u64,
-    /// The most the first may exceed the second.
-    pub slack_bytes: u64,
-}
+pub use harness::evidence::OldHitsEvidence;
 
 /// A provider hit [`OLD_HITS`] times, then once more a year and a second
 /// later (beyond any window a hit may name, `MAX_DURATION_MS`), must cost
@@ -374,7 +368,7 @@ async fn old_hits_forgotten(target: &Subject<'_>, prefix: &str) -> Outcome {
     let late = t0 + OLD_HITS + MAX_DURATION_MS + 1000;
     let mut admin = match target.admin().await {
         Ok(a) => a,
-        Err(e) => return Outcome::harness_trouble("connect to the server", e, Value::Null),
+        Err(e) => return Outcome::harness_trouble("connect to the server", e, Evidence::None),
     };
     let hit = || Request::RateHit {
         provider: "p".into(),
@@ -398,7 +392,7 @@ async fn old_hits_forgotten(target: &Subject<'_>, prefix: &str) -> Outcome {
         let sub = format!("{prefix}{part}");
         let mut client = match target.connect("a", &sub, t0).await {
             Ok(c) => c,
-            Err(e) => return Outcome::connect_failed(e, Value::Null),
+            Err(e) => return Outcome::connect_failed(e, Evidence::None),
         };
         for clock in clocks {
             let req = hit();
@@ -416,28 +410,27 @@ async fn old_hits_forgotten(target: &Subject<'_>, prefix: &str) -> Outcome {
                     target,
                     "the store refused a hit",
                     e,
-                    json!({"calls": log}),
+                    Evidence::calls(&log),
                 )
                 .await;
             }
         }
         let keys = match keyspace::keys_under(&mut admin, &sub).await {
             Ok(k) => k,
-            Err(e) => return Outcome::harness_trouble("scan the keyspace", e, Value::Null),
+            Err(e) => return Outcome::harness_trouble("scan the keyspace", e, Evidence::None),
         };
         match keyspace::memory_usage(&mut admin, &keys).await {
             Ok(b) => bytes.push(b),
-            Err(e) => return Outcome::harness_trouble("read MEMORY USAGE", e, Value::Null),
+            Err(e) => return Outcome::harness_trouble("read MEMORY USAGE", e, Evidence::None),
         }
     }
     let (old, one) = (bytes[0], bytes[1]);
-    let evidence = serde_json::to_value(OldHitsEvidence {
+    let evidence = Evidence::OldHits(OldHitsEvidence {
         old_hits: OLD_HITS,
         bytes_after_old_hits: old,
         bytes_of_one_hit: one,
         slack_bytes: OLD_HITS_SLACK_BYTES,
-    })
-    .unwrap_or(Value::Null);
+    });
     let kept = old > one + OLD_HITS_SLACK_BYTES;
     Outcome {
         verdict: if kept { Verdict::Fail } else { Verdict::Pass },

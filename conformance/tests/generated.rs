@@ -216,7 +216,10 @@ async fn the_builtin_store_passes_every_generated_check() {
             result.reason,
             serde_json::to_string(&result.counterexample).unwrap_or_default()
         );
-        assert_eq!(result.evidence["generated"]["played"], 24, "{id}");
+        let harness::evidence::Evidence::Generated(g) = &result.evidence else {
+            panic!("{id}: {:?}", result.evidence)
+        };
+        assert_eq!(g.generated.played, 24, "{id}");
     }
     let _ = server.stop().await;
 }

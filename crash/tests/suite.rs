@@ -247,10 +247,11 @@ async fn every_must_keep_check_fails_when_the_server_loses_writes() {
         };
         assert_eq!(rerun.seed, 13);
         // The evidence shows the kill's requests about what was lost.
-        let shown: crash::KillHistory = serde_json::from_value(c.evidence["history"].clone())
-            .unwrap_or_else(|e| {
-                panic!("{id} has no history in its evidence ({e}): {}", c.evidence)
-            });
+        let shown: &crash::KillHistory = match &c.evidence {
+            harness::evidence::Evidence::KillsFound(k) => k.history.as_ref(),
+            _ => None,
+        }
+        .unwrap_or_else(|| panic!("{id} has no history in its evidence: {:?}", c.evidence));
         assert!(shown.kill >= 1 && !shown.history.events.is_empty(), "{id}");
     }
 }

@@ -8,13 +8,14 @@ use std::time::Instant;
 
 use harness::contract::Contract;
 use harness::counterexample::answer_of;
+use harness::evidence::{Evidence, ExplorerEvidence};
 use harness::figures::ExplorerFigures;
 use harness::gate::drive::instance_name;
 use harness::server::{ServerKind, VIRTUAL_EPOCH_MS};
 use harness::store::StoreFactory;
 use harness::History;
 use harness::{CheckResult, Verdict};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::model::{drop_world, LeaseModel};
 use crate::property::Property;
@@ -1194,10 +1195,10 @@ fn checks(
     let Context {
         step, part, cut, ..
     } = *context;
-    let evidence = match step {
-        Some(step) => json!({ "figures": figures, "step": step }),
-        None => json!({ "figures": figures }),
-    };
+    let evidence = Evidence::Explorer(Box::new(ExplorerEvidence {
+        figures: figures.clone(),
+        step: step.map(str::to_string),
+    }));
     let scope_of = |contract: Option<Contract>| {
         let mut scope = format!(
             "every schedule of two instances {} steps deep for {} clock skews, and {} seeded walks of three (seed {})",
@@ -1838,7 +1839,7 @@ mod tests {
 
     #[test]
     fn a_counterexample_without_a_history_still_reads() {
-        let cx = json!({
+        let cx = serde_json::json!({
             "kind": "explorer-schedule",
             "property": "one-live-holder",
             "schedule": {"skews": [0, 500], "actions": [{"start": [0, "take"]}]},

@@ -76,7 +76,10 @@ fn the_sqlite_store_passes_and_both_takeover_races_are_reached() {
         "{}",
         one.reason
     );
-    assert_eq!(one.evidence["step"], explorer_step());
+    let harness::evidence::Evidence::Explorer(e) = &one.evidence else {
+        panic!("{:?}", one.evidence)
+    };
+    assert_eq!(e.step.as_deref(), Some(explorer_step()));
     let skew = &outcome.figures.per_skew[0];
     assert!(
         skew.zombie_renew_reached && skew.zombie_release_reached,

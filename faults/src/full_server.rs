@@ -24,40 +24,9 @@
 use harness::contract::{Contract, ContractModel, ErrorKind, Judgement, Reply, Request};
 use harness::store::StoreClient;
 use harness::{Happened, History};
-use serde::{Deserialize, Serialize};
 
 use crate::ops::{operations, End};
-
-/// What the full-server check found.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FullServer {
-    /// Writes refused with `store_full` while the server was full.
-    pub refused_full: usize,
-    /// Everything that broke, each naming its invoke event.
-    pub violations: Vec<FullServerViolation>,
-    /// Operations the store declined (`unsupported`: it does not offer
-    /// them), each with its message: not judged, never blamed.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub declined: Vec<String>,
-}
-
-/// One broken promise of a full server.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FullServerViolation {
-    /// The invoke event of the operation.
-    pub invoke: usize,
-    /// The operation, e.g. `lease.take`.
-    pub op: String,
-    /// What was wrong.
-    pub why: String,
-}
-
-impl FullServer {
-    /// Nothing broke and the server was seen refusing.
-    pub fn holds(&self) -> bool {
-        self.violations.is_empty() && self.refused_full > 0
-    }
-}
+pub use model::findings::full_server::{FullServer, FullServerViolation};
 
 /// Judges a sequential history of one instance (see the module docs);
 /// the server has room again from event `room_from` on. Operations of

@@ -47,7 +47,8 @@ mod suite;
 // The pure model lives in its own crate (no runtime, no server client);
 // its parts are re-exported here so the I/O side names them in one place.
 pub use model::{
-    check, contract, counterexample, explore, figures, history, nemesis, scenario, violation,
+    check, contract, counterexample, evidence, explore, figures, findings, history, nemesis,
+    recorded, scenario, violation,
 };
 pub use model::{
     CheckResult, Event, EventKind, Happened, History, Level, NemesisNote, NemesisPhase, ReplayFile,

@@ -5,7 +5,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::error::LayoutError;
-use crate::model::{Backend, Layout, Store};
+use crate::file::{Backend, Layout, LayoutFile, Store};
 
 /// A layout that holds: only [`assemble`] makes one, so holding one proves
 /// the one-backend rule was checked.

@@ -3,7 +3,7 @@
 
 use thiserror::Error;
 
-use crate::model::{Backend, Store};
+use crate::file::{Backend, Store};
 
 /// The id every refusal under the one-backend rule starts with
 /// (docs/CONTRACTS.md §1.5).

@@ -32,10 +32,10 @@
 
 mod assemble;
 mod error;
-mod model;
+mod file;
 mod suite;
 
 pub use assemble::{assemble, check_file, Assembled};
 pub use error::{LayoutError, MISMATCH_ID};
-pub use model::{Backend, Layout, Store};
+pub use file::{Backend, Layout, LayoutFile, Store};
 pub use suite::LayoutSuite;

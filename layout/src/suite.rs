@@ -5,15 +5,15 @@ use std::path::Path;
 use std::time::Instant;
 
 use async_trait::async_trait;
+use harness::evidence::{Evidence, LayoutEvidence};
 use harness::figures::{Figures, GivenLayout, LayoutFigures};
 use harness::{
     CheckResult, CheckSpec, Level, Needs, Progress, Subject, Suite, SuiteError, SuiteRun, Verdict,
 };
-use serde::Serialize;
 
 use crate::assemble::assemble;
 use crate::error::{LayoutError, MISMATCH_ID};
-use crate::model::{Layout, Store};
+use crate::file::{Layout, LayoutFile, Store};
 
 const SUITE: &str = "layout";
 
@@ -125,15 +125,6 @@ const GIVEN: CheckSpec = must(
     "layout.given-assembles",
     "the layout file the run was given assembles under the one-backend rule",
 );
-
-/// What one check saw, as its evidence.
-#[derive(Debug, Serialize)]
-struct Evidence<'a> {
-    layout: Option<&'a Layout>,
-    assembled: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    refusal: Option<String>,
-}
 
 /// A check's result and whether its layout assembled (`None`: none was read).
 struct Outcome {
@@ -265,8 +256,8 @@ fn judge_case(case: &Case) -> Outcome {
         },
     };
     let assembled = assemble(&layout);
-    let evidence = Evidence {
-        layout: Some(&layout),
+    let evidence = LayoutEvidence {
+        layout: Some(layout.clone()),
         assembled: assembled.is_ok(),
         refusal: assembled.as_ref().err().map(|e| e.to_string()),
     };
@@ -286,7 +277,7 @@ fn judge_case(case: &Case) -> Outcome {
         },
     };
     let mut result = spec.result(SUITE, verdict, reason);
-    result.evidence = serde_json::to_value(&evidence).unwrap_or(serde_json::Value::Null);
+    result.evidence = Evidence::Layout(evidence);
     Outcome {
         result,
         assembled: Some(assembled.is_ok()),
@@ -296,8 +287,8 @@ fn judge_case(case: &Case) -> Outcome {
 /// Judges the given layout: it must assemble.
 fn judge_given(origin: &str, layout: &Layout) -> Outcome {
     let assembled = assemble(layout);
-    let evidence = Evidence {
-        layout: Some(layout),
+    let evidence = LayoutEvidence {
+        layout: Some(layout.clone()),
         assembled: assembled.is_ok(),
         refusal: assembled.as_ref().err().map(|e| e.to_string()),
     };
@@ -306,7 +297,7 @@ fn judge_given(origin: &str, layout: &Layout) -> Outcome {
         Err(e) => (Verdict::Fail, format!("{origin} is refused: {e}")),
     };
     let mut result = GIVEN.result(SUITE, verdict, reason);
-    result.evidence = serde_json::to_value(&evidence).unwrap_or(serde_json::Value::Null);
+    result.evidence = Evidence::Layout(evidence);
     Outcome {
         result,
         assembled: Some(assembled.is_ok()),
@@ -413,7 +404,7 @@ mod tests {
     use harness::{ServerRef, Silent};
 
     use super::*;
-    use crate::model::Backend;
+    use crate::file::Backend;
 
     fn ids(specs: &[CheckSpec]) -> Vec<&'static str> {
         specs.iter().map(|s| s.id).collect()
@@ -452,7 +443,11 @@ mod tests {
         for r in &results {
             assert_eq!(r.verdict, Verdict::Pass, "{}: {}", r.id, r.reason);
             assert_eq!(r.suite, SUITE);
-            assert!(r.evidence["layout"].is_object(), "{}", r.id);
+            assert!(
+                matches!(&r.evidence, Evidence::Layout(e) if e.layout.is_some()),
+                "{}",
+                r.id
+            );
         }
         assert_eq!(figures.assembled, 2);
         assert_eq!(figures.refused, 5);
@@ -464,7 +459,7 @@ mod tests {
         let spec = CASES[5].spec;
         let (results, _) = LayoutSuite::new().run_checks(&[spec]);
         assert!(results[0].reason.starts_with("refused: [application.store-backend-mismatch] fenced_effect on sqlite beside lease on redis"), "{}", results[0].reason);
-        assert_eq!(results[0].evidence["assembled"], false);
+        assert!(matches!(&results[0].evidence, Evidence::Layout(e) if !e.assembled));
     }
 
     fn case(source: Source, expect: Expect) -> Case {

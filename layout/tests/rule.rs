@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use layout::{assemble, check_file, Backend, Layout, LayoutError, Store, MISMATCH_ID};
+use layout::{assemble, check_file, Backend, Layout, LayoutError, LayoutFile, Store, MISMATCH_ID};
 
 fn read(text: &str) -> Result<Layout, LayoutError> {
     Layout::from_toml_str(text, "test.toml")

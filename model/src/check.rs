@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::contract::Contract;
 use crate::counterexample::Counterexample;
+use crate::evidence::Evidence;
 use crate::history::History;
 use crate::violation::Violation;
 
@@ -174,8 +174,8 @@ pub struct CheckResult {
     pub outside_claim: bool,
     /// Why it failed, warned or was skipped; what it proved when it passed.
     pub reason: String,
-    /// What the check saw: its figures and findings, as JSON.
-    pub evidence: Value,
+    /// What the check saw: its figures and findings.
+    pub evidence: Evidence,
     /// For a failure: the minimal sequence of steps that shows it.
     pub counterexample: Option<Counterexample>,
     /// For a failure found in a history: what broke, each naming the
@@ -211,9 +211,8 @@ impl CheckResult {
     /// The history the check recorded beside its findings (a scenario's
     /// calls, a kill's writes about what was lost, a full server's
     /// workload), if its evidence holds one.
-    pub fn recorded_history(&self) -> Option<History> {
-        let h = self.evidence.get("history")?;
-        serde_json::from_value(h.clone()).ok()
+    pub fn recorded_history(&self) -> Option<&History> {
+        self.evidence.history()
     }
 
     /// The line progress prints for a check that did not pass (`FAIL id:
@@ -248,7 +247,7 @@ impl CheckResult {
             verdict,
             outside_claim: false,
             reason: reason.into(),
-            evidence: Value::Null,
+            evidence: Evidence::None,
             counterexample: None,
             violations: Vec::new(),
             seconds: 0.0,

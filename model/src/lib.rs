@@ -53,11 +53,15 @@
 pub mod check;
 pub mod contract;
 pub mod counterexample;
+pub mod evidence;
 pub mod explore;
 pub mod figures;
+pub mod findings;
 pub mod history;
+pub mod layout;
 pub mod nemesis;
 pub mod observed;
+pub mod recorded;
 mod redact;
 pub mod scenario;
 pub mod violation;

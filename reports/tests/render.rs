@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use model::evidence::Evidence;
 use model::figures::{
     ConformanceFigures, ExplorerFigures, FaultsFigures, SkewFigures, Stats, WorkloadFigures,
 };
@@ -22,7 +23,7 @@ fn check(id: &str, level: Level, verdict: Verdict, reason: &str) -> CheckResult 
         level,
         verdict,
         reason: reason.into(),
-        evidence: json!({}),
+        evidence: Evidence::None,
         counterexample: None,
         violations: Vec::new(),
         seconds: 0.25,
@@ -433,7 +434,14 @@ fn no_password_in_any_file_of_the_report() {
     ];
     r.store.spec = format!("cmd:./adapter --url rediss://app:{secret}@cache:6380");
     r.checks[3].reason = format!("the adapter said: cannot reach redis://u:{secret}@h:1/");
-    r.checks[3].evidence = json!({"hello": {"redis_url": format!("redis://:{secret}@h:1/")}});
+    // A call's answer quoting the URL the adapter was given.
+    r.checks[3].evidence = serde_json::from_value(json!({"calls": [{
+        "call": {"op": "lease.read", "args": {"tree": "t"}},
+        "answer": {"error": {"kind": "unavailable",
+                             "message": format!("cannot reach redis://:{secret}@h:1/")}}
+    }]}))
+    .unwrap();
+    assert!(matches!(r.checks[3].evidence, Evidence::Calls(_)));
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
     reports::write_all(&r, &out).unwrap();

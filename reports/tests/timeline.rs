@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use model::evidence::Evidence;
 use model::figures::Stats;
 use model::violation::{Named, Violation};
 use model::{
@@ -12,7 +13,9 @@ use model::{
 };
 use serde_json::{json, Value};
 
-fn report_with(check: &str, evidence: Value, history: Value, violations: Vec<Violation>) -> Report {
+/// A failed fault check over `history`: the report draws its timeline from
+/// the counterexample's history and the typed `violations` alone.
+fn report_with(check: &str, history: Value, violations: Vec<Violation>) -> Report {
     Report {
         storeproof: "0.1.0".into(),
         verdict: RunVerdict::Fail,
@@ -36,7 +39,7 @@ fn report_with(check: &str, evidence: Value, history: Value, violations: Vec<Vio
             level: Level::Must,
             verdict: Verdict::Fail,
             reason: "coordination layout: 1 trees, 1 not linearizable".into(),
-            evidence,
+            evidence: Evidence::None,
             counterexample: serde_json::from_value(json!({
                 "layout": "coordination", "seed": 1,
                 "config": {"rounds": 1, "instances": 2, "faults": 1},
@@ -108,15 +111,8 @@ fn group<'a>(part: &'a str, title: &str) -> &'a str {
     &part[start..end]
 }
 
-fn linearizability_evidence(at_event: usize, op_event: usize, concurrent: &[usize]) -> Value {
-    json!([{"layout": "coordination", "holds": false, "figures": {},
-            "detail": {"trees": 2, "not_linearizable": {"t1": {"not_linearizable": {
-                "at_event": at_event, "op_event": op_event,
-                "concurrent": concurrent, "longest_partial": []}}}}}])
-}
-
-/// The violation the linearizability checker reports for that evidence:
-/// what the report draws.
+/// The violation the linearizability checker reports when tree t1's reply
+/// at `at_event` has no order: what the report draws.
 fn not_linearizable(at_event: usize, op_event: usize, concurrent: &[usize]) -> Vec<Violation> {
     vec![Violation {
         at_event: Some(at_event),
@@ -133,7 +129,6 @@ fn not_linearizable(at_event: usize, op_event: usize, concurrent: &[usize]) -> V
 fn a_lost_reply_a_fault_band_and_the_blamed_take_are_drawn() {
     let report = report_with(
         "faults.lease-linearizable",
-        linearizability_evidence(10, 8, &[]),
         small_history(),
         not_linearizable(10, 8, &[]),
     );
@@ -199,18 +194,10 @@ fn a_lost_reply_a_fault_band_and_the_blamed_take_are_drawn() {
 
 #[test]
 fn a_check_that_names_no_event_of_the_history_draws_no_timeline() {
-    let evidence = json!([{"layout": "durable", "holds": false, "figures": {},
-        "detail": {"unread": [], "violations": [{"kind": "unexplained",
-            "effect": {"tree": "t9", "effect": "nowhere", "epoch": 1}}]}}]);
     // Nothing of the history asked for that effect: the violation blames
     // no event.
     let unexplained = Violation::new(Some("unexplained"), Some(Named::new("tree", "t9")), vec![]);
-    let report = report_with(
-        "faults.fencing",
-        evidence,
-        small_history(),
-        vec![unexplained],
-    );
+    let report = report_with("faults.fencing", small_history(), vec![unexplained]);
     let html = reports::render_html(&report);
     assert!(!html.contains("<h4>Timeline"), "{html}");
 }
@@ -262,7 +249,6 @@ fn a_long_history_renders_a_bounded_window() {
         .unwrap();
     let report = report_with(
         "faults.lease-linearizable",
-        linearizability_evidence(op_event + 1, op_event, &[op_event - 2, op_event + 2]),
         history,
         not_linearizable(op_event + 1, op_event, &[op_event - 2, op_event + 2]),
     );

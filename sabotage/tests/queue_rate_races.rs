@@ -18,16 +18,13 @@ const RATE_RACES: &str = "conformance.rate.races";
 
 /// Each race's name and verdict, as the evidence reports them.
 fn per_race(result: &CheckResult) -> Vec<(String, String)> {
-    result.evidence["races"]
-        .as_array()
-        .expect("one entry per race")
+    let harness::evidence::Evidence::Races(races) = &result.evidence else {
+        panic!("one entry per race: {:?}", result.evidence)
+    };
+    races
+        .races
         .iter()
-        .map(|r| {
-            (
-                r["race"].as_str().unwrap().to_string(),
-                r["verdict"].as_str().unwrap().to_string(),
-            )
-        })
+        .map(|r| (r.race.clone(), r.verdict.word().to_string()))
         .collect()
 }
 

@@ -88,15 +88,17 @@ async fn take_races(
 
 /// Each race's verdict and schedule count, as the evidence reports them.
 fn per_race(result: &harness::CheckResult) -> Vec<(String, String, u64)> {
-    result.evidence["races"]
-        .as_array()
-        .expect("one entry per race")
+    let harness::evidence::Evidence::Races(races) = &result.evidence else {
+        panic!("one entry per race: {:?}", result.evidence)
+    };
+    races
+        .races
         .iter()
         .map(|r| {
             (
-                r["race"].as_str().unwrap().to_string(),
-                r["verdict"].as_str().unwrap().to_string(),
-                r["schedules"].as_u64().unwrap(),
+                r.race.clone(),
+                r.verdict.word().to_string(),
+                r.schedules.expect("schedules counted") as u64,
             )
         })
         .collect()

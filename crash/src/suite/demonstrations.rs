@@ -8,9 +8,10 @@ use harness::{CheckResult, CheckSpec, Verdict};
 use super::checks::CrashCheck;
 use super::series::{series_figures, Series};
 use super::verdicts::{
-    docker_backend_check, judge, Demonstrated, Evidence, Findings, Judgement, KillHistory,
+    docker_backend_check, first_kill_history, judge, Demonstrated, Findings, Judgement,
 };
 use super::NAME;
+use harness::evidence::{CrashFiguresEvidence, Evidence, KillsFoundEvidence, LossShownEvidence};
 
 impl Findings<'_> {
     /// With the append-only file off, every kill loses writes of the
@@ -125,12 +126,11 @@ impl Findings<'_> {
             .next()
             .cloned();
         let mut result = spec.result(NAME, verdict, reason);
-        result.evidence = Evidence::Demonstration {
+        result.evidence = Evidence::LossShown(Box::new(LossShownEvidence {
             reference,
             store,
             example,
-        }
-        .value();
+        }));
         result
     }
 
@@ -161,12 +161,11 @@ impl Findings<'_> {
                 total.sentence_of(claimed)
             ),
             none_asked: "not run: no power cut was asked for (--power-losses 0)",
-            evidence: Evidence::Found {
+            evidence: Evidence::KillsFound(Box::new(KillsFoundEvidence {
                 figures: series_figures(s),
                 found: found.clone(),
-                history: KillHistory::first(s, None),
-            }
-            .value(),
+                history: first_kill_history(s, None),
+            })),
             rerun: self.rerun(&found),
             found,
             nothing_judged: (total.acknowledged() == 0).then(|| {
@@ -210,10 +209,9 @@ impl Findings<'_> {
             CrashCheck::Docker => docker_backend_check(
                 self.required.fallback.as_deref(),
                 self.config.backend,
-                Evidence::Figures {
-                    figures: self.figures,
-                }
-                .value(),
+                Evidence::CrashFigures(Box::new(CrashFiguresEvidence {
+                    figures: self.figures.clone(),
+                })),
             ),
         }
     }

@@ -3,6 +3,7 @@ use std::sync::Arc;
 
 use harness::contract::Contract;
 use harness::counterexample::Counterexample;
+use harness::evidence::Evidence;
 use harness::figures::{CrashFigures, Figures, KillFigures};
 use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreFactory};
@@ -134,8 +135,8 @@ fn a_kept_write_lost_fails_its_check_with_a_rerun_and_the_rest_pass() {
         panic!("not a crash re-run: {:?}", epochs.counterexample)
     };
     assert_eq!((rerun.seed, rerun.backend.as_str()), (7, "process"));
-    assert_eq!(epochs.evidence["figures"]["total"]["epochs_lost"], 1);
-    assert_eq!(epochs.evidence["found"][0], "kill 1, tree-1: gone");
+    assert_eq!(json(&epochs.evidence)["figures"]["total"]["epochs_lost"], 1);
+    assert_eq!(json(&epochs.evidence)["found"][0], "kill 1, tree-1: gone");
     for c in [
         NEXT_TAKE,
         CHILDREN,
@@ -184,13 +185,16 @@ fn a_failed_check_s_evidence_holds_the_events_of_what_it_lost() {
     for id in [EPOCHS.id, POWER_ALWAYS.id] {
         let c = &v[id];
         assert_eq!(c.verdict, Verdict::Fail, "{id}: {}", c.reason);
-        let h: KillHistory = serde_json::from_value(c.evidence["history"].clone())
-            .unwrap_or_else(|e| panic!("{id}: {e}: {}", c.evidence));
+        let h: &KillHistory = match &c.evidence {
+            Evidence::KillsFound(k) => k.history.as_ref(),
+            _ => None,
+        }
+        .unwrap_or_else(|| panic!("{id}: no kill history: {:?}", c.evidence));
         assert_eq!(h.kill, 2, "{id}");
-        assert_eq!(h.history, lost.rounds[1].shown, "{id}");
+        assert_eq!(&h.history, &lost.rounds[1].shown, "{id}");
         // The shape a timeline reads: history.events, each flat.
         assert_eq!(
-            c.evidence["history"]["events"][1]["value"]["granted"]["epoch"],
+            json(&c.evidence)["history"]["events"][1]["value"]["granted"]["epoch"],
             4
         );
         // The re-run keeps its shape.
@@ -199,16 +203,16 @@ fn a_failed_check_s_evidence_holds_the_events_of_what_it_lost() {
     // A check that passed, or failed about nothing a request names, has
     // no history.
     assert_eq!(v[NEXT_TAKE.id].verdict, Verdict::Pass);
-    assert!(v[NEXT_TAKE.id].evidence.get("history").is_none());
+    assert!(json(&v[NEXT_TAKE.id].evidence).get("history").is_none());
     let v = verdicts(&quiet, &shown, &quiet, &shown);
-    assert!(v[EPOCHS.id].evidence.get("history").is_none());
+    assert!(json(&v[EPOCHS.id].evidence).get("history").is_none());
     let bare = series(
         vec![round(1, 1, Some((Kept::Claims, "the queue: no")))],
         None,
     );
     let v = verdicts(&bare, &shown, &quiet, &shown);
     assert_eq!(v[CLAIMS.id].verdict, Verdict::Fail);
-    assert!(v[CLAIMS.id].evidence.get("history").is_none());
+    assert!(json(&v[CLAIMS.id].evidence).get("history").is_none());
 }
 
 #[test]
@@ -230,8 +234,8 @@ fn a_store_that_lost_nothing_beside_a_reference_that_lost_passes_the_demonstrati
             "{id}: {}",
             c.reason
         );
-        assert_eq!(c.evidence["reference"]["lost"], 6, "{id}");
-        assert_eq!(c.evidence["store"]["lost"], 0, "{id}");
+        assert_eq!(json(&c.evidence)["reference"]["lost"], 6, "{id}");
+        assert_eq!(json(&c.evidence)["store"]["lost"], 0, "{id}");
     }
 }
 
@@ -450,7 +454,7 @@ fn the_docker_backend_check_has_a_verdict_for_each_way_the_kills_ran() {
     let warn = docker_backend_check(
         Some("Docker is not available (cannot connect)"),
         BackendChoice::Auto,
-        Value::Null,
+        Evidence::None,
     );
     assert_eq!(warn.verdict, Verdict::Warn);
     assert!(
@@ -459,11 +463,11 @@ fn the_docker_backend_check_has_a_verdict_for_each_way_the_kills_ran() {
         warn.reason
     );
     assert_eq!(
-        docker_backend_check(None, BackendChoice::Process, Value::Null).verdict,
+        docker_backend_check(None, BackendChoice::Process, Evidence::None).verdict,
         Verdict::Skipped
     );
     assert_eq!(
-        docker_backend_check(None, BackendChoice::Docker, Value::Null).verdict,
+        docker_backend_check(None, BackendChoice::Docker, Evidence::None).verdict,
         Verdict::Pass
     );
 }
@@ -537,4 +541,9 @@ async fn a_store_claiming_nothing_has_every_check_outside_the_claim_and_no_serve
         Figures::Crash(f) => assert_eq!(f.kills, 0),
         other => panic!("{other:?}"),
     }
+}
+
+/// Evidence as report.json shows it.
+fn json(e: &Evidence) -> Value {
+    serde_json::to_value(e).unwrap()
 }

@@ -2,10 +2,9 @@
 //! evidence every crash check carries.
 
 use harness::counterexample::{Counterexample, CrashTag};
+use harness::evidence::{DownServerEvidence, Evidence, KillsFoundEvidence};
 use harness::figures::CrashFigures;
-use harness::{CheckResult, CheckSpec, History, Verdict};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use harness::{CheckResult, CheckSpec, Verdict};
 
 use crate::verify::Kept;
 
@@ -13,63 +12,20 @@ use super::checks::DOCKER;
 use super::series::{series_figures, Probe, Series, PROBE_WAIT};
 use super::{BackendChoice, CrashConfig, CrashRerun, NAME};
 
-/// What a crash check saw, as its evidence: the figures of the kills it
-/// judged, and what it found (or the example of a loss shown).
-#[derive(Serialize)]
-#[serde(untagged)]
-pub(super) enum Evidence<F: Serialize> {
-    /// A check that lists what broke, with the history of the first kill
-    /// where it broke (only about what was lost there).
-    Found {
-        figures: F,
-        found: Vec<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        history: Option<KillHistory>,
-    },
-    /// A demonstration of loss: the reference store's figures (which decide
-    /// it), the store's beside them, and the reference's loss shown first.
-    Demonstration {
-        reference: F,
-        store: F,
-        example: Option<String>,
-    },
-    /// Figures alone.
-    Figures { figures: F },
-}
+pub use harness::evidence::KillHistory;
 
-/// A part of one kill's history in a failed check's evidence: `kill` and
-/// the `events` (the [`History`] shape) of the requests about the first
-/// trees, children or providers the check found lost in that kill, each
-/// event keeping its index in the kill's whole history.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct KillHistory {
-    /// The kill, from 1.
-    pub kill: usize,
-    /// Its events about what was lost.
-    #[serde(flatten)]
-    pub history: History,
-}
-
-impl KillHistory {
-    /// The events of the first kill of `s` with a finding of `check` (of
-    /// any check: `None`) about what it found; `None` when there are none.
-    pub(super) fn first(s: &Series, check: Option<Kept>) -> Option<KillHistory> {
-        let round = s.rounds.iter().find(|r| match check {
-            Some(k) => !r.of(k).is_empty(),
-            None => !r.findings.is_empty(),
-        })?;
-        let history = round.history_of(check);
-        (!history.events.is_empty()).then_some(KillHistory {
-            kill: round.figures.kill,
-            history,
-        })
-    }
-}
-
-impl<F: Serialize> Evidence<F> {
-    pub(super) fn value(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
-    }
+/// The events of the first kill of `s` with a finding of `check` (of any
+/// check: `None`) about what it found; `None` when there are none.
+pub(super) fn first_kill_history(s: &Series, check: Option<Kept>) -> Option<KillHistory> {
+    let round = s.rounds.iter().find(|r| match check {
+        Some(k) => !r.of(k).is_empty(),
+        None => !r.findings.is_empty(),
+    })?;
+    let history = round.history_of(check);
+    (!history.events.is_empty()).then_some(KillHistory {
+        kill: round.figures.kill,
+        history,
+    })
 }
 
 /// How a check over one series words its verdict.
@@ -83,7 +39,7 @@ pub(super) struct Judgement<'a> {
     pub(super) fail: String,
     /// Why no kill ran, when none was asked for.
     pub(super) none_asked: &'a str,
-    pub(super) evidence: Value,
+    pub(super) evidence: Evidence,
     /// The re-run attached to a failure.
     pub(super) rerun: Option<Counterexample>,
     /// The verdict and reason when every kill ran and found nothing, but
@@ -146,7 +102,7 @@ pub(super) fn judge(j: Judgement<'_>) -> CheckResult {
 pub fn docker_backend_check(
     fallback: Option<&str>,
     choice: BackendChoice,
-    evidence: Value,
+    evidence: Evidence,
 ) -> CheckResult {
     let (verdict, reason) = match (fallback, choice) {
         (Some(e), _) => (
@@ -320,12 +276,11 @@ impl Findings<'_> {
             pass: format!("{what} after each of {sigkills}: {figures}{in_kills}"),
             fail,
             none_asked: "not run: no kill was asked for (--kills 0)",
-            evidence: Evidence::Found {
+            evidence: Evidence::KillsFound(Box::new(KillsFoundEvidence {
                 figures: series_figures(s),
                 found: found.clone(),
-                history: KillHistory::first(s, Some(kept)),
-            }
-            .value(),
+                history: first_kill_history(s, Some(kept)),
+            })),
             rerun: self.rerun(&found),
             found,
             nothing_judged,
@@ -403,12 +358,12 @@ impl Findings<'_> {
                 s.probes.len()
             ),
             none_asked: "not run: no kill was asked for (--kills 0)",
-            evidence: serde_json::json!({
-                "probes": s.probes.len(),
-                "refused": refused,
-                "silent": silent,
-                "acknowledged": found.len(),
-                "server_up": server_up,
+            evidence: Evidence::DownServer(DownServerEvidence {
+                probes: s.probes.len(),
+                refused,
+                silent,
+                acknowledged: found.len(),
+                server_up,
             }),
             rerun: self.rerun(&found),
             found,

@@ -40,9 +40,9 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use harness::contract::Contract;
+use harness::evidence::{Evidence, ReplayedEvidence};
 use harness::figures::{FaultsFigures, Figures};
 use harness::{CheckResult, CheckSpec, Progress, Subject, Suite, SuiteError, SuiteRun, Verdict};
-use serde_json::{json, Value};
 
 use self::roles::layouts;
 use self::verdicts::{judge, judge_full_server, Judged};
@@ -144,7 +144,7 @@ impl Suite for FaultsSuite {
                 None => Judged {
                     verdict: Verdict::Unknown,
                     reason: "not a check of the faults suite".into(),
-                    evidence: Value::Null,
+                    evidence: Evidence::None,
                     failing: None,
                     violations: Vec::new(),
                 },
@@ -223,7 +223,10 @@ impl Suite for FaultsSuite {
                     first.reason
                 ),
             );
-            result.evidence = json!({"saved": first.evidence, "again": second.evidence});
+            result.evidence = Evidence::Replayed(Box::new(ReplayedEvidence {
+                saved: first.evidence,
+                again: second.evidence,
+            }));
             return Ok(result);
         }
         let run = self

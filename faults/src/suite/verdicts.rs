@@ -5,9 +5,11 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use harness::contract::Contract;
+use harness::evidence::{
+    Evidence, FaultDetail, FaultLayout, FullServerEvidence, LinearizableDetail,
+};
 use harness::figures::WorkloadFigures;
 use harness::{EventKind, Happened, History, Verdict};
-use serde_json::{json, Value};
 
 use harness::violation::Violation;
 
@@ -83,7 +85,7 @@ pub(super) fn figures_of(
 pub(super) struct Judged {
     pub(super) verdict: Verdict,
     pub(super) reason: String,
-    pub(super) evidence: Value,
+    pub(super) evidence: Evidence,
     pub(super) failing: Option<usize>,
     /// The failing workload's violations (the first failing layout's), each
     /// naming events of its history.
@@ -93,7 +95,7 @@ pub(super) struct Judged {
 pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
     let spec = check.spec();
     let mut parts = Vec::new();
-    let mut evidence = Vec::new();
+    let mut layouts = Vec::new();
     let mut failing = None;
     let mut violations = Vec::new();
     let mut unknown = Vec::new();
@@ -169,7 +171,13 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
                 (
                     bad.is_empty(),
                     undecided,
-                    json!({"not_linearizable": bad, "trees": v.trees.len()}),
+                    FaultDetail::Linearizable(LinearizableDetail {
+                        not_linearizable: bad
+                            .iter()
+                            .map(|(tree, t)| ((*tree).clone(), (*t).clone()))
+                            .collect(),
+                        trees: v.trees.len(),
+                    }),
                     format!("{} trees, {} not linearizable", v.trees.len(), bad.len()),
                     bad.iter()
                         .filter_map(|(tree, t)| blame::of_tree(tree, t))
@@ -186,7 +194,7 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
                 (
                     v.holds(),
                     false,
-                    json!(v),
+                    FaultDetail::Children(v.clone()),
                     format!(
                         "{} children acknowledged, {} ambiguous, {} violations",
                         v.acknowledged,
@@ -230,7 +238,7 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
                     .iter()
                     .map(|x| blame::of_fencing(x, &ops))
                     .collect();
-                (v.holds(), false, json!(v), summary, found)
+                (v.holds(), false, FaultDetail::Fencing(v), summary, found)
             }
             WorkloadCheck::RateBounds => {
                 let v = rate_bounds::check(&run.history);
@@ -246,7 +254,7 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
                 (
                     v.holds(),
                     false,
-                    json!(v),
+                    FaultDetail::Rate(v.clone()),
                     format!(
                         "{} violations, {} unknown outcomes counted both ways; {pause_rule}",
                         v.violations.len(),
@@ -316,14 +324,14 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
             "{layout} layout: {summary}; faults that met its operations: {}",
             met_by_kind.join(", ")
         ));
-        evidence.push(json!({
-            "layout": layout,
-            "holds": holds,
-            "detail": detail,
-            "faults_met": met,
-            "not_recovered": stuck,
-            "figures": run.figures,
-        }));
+        layouts.push(FaultLayout {
+            layout: layout.to_string(),
+            holds,
+            detail,
+            faults_met: met,
+            not_recovered: stuck,
+            figures: run.figures.clone(),
+        });
     }
     let reason = parts
         .iter()
@@ -331,7 +339,7 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
         .cloned()
         .collect::<Vec<_>>()
         .join("; ");
-    let evidence = Value::Array(evidence);
+    let evidence = Evidence::FaultLayouts(layouts);
     if failing.is_none() && unknown.is_empty() && parts.is_empty() && !skipped.is_empty() {
         return Judged {
             verdict: Verdict::Skipped,
@@ -384,7 +392,10 @@ pub(super) fn judge_full_server(
         return Judged {
             verdict: Verdict::Unknown,
             reason: "no write was refused with store_full: the server did not fill, so the check could not be decided".into(),
-            evidence: json!({"found": v, "history": history}),
+            evidence: Evidence::FullServer(Box::new(FullServerEvidence {
+                found: v,
+                history: history.clone(),
+            })),
             failing: None,
             violations: Vec::new(),
         };
@@ -407,7 +418,10 @@ pub(super) fn judge_full_server(
         verdict,
         reason,
         violations: v.violations.iter().map(blame::of_full_server).collect(),
-        evidence: json!({"found": v, "history": history}),
+        evidence: Evidence::FullServer(Box::new(FullServerEvidence {
+            found: v,
+            history: history.clone(),
+        })),
         failing: None,
     }
 }

@@ -356,7 +356,7 @@ fn attention(report: &Report) -> String {
             .counterexample
             .as_ref()
             .and_then(Counterexample::history)
-            .or(recorded.as_ref());
+            .or(recorded);
         let window = match violated {
             Some(history) if c.id.starts_with("faults.") => {
                 timeline::faults_detail(&c.id, &c.violations, history)
@@ -365,7 +365,7 @@ fn attention(report: &Report) -> String {
         };
         if !window.is_empty() {
             h.push_str(&window);
-        } else if let Some(t) = trace::Trace::of(recorded.as_ref(), c.counterexample.as_ref()) {
+        } else if let Some(t) = trace::Trace::of(recorded, c.counterexample.as_ref()) {
             h.push_str(&trace::render(&t, &c.id));
         }
         if c.counterexample.is_some() {
@@ -382,7 +382,7 @@ fn attention(report: &Report) -> String {
                 escape(&c.reason)
             ));
         }
-        let calls = recorded.as_ref().map_or(String::new(), timeline);
+        let calls = recorded.map_or(String::new(), timeline);
         if !calls.is_empty() && !c.id.starts_with("faults.") {
             h.push_str(&format!(
                 "<details><summary>the calls, one row each</summary><div class=\"scroll\">{calls}</div></details>"

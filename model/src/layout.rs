@@ -1,12 +1,10 @@
-//! The layout model: which backend each store is on, read from TOML.
+//! Layouts: which backend each store is on (docs/CONTRACTS.md §1.5). The
+//! data and its names; `layout` reads it from TOML and judges it.
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-
-use crate::error::LayoutError;
 
 /// A store a layout places on a backend (docs/CONTRACTS.md §1.5). The order is
 /// the report's and the error lines' order.
@@ -67,7 +65,8 @@ impl Store {
     }
 
     /// The store names joined for a message: `lease, queue, ...`.
-    pub(crate) fn all_names() -> String {
+    /// Every store's name, comma-separated, in [`Store`] order.
+    pub fn all_names() -> String {
         Store::ALL.map(Store::name).join(", ")
     }
 }
@@ -216,69 +215,7 @@ impl Layout {
         self.stores.iter().map(|(s, b)| (*s, b))
     }
 
-    /// Reads a layout from TOML text; `origin` names it in errors (a path,
-    /// or e.g. `<layout>`). Every error is one line naming the cause and fix.
-    pub fn from_toml_str(text: &str, origin: &str) -> Result<Layout, LayoutError> {
-        let origin = origin.to_string();
-        let table: toml::Table = toml::from_str(text).map_err(|e| LayoutError::Syntax {
-            origin: origin.clone(),
-            line: e
-                .span()
-                .map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1),
-            message: one_line(e.message()),
-        })?;
-        let mut stores = None;
-        for (key, value) in table {
-            if key != "stores" {
-                return Err(LayoutError::UnknownKey { origin, key });
-            }
-            match value {
-                toml::Value::Table(t) => stores = Some(t),
-                other => {
-                    return Err(LayoutError::StoresNotATable {
-                        origin,
-                        found: other.type_str().to_string(),
-                    })
-                }
-            }
-        }
-        let stores = stores.ok_or_else(|| LayoutError::NoStores {
-            origin: origin.clone(),
-        })?;
-        let mut layout = Layout::empty();
-        for (name, value) in stores {
-            let store = Store::from_name(&name).ok_or_else(|| LayoutError::UnknownStore {
-                origin: origin.clone(),
-                name: name.clone(),
-            })?;
-            let backend =
-                value
-                    .as_str()
-                    .and_then(Backend::named)
-                    .ok_or_else(|| LayoutError::BadBackend {
-                        origin: origin.clone(),
-                        store,
-                        found: one_line(&value.to_string()),
-                    })?;
-            layout = layout.with(store, backend);
-        }
-        if layout.stores.is_empty() {
-            return Err(LayoutError::NoStores { origin });
-        }
-        Ok(layout)
-    }
-
-    /// Reads the layout file at `path`.
-    pub fn from_file(path: &Path) -> Result<Layout, LayoutError> {
-        let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| LayoutError::Read {
-            origin: origin.clone(),
-            message: e.to_string(),
-        })?;
-        Layout::from_toml_str(&text, &origin)
-    }
-
-    /// The layout as TOML, as [`Layout::from_toml_str`] reads it back.
+    /// The layout as TOML, as `layout::LayoutFile::from_toml_str` reads it back.
     pub fn to_toml(&self) -> String {
         let mut out = String::from("[stores]\n");
         for (store, backend) in self.stores() {
@@ -297,9 +234,4 @@ impl fmt::Display for Layout {
         let parts: Vec<String> = self.stores().map(|(s, b)| format!("{s}={b}")).collect();
         f.write_str(&parts.join(" "))
     }
-}
-
-/// `text` with its lines joined, so that every error stays one line.
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
