@@ -58,6 +58,27 @@ pub struct NemesisNote {
     pub ending: Option<String>,
 }
 
+impl EventKind {
+    /// Its word in the report: `invoke`, `ok`, `fail`, `info` or `nemesis`.
+    pub fn word(self) -> &'static str {
+        match self {
+            EventKind::Invoke => "invoke",
+            EventKind::Ok => "ok",
+            EventKind::Fail => "fail",
+            EventKind::Info => "info",
+            EventKind::Nemesis => "nemesis",
+        }
+    }
+}
+
+impl NemesisNote {
+    /// The instance the fault targets, by name (`a`, `b`, …); `None` for a
+    /// fault of the whole server.
+    pub fn instance_name(&self) -> Option<&str> {
+        self.fault.get("instance_name").and_then(Value::as_str)
+    }
+}
+
 /// What an event says happened.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Happened {

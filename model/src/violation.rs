@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::contract::{Call, Reply, Request};
+
 /// One violation a checker found in a history (Jepsen's anomaly, with the
 /// operations involved).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,6 +48,20 @@ impl Named {
             what: what.to_string(),
             name: name.to_string(),
         }
+    }
+
+    /// Whether an operation is about this thing: its request names it
+    /// ([`Request::subjects`]), or its reply does (a claim's child). A
+    /// call that does not parse names nothing.
+    pub fn is_named_by(&self, call: &Call, reply: Option<&Reply>) -> bool {
+        let by_request = Request::parse(call).is_ok_and(|r| {
+            r.subjects()
+                .iter()
+                .any(|(what, name)| *what == self.what && *name == self.name)
+        });
+        let by_reply = matches!(reply, Some(Reply::Claimed { child, .. })
+            if self.what == "child" && *child == self.name);
+        by_request || by_reply
     }
 }
 

@@ -261,6 +261,32 @@ impl Request {
         }
     }
 
+    /// What the request is about, as a violation names it: `("tree", id)`,
+    /// `("child", id)`, `("provider", id)`, and a fenced call's `("call",
+    /// id)` beside its tree. A claim names no child (its reply does).
+    pub fn subjects(&self) -> Vec<(&'static str, &str)> {
+        match self {
+            Request::LeaseTake { tree, .. }
+            | Request::LeaseRenew { tree, .. }
+            | Request::LeaseRelease { tree, .. }
+            | Request::LeaseRead { tree }
+            | Request::LeaseKeepExecution { tree, .. }
+            | Request::LeaseKeptExecutions { tree }
+            | Request::EffectApply { tree, .. } => vec![("tree", tree)],
+            Request::CallBegin { tree, call, .. } => vec![("tree", tree), ("call", call)],
+            Request::CallFinish { call, .. } => vec![("call", call)],
+            Request::QueueSave { child, .. }
+            | Request::QueueComplete { child, .. }
+            | Request::QueueRead { child } => vec![("child", child)],
+            Request::QueueClaim { .. } => Vec::new(),
+            Request::RateAcquireSlot { provider, .. }
+            | Request::RateReleaseSlot { provider, .. }
+            | Request::RateHit { provider, .. }
+            | Request::RatePause { provider, .. }
+            | Request::RateRead { provider } => vec![("provider", provider)],
+        }
+    }
+
     /// The contract this operation belongs to.
     pub fn contract(&self) -> Contract {
         Contract::of_op(self.op()).unwrap_or(Contract::Lease)

@@ -12,9 +12,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use model::violation::Violation;
-use model::{EventKind, History, NemesisPhase};
-use serde_json::Value;
+use model::contract::{Call, Reply};
+use model::violation::{Named, Violation};
+use model::{Event, EventKind, Happened, History, NemesisPhase};
 
 use super::trace::{self, short, Trace, WindowFault};
 use crate::escape;
@@ -40,9 +40,9 @@ pub(crate) struct Blame {
     pub related: Vec<usize>,
     /// The breaking instants: a red line at each.
     pub instants: Vec<usize>,
-    /// The window keeps only operations whose arguments or answer name
-    /// this key and value (e.g. `tree` = `t1`), besides the blamed ones.
-    pub about: Option<(String, String)>,
+    /// The window keeps only operations about this thing (e.g. tree
+    /// `t1`), besides the blamed ones.
+    pub about: Option<Named>,
     /// What the instants mean, one short phrase (e.g. "no order explains
     /// the reply").
     pub instant_label: String,
@@ -54,8 +54,10 @@ struct Op {
     invoke: usize,
     /// The completion event, if any came.
     done: Option<usize>,
-    args: Value,
-    answer: Value,
+    /// The request as sent, and its arguments as shown.
+    call: Call,
+    /// The reply, when the store answered one.
+    reply: Option<Reply>,
 }
 
 impl Op {
@@ -63,11 +65,8 @@ impl Op {
         self.done.unwrap_or(self.invoke)
     }
 
-    fn names(&self, key: &str, value: &str) -> bool {
-        let is = |v: &Value| v.get(key).and_then(Value::as_str) == Some(value);
-        is(&self.args)
-            || is(&self.answer)
-            || self.answer.as_object().is_some_and(|m| m.values().any(is))
+    fn is_about(&self, named: &Named) -> bool {
+        named.is_named_by(&self.call, self.reply.as_ref())
     }
 }
 
@@ -82,48 +81,37 @@ struct Fault {
     ending: String,
 }
 
-/// The operations of `events`, paired by the checkers' own pairing
-/// ([`model::history::pair_operations`]).
-fn operations(events: &[(model::Event, Value)]) -> Vec<Op> {
-    model::history::pair_operations(events, |(e, _)| {
-        (model::history::Role::of(e.kind()), e.instance.as_str())
-    })
-    .into_iter()
-    .map(|p| {
-        let (invoke, flat) = &events[p.invoke];
-        let done = p.completion.map(|c| &events[c]);
-        Op {
-            invoke: invoke.index,
-            done: done.map(|(e, _)| e.index),
-            args: flat["value"].clone(),
-            answer: done.map_or(Value::Null, |(_, f)| f["value"].clone()),
-        }
-    })
-    .collect()
+/// The operations of `history`, paired by the checkers' own pairing
+/// ([`History::operations`]).
+fn operations(history: &History) -> Vec<Op> {
+    history
+        .operations()
+        .into_iter()
+        .map(|o| Op {
+            invoke: o.invoke.index,
+            done: o.completion.map(|c| c.index),
+            call: o.call.clone(),
+            reply: o.reply().cloned(),
+        })
+        .collect()
 }
 
 /// Pairs each fault's start with the next end of the same fault.
-fn faults(events: &[(model::Event, Value)]) -> Vec<Fault> {
+fn faults(history: &History) -> Vec<Fault> {
     let mut out: Vec<Fault> = Vec::new();
-    for (e, flat) in events {
-        if e.kind() != EventKind::Nemesis {
+    for e in &history.events {
+        let Happened::Nemesis { op, note } = &e.what else {
             continue;
-        }
-        let note = &flat["value"];
-        let name = e
-            .op()
-            .strip_prefix("nemesis.")
-            .unwrap_or(e.op())
-            .to_string();
-        let lane = note["fault"]["instance_name"].as_str().map(str::to_string);
-        let phase: Option<NemesisPhase> = serde_json::from_value(note["phase"].clone()).ok();
-        if phase == Some(NemesisPhase::End) {
+        };
+        let name = op.strip_prefix("nemesis.").unwrap_or(op).to_string();
+        let lane = note.instance_name().map(str::to_string);
+        if note.phase == NemesisPhase::End {
             if let Some(f) = out
                 .iter_mut()
                 .find(|f| f.end.is_none() && f.name == name && f.lane == lane)
             {
                 f.end = Some(e.index);
-                f.ending = note["ending"].as_str().unwrap_or("").to_string();
+                f.ending = note.ending.clone().unwrap_or_default();
                 continue;
             }
         }
@@ -202,7 +190,7 @@ fn window(all_ops: &[Op], all_faults: &[Fault], blame: &Blame) -> Option<Window>
             let op = &all_ops[*i];
             !chosen.contains(i)
                 && distance(op, lo, hi) <= RADIUS
-                && blame.about.as_ref().is_none_or(|(k, v)| op.names(k, v))
+                && blame.about.as_ref().is_none_or(|n| op.is_about(n))
         })
         .collect();
     nearby.sort_by_key(|i| (distance(&all_ops[*i], lo, hi), *i));
@@ -270,20 +258,16 @@ fn window(all_ops: &[Op], all_faults: &[Fault], blame: &Blame) -> Option<Window>
 /// of the window's events (in a disclosure) lists the same events. Empty
 /// when the blame names no event of the history.
 pub(crate) fn render(history: &History, blame: &Blame, id: &str) -> String {
-    let events: Vec<(model::Event, Value)> = history
-        .events
-        .iter()
-        .map(|e| (e.clone(), serde_json::to_value(e).unwrap_or(Value::Null)))
-        .collect();
-    let all_ops = operations(&events);
-    let all_faults = faults(&events);
+    let events = &history.events;
+    let all_ops = operations(history);
+    let all_faults = faults(history);
     let Some(w) = window(&all_ops, &all_faults, blame) else {
         return String::new();
     };
     let about = blame
         .about
         .as_ref()
-        .map(|(k, v)| format!(", {k} {v}"))
+        .map(|n| format!(", {} {}", n.what, n.name))
         .unwrap_or_default();
     let summary = format!(
         "events {}–{} of {}{about}: {} ({} blamed, outlined in red), {}{}",
@@ -311,16 +295,13 @@ pub(crate) fn render(history: &History, blame: &Blame, id: &str) -> String {
         .flat_map(|o| [Some(o.invoke), o.done])
         .flatten()
         .collect();
-    let steps: Vec<Value> = w
+    let steps: Vec<(&Event, bool)> = w
         .events
         .iter()
         .filter_map(|i| events.get(*i))
-        .map(|(e, flat)| {
-            let mut flat = flat.clone();
-            if !op_events.contains(&e.index) && e.kind() != EventKind::Nemesis {
-                flat["kind"] = Value::String("mark".into());
-            }
-            flat
+        .map(|e| {
+            let mark = !op_events.contains(&e.index) && e.kind() != EventKind::Nemesis;
+            (e, mark)
         })
         .collect();
     let faults: Vec<WindowFault> = w
@@ -348,17 +329,17 @@ pub(crate) fn render(history: &History, blame: &Blame, id: &str) -> String {
     format!(
         "{}<details><summary>the window's events, one row each</summary><div class=\"scroll\">{}</div></details>",
         trace::render(&t, id),
-        table(&w, &events)
+        table(&w, events)
     )
 }
 
 /// The window's events, one row each, like the explorer's step table; the
 /// blamed operations' rows and the breaking instants' rows marked.
-fn table(w: &Window, events: &[(model::Event, Value)]) -> String {
+fn table(w: &Window, events: &[Event]) -> String {
     let mut rows: BTreeMap<usize, (bool, String)> = BTreeMap::new();
     for o in &w.ops {
         let blamed = w.blamed.contains(&o.invoke);
-        rows.insert(o.invoke, (blamed, short(&o.args, 70)));
+        rows.insert(o.invoke, (blamed, short(&o.call.args, 70)));
         if let Some(d) = o.done {
             rows.insert(d, (blamed, String::new()));
         }
@@ -374,7 +355,7 @@ fn table(w: &Window, events: &[(model::Event, Value)]) -> String {
         "<table class=\"window\"><tr><th>event</th><th>server ms</th><th>instance</th><th>kind</th><th>op</th><th>arguments</th><th>answer</th></tr>",
     );
     for (i, (blamed, args)) in &rows {
-        let Some((e, flat)) = events.get(*i) else {
+        let Some(e) = events.get(*i) else {
             continue;
         };
         let class = if *blamed || w.instants.contains(i) {
@@ -382,17 +363,14 @@ fn table(w: &Window, events: &[(model::Event, Value)]) -> String {
         } else {
             ""
         };
-        let kind = flat["kind"].as_str().unwrap_or("");
-        let answer = match e.kind() {
-            EventKind::Invoke => String::new(),
-            EventKind::Nemesis => {
-                let v = &flat["value"];
-                match v["ending"].as_str() {
-                    Some(ending) => ending.to_string(),
-                    None => format!("start {}", short(&v["fault"], 60)),
-                }
-            }
-            _ => short(&flat["value"], 70),
+        let kind = e.kind().word();
+        let answer = match &e.what {
+            Happened::Invoke(_) => String::new(),
+            Happened::Nemesis { note, .. } => match &note.ending {
+                Some(ending) => ending.clone(),
+                None => format!("start {}", short(&note.fault, 60)),
+            },
+            other => short(&other.value(), 70),
         };
         h.push_str(&format!(
             "<tr{class}><td>{i}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td><code>{}</code></td></tr>",
@@ -415,7 +393,7 @@ fn blame_of_violation(check: &str, v: &Violation, ops: &[Op]) -> Blame {
     let mut b = Blame {
         blamed: v.blamed.clone(),
         related: v.related.clone(),
-        about: v.about.as_ref().map(|n| (n.what.clone(), n.name.clone())),
+        about: v.about.clone(),
         ..Blame::default()
     };
     if let Some(at) = v.at_event {
@@ -445,12 +423,7 @@ fn blame_of_violation(check: &str, v: &Violation, ops: &[Op]) -> Blame {
 /// failing history around the first of its `violations` that names
 /// something in it, or empty when there is none to draw.
 pub(crate) fn faults_detail(check: &str, violations: &[Violation], history: &History) -> String {
-    let flat: Vec<(model::Event, Value)> = history
-        .events
-        .iter()
-        .map(|e| (e.clone(), serde_json::to_value(e).unwrap_or(Value::Null)))
-        .collect();
-    let ops = operations(&flat);
+    let ops = operations(history);
     let short_id = check.strip_prefix("faults.").unwrap_or(check);
     for v in violations {
         let blame = blame_of_violation(short_id, v, &ops);

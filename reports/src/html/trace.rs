@@ -27,8 +27,10 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use model::contract::{Reply, Request, StoreError};
 use model::counterexample::{Counterexample, ExplorerStep, RaceCounterexample};
-use model::History;
+use model::history::Role;
+use model::{Event, Happened, History, NemesisPhase};
 
 use crate::escape;
 
@@ -81,12 +83,20 @@ struct Grant {
 struct Operation {
     lane: String,
     name: String,
+    /// The arguments as shown.
     args: Value,
+    /// The request, when the call parses (the lease's tree, ttl and epoch
+    /// are read from it).
+    request: Option<Request>,
     from: usize,
     /// The slot of its answer; `None`: no answer came.
     to: Option<usize>,
     end: End,
+    /// The answer as shown.
     answer: Value,
+    /// The answer read: a reply or the store's error (`None`: none came,
+    /// or it does not read).
+    outcome: Option<Result<Reply, StoreError>>,
     grant: Option<Grant>,
     /// The Redis commands it sent, at their slots (take races only).
     commands: Vec<(usize, String)>,
@@ -149,18 +159,24 @@ pub(crate) struct Trace {
     note: Option<&'static str>,
 }
 
-/// What a history event in the report's JSON is to the checkers' pairing
-/// ([`model::history::pair_operations`]), and its instance: `invoke`
-/// starts an operation, `ok`/`fail`/`info` end one, anything else (a
-/// nemesis event, a mark) is no operation's.
-pub(crate) fn role_of(e: &Value) -> (model::history::Role, &str) {
-    use model::history::Role;
-    let role = match e["kind"].as_str().unwrap_or("") {
-        "invoke" => Role::Invoke,
-        "ok" | "fail" | "info" => Role::Completion,
-        _ => Role::Other,
-    };
-    (role, e["instance"].as_str().unwrap_or(""))
+/// A history event on a trace's axis: `true` when it only marks a step
+/// (an event of an operation not drawn, a fault drawn from elsewhere).
+pub(crate) type AxisEvent<'a> = (&'a Event, bool);
+
+/// What an axis event is to the checkers' pairing
+/// ([`model::history::pair_operations`]): a mark is no operation's.
+fn role_of<'b>(step: &'b AxisEvent<'_>) -> (Role, &'b str) {
+    let (e, mark) = step;
+    if *mark {
+        (Role::Other, "")
+    } else {
+        (Role::of(e.kind()), e.instance.as_str())
+    }
+}
+
+/// Every event of `history` on the axis, none a mere mark.
+fn on_axis(history: &History) -> Vec<AxisEvent<'_>> {
+    history.events.iter().map(|e| (e, false)).collect()
 }
 
 fn lane_of(lanes: &mut Vec<String>, name: &str) {
@@ -169,16 +185,33 @@ fn lane_of(lanes: &mut Vec<String>, name: &str) {
     }
 }
 
-/// The grant in `answer`, if it is one (a take's `granted`, or a renew's
-/// `renewed` with the epoch the call named), answered at `at` for `args`.
-fn grant_of(answer: &Value, args: &Value, invoked: Option<i64>, at: Option<i64>) -> Option<Grant> {
-    let (epoch, until, renewal) = if let Some(g) = answer.get("granted") {
-        (g["epoch"].as_i64()?, g["expires_at_ms"].as_i64()?, false)
-    } else {
-        let r = answer.get("renewed")?;
-        (args["epoch"].as_i64()?, r["expires_at_ms"].as_i64()?, true)
+/// The grant in `reply`, if it is one (a take's `granted`, or a renew's
+/// `renewed` with the epoch the request named), answered at `at` for
+/// `request` (when the call parsed), invoked at `invoked`.
+fn grant_of(
+    reply: &Reply,
+    request: Option<&Request>,
+    invoked: Option<i64>,
+    at: Option<i64>,
+) -> Option<Grant> {
+    let (tree, ttl, renewed_epoch) = match request {
+        Some(Request::LeaseTake { tree, ttl_ms, .. }) => (Some(tree), Some(*ttl_ms), None),
+        Some(Request::LeaseRenew {
+            tree,
+            ttl_ms,
+            epoch,
+            ..
+        }) => (Some(tree), Some(*ttl_ms), Some(*epoch)),
+        _ => (None, None, None),
     };
-    let ttl = args["ttl_ms"].as_i64();
+    let (epoch, until, renewal) = match reply {
+        Reply::Granted {
+            epoch,
+            expires_at_ms,
+        } => (*epoch, *expires_at_ms, false),
+        Reply::Renewed { expires_at_ms } => (renewed_epoch?, *expires_at_ms, true),
+        _ => return None,
+    };
     let from = at.or_else(|| ttl.map(|t| until - t))?;
     let promised_until = match (invoked, ttl) {
         (Some(i), Some(t)) if i + t != until => Some(i + t),
@@ -189,11 +222,34 @@ fn grant_of(answer: &Value, args: &Value, invoked: Option<i64>, at: Option<i64>)
         from,
         until,
         promised_until,
-        tree: args["tree"].as_str().map(str::to_string),
+        tree: tree.cloned(),
         renewal,
         released_at: None,
         maybe_released_at: None,
     })
+}
+
+/// A recorded answer (a reply, or `{"error": …}`) read back; `None` when
+/// it is neither.
+fn outcome_of(answer: &Value) -> Option<Result<Reply, StoreError>> {
+    #[derive(serde::Deserialize)]
+    struct Refusal {
+        error: StoreError,
+    }
+    if let Ok(reply) = serde_json::from_value::<Reply>(answer.clone()) {
+        return Some(Ok(reply));
+    }
+    serde_json::from_value::<Refusal>(answer.clone())
+        .ok()
+        .map(|r| Err(r.error))
+}
+
+/// The lease tree an operation is about, when its request names one.
+fn tree_of(request: Option<&Request>) -> Option<&str> {
+    request?
+        .subjects()
+        .into_iter()
+        .find_map(|(what, name)| (what == "tree").then_some(name))
 }
 
 impl Grant {
@@ -222,8 +278,7 @@ impl Trace {
             Some(Counterexample::Race(race)) => return Trace::of_race(race),
             Some(cx) => {
                 if let Some(history) = cx.history().filter(|h| !h.events.is_empty()) {
-                    let events = serde_json::to_value(&history.events).ok()?;
-                    return Trace::of_history(events.as_array()?, "schedule");
+                    return Trace::of_history(&on_axis(history), "schedule");
                 }
                 // An explorer counterexample written before it carried its
                 // history: its steps.
@@ -233,8 +288,7 @@ impl Trace {
             }
             None => {}
         }
-        let events = serde_json::to_value(&recorded?.events).ok()?;
-        Trace::of_history(events.as_array()?, "history")
+        Trace::of_history(&on_axis(recorded?), "history")
     }
 
     /// A take race: the commands of two calls in the order the server ran
@@ -278,19 +332,26 @@ impl Trace {
             let from = cmds.first().map(|(s, _)| *s).unwrap_or(0);
             let to = cmds.last().map(|(s, _)| *s);
             let answer = side.answer.clone();
-            let grant = grant_of(&answer, &call.args, None, None);
+            let request = Request::parse(call).ok();
+            let outcome = outcome_of(&answer);
+            let reply = outcome.clone().and_then(Result::ok);
+            let grant = reply
+                .as_ref()
+                .and_then(|r| grant_of(r, request.as_ref(), None, None));
             t.ops.push(Operation {
                 lane: name.to_string(),
                 name: call.op.clone(),
                 args: call.args.clone(),
+                request,
                 from,
                 to,
-                end: if answer.get("error").is_some() {
+                end: if matches!(outcome, Some(Err(_))) {
                     End::Refused
                 } else {
                     End::Ok
                 },
                 answer,
+                outcome,
                 grant,
                 commands: cmds,
                 blamed: false,
@@ -344,10 +405,12 @@ impl Trace {
                         lane: who.to_string(),
                         name: action.to_string(),
                         args: Value::Null,
+                        request: None,
                         from: slot,
                         to: None,
                         end: End::Unknown,
                         answer: Value::Null,
+                        outcome: None,
                         grant: None,
                         commands: Vec::new(),
                         blamed: false,
@@ -363,12 +426,14 @@ impl Trace {
                 let o = &mut t.ops[i];
                 o.to = Some(slot);
                 o.answer = answer.clone();
-                o.end = if o.answer.get("error").is_some() {
+                o.outcome = outcome_of(answer);
+                let reply = o.outcome.clone().and_then(Result::ok);
+                o.end = if matches!(o.outcome, Some(Err(_))) {
                     End::Refused
                 } else {
                     End::Ok
                 };
-                o.grant = grant_of(&o.answer, &o.args, None, server_ms);
+                o.grant = reply.and_then(|r| grant_of(&r, None, None, server_ms));
             }
         }
         if t.ops.is_empty() {
@@ -379,9 +444,10 @@ impl Trace {
         Some(t)
     }
 
-    /// A history of invocations and completions (the model's `History` as
-    /// JSON): one slot per event; the last completion is where it broke.
-    fn of_history(events: &[Value], source: &'static str) -> Option<Trace> {
+    /// A history of invocations and completions on the axis, one slot per
+    /// event; the last completion is where it broke. A mark is a step of
+    /// its own, no operation's and no fault's.
+    fn of_history(events: &[AxisEvent<'_>], source: &'static str) -> Option<Trace> {
         let mut t = Trace {
             source,
             ..Trace::default()
@@ -396,22 +462,22 @@ impl Trace {
             .collect();
         let mut open_faults: Vec<usize> = Vec::new();
         let mut last_completion = None;
-        for e in events {
+        for (e, mark) in events {
             let slot = t.slots.len();
-            let server_ms = e["server_ms"].as_i64();
+            let server_ms = e.server_ms;
             t.slots.push(Slot {
                 server_ms,
-                event: e["index"].as_u64().map(|i| i as usize),
+                event: Some(e.index),
             });
-            let who = e["instance"].as_str().unwrap_or("").to_string();
-            let op = e["op"].as_str().unwrap_or("").to_string();
-            match e["kind"].as_str().unwrap_or("") {
-                "nemesis" => {
-                    let name = op.strip_prefix("nemesis.").unwrap_or(&op).to_string();
-                    let lane = e["value"]["fault"]["instance_name"]
-                        .as_str()
-                        .map(str::to_string);
-                    if e["value"]["phase"] == "end" {
+            if *mark {
+                continue;
+            }
+            let who = e.instance.clone();
+            match &e.what {
+                Happened::Nemesis { op, note } => {
+                    let name = op.strip_prefix("nemesis.").unwrap_or(op).to_string();
+                    let lane = note.instance_name().map(str::to_string);
+                    if note.phase == NemesisPhase::End {
                         if let Some(k) = open_faults
                             .iter()
                             .position(|f| t.faults[*f].name == name && t.faults[*f].lane == lane)
@@ -430,27 +496,27 @@ impl Trace {
                         detail: String::new(),
                     });
                 }
-                "invoke" => {
+                Happened::Invoke(call) => {
                     lane_of(&mut t.lanes, &who);
                     if let Some(s) = server_ms {
-                        t.skews
-                            .entry(who.clone())
-                            .or_insert(e["clock_ms"].as_i64().unwrap_or(s) - s);
+                        t.skews.entry(who.clone()).or_insert(e.clock_ms - s);
                     }
                     t.ops.push(Operation {
                         lane: who,
-                        name: op,
-                        args: e["value"].clone(),
+                        name: call.op.clone(),
+                        args: call.args.clone(),
+                        request: Request::parse(call).ok(),
                         from: slot,
                         to: None,
                         end: End::Unknown,
                         answer: Value::Null,
+                        outcome: None,
                         grant: None,
                         commands: Vec::new(),
                         blamed: false,
                     });
                 }
-                kind @ ("ok" | "fail" | "info") => {
+                done => {
                     last_completion = Some(slot);
                     let Some(&i) = ends.get(&slot) else {
                         continue;
@@ -458,30 +524,37 @@ impl Trace {
                     let invoked = t.slots[t.ops[i].from].server_ms;
                     let o = &mut t.ops[i];
                     o.to = Some(slot);
-                    o.answer = e["value"].clone();
-                    o.end = match kind {
-                        "ok" => End::Ok,
-                        "fail" => End::Refused,
+                    o.answer = done.value();
+                    o.outcome = done.outcome();
+                    let reply = match done {
+                        Happened::Ok { reply, .. } => Some(reply),
+                        _ => None,
+                    };
+                    o.end = match done {
+                        Happened::Ok { .. } => End::Ok,
+                        Happened::Fail { .. } => End::Refused,
                         _ => End::Unknown,
                     };
-                    if o.end == End::Ok {
-                        o.grant = grant_of(&o.answer, &o.args, invoked, server_ms);
-                    }
+                    o.grant =
+                        reply.and_then(|r| grant_of(r, o.request.as_ref(), invoked, server_ms));
                     // A release answered ends the holder's interval of that
                     // tree: after it, another's grant is no overlap.
                     // A release of unknown outcome may have ended it from
                     // its invocation on: no overlap is claimed past that.
-                    let certain = o.end == End::Ok && o.answer.get("released").is_some();
+                    let certain = matches!(reply, Some(Reply::Released {}));
                     let maybe = o.end == End::Unknown && o.name.ends_with("release");
                     if certain || maybe {
-                        let (lane, tree) = (o.lane.clone(), o.args["tree"].clone());
+                        let lane = o.lane.clone();
+                        let tree = tree_of(o.request.as_ref()).map(str::to_string);
                         let at = if certain { server_ms } else { invoked };
                         if let (Some(at), Some(g)) = (
                             at,
                             t.ops
                                 .iter_mut()
                                 .rev()
-                                .filter(|p| p.lane == lane && p.args["tree"] == tree)
+                                .filter(|p| {
+                                    p.lane == lane && tree_of(p.request.as_ref()) == tree.as_deref()
+                                })
                                 .find_map(|p| p.grant.as_mut()),
                         ) {
                             if at < g.until && certain {
@@ -492,8 +565,6 @@ impl Trace {
                         }
                     }
                 }
-                // Any other kind is no operation's: a step of its own.
-                _ => {}
             }
         }
         if t.ops.is_empty() {
@@ -515,24 +586,18 @@ impl Trace {
     /// events in `instants` are the breaking instants, the first labelled
     /// `instant_label`. `summary` opens the caption.
     pub(crate) fn of_window(
-        events: &[Value],
+        events: &[AxisEvent<'_>],
         faults: &[WindowFault],
         blamed: &[usize],
         instants: &[usize],
         instant_label: &str,
         summary: String,
     ) -> Option<Trace> {
-        let marks: Vec<Value> = events
+        // A nemesis event only marks its step: its fault comes from
+        // `faults`, paired over the whole history.
+        let marks: Vec<AxisEvent<'_>> = events
             .iter()
-            .map(|e| {
-                let mut e = e.clone();
-                if e["kind"] == "nemesis" {
-                    // Its fault comes from `faults`, paired over the whole
-                    // history.
-                    e["kind"] = Value::String("mark".into());
-                }
-                e
-            })
+            .map(|(e, mark)| (*e, *mark || matches!(e.what, Happened::Nemesis { .. })))
             .collect();
         let mut t = Trace::of_history(&marks, "failing history")?;
         for o in &mut t.ops {
@@ -646,16 +711,14 @@ pub(super) fn short(v: &Value, max: usize) -> String {
 /// An answer's gist: the reply's variant (`granted`, `busy`) or error kind.
 fn gist(o: &Operation) -> String {
     match (o.end, o.to) {
-        (End::Ok, _) => o
-            .answer
-            .as_object()
-            .and_then(|m| m.keys().next().cloned())
-            .unwrap_or_else(|| short(&o.answer, 10)),
-        (End::Refused, _) => o.answer["kind"]
-            .as_str()
-            .or(o.answer["error"]["kind"].as_str())
-            .unwrap_or("refused")
-            .to_string(),
+        (End::Ok, _) => match &o.outcome {
+            Some(Ok(reply)) => reply.outcome().to_string(),
+            _ => short(&o.answer, 10),
+        },
+        (End::Refused, _) => match &o.outcome {
+            Some(Err(e)) => e.kind.name().to_string(),
+            _ => "refused".into(),
+        },
         (End::Unknown, Some(_)) => "unknown".into(),
         (End::Unknown, None) => "no answer".into(),
     }
@@ -1094,6 +1157,11 @@ pub(crate) const STYLE: &str = "svg.trace{min-width:560px}.trace text{font:11px 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A history read from its report.json shape, as the report reads it.
+    fn history(events: Value) -> History {
+        serde_json::from_value(json!({ "events": events })).unwrap()
+    }
     use serde_json::json;
 
     fn race() -> Counterexample {
@@ -1144,7 +1212,8 @@ mod tests {
             {"index": 3, "instance": "b", "kind": "ok", "op": "lease.take",
              "value": {"granted": {"epoch": 2, "expires_at_ms": 2000}}, "server_ms": 999, "clock_ms": 1000}
         ]);
-        let t = Trace::of_history(events.as_array().unwrap(), "schedule").unwrap();
+        let h = history(events);
+        let t = Trace::of_history(&on_axis(&h), "schedule").unwrap();
         assert_eq!(t.skews.get("b"), Some(&500));
         let b = t.grants()[1].1.clone();
         assert_eq!((b.from, b.until, b.promised_until), (999, 2000, Some(1500)));
@@ -1180,7 +1249,8 @@ mod tests {
             {"index": 5, "instance": "a", "kind": "ok", "op": "lease.renew",
              "value": {"renewed": {"expires_at_ms": 1500}}, "server_ms": 500, "clock_ms": 500}
         ]);
-        let t = Trace::of_history(events.as_array().unwrap(), "history").unwrap();
+        let h = history(events);
+        let t = Trace::of_history(&on_axis(&h), "history").unwrap();
         assert!(t.overlaps().is_empty(), "{:?}", t.overlaps());
         assert_eq!(t.grants().len(), 3);
         let h = render(&t, "x");
@@ -1204,7 +1274,8 @@ mod tests {
             {"index": 5, "instance": "b", "kind": "ok", "op": "lease.take",
              "value": {"granted": {"epoch": 2, "expires_at_ms": 1200}}, "server_ms": 200, "clock_ms": 200}
         ]);
-        let t = Trace::of_history(events.as_array().unwrap(), "history").unwrap();
+        let h = history(events);
+        let t = Trace::of_history(&on_axis(&h), "history").unwrap();
         assert!(t.overlaps().is_empty(), "{:?}", t.overlaps());
         let h = render(&t, "x");
         assert!(h.contains(">epoch 1 · 0–100 (released)</text>"), "{h}");
@@ -1222,9 +1293,10 @@ mod tests {
             {"index": 3, "instance": "b", "kind": "invoke", "op": "lease.read",
              "value": {}, "server_ms": 12, "clock_ms": 12},
             {"index": 4, "instance": "b", "kind": "info", "op": "lease.read",
-             "value": {"kind": "unavailable"}, "server_ms": 13, "clock_ms": 12}
+             "value": {"kind": "unavailable", "message": "reset"}, "server_ms": 13, "clock_ms": 12}
         ]);
-        let t = Trace::of_history(events.as_array().unwrap(), "history").unwrap();
+        let h = history(events);
+        let t = Trace::of_history(&on_axis(&h), "history").unwrap();
         assert_eq!(t.faults.len(), 1);
         assert_eq!((t.faults[0].from, t.faults[0].to), (1, Some(2)));
         let h = render(&t, "x");
@@ -1253,7 +1325,7 @@ mod tests {
                 "a",
                 "ok",
                 "lease.take",
-                json!({"busy": {"holder": "b", "epoch": 1}}),
+                json!({"busy": {"holder": "b", "epoch": 1, "expires_at_ms": 200}}),
             ),
             ev(
                 12,
@@ -1263,7 +1335,7 @@ mod tests {
                 json!({"phase": "start", "fault": {}}),
             ),
             // An event of an operation not drawn: only a step.
-            ev(13, "c", "ok", "lease.read", json!({"free": {}})),
+            ev(13, "c", "ok", "lease.read", json!({"lease": null})),
             ev(
                 15,
                 "nemesis",
@@ -1288,7 +1360,9 @@ mod tests {
                 ending: String::new(),
             },
         ];
-        let t = Trace::of_window(&events, &faults, &[10], &[13, 11], "broken", "w".into()).unwrap();
+        let h = history(json!(events));
+        let axis = on_axis(&h);
+        let t = Trace::of_window(&axis, &faults, &[10], &[13, 11], "broken", "w".into()).unwrap();
         assert_eq!(t.lanes, ["a", "b"]);
         assert_eq!(t.ops.len(), 1);
         assert!(t.ops[0].blamed);
@@ -1320,7 +1394,7 @@ mod tests {
             {"index": 2, "instance": "a", "kind": "invoke", "op": "lease.release",
              "value": {"holder": "a", "tree": "t", "epoch": 1}, "server_ms": 100, "clock_ms": 100},
             {"index": 3, "instance": "a", "kind": "info", "op": "lease.release",
-             "value": {"kind": "unavailable"}, "server_ms": 150, "clock_ms": 150},
+             "value": {"kind": "unavailable", "message": "reset"}, "server_ms": 150, "clock_ms": 150},
             {"index": 4, "instance": "b", "kind": "invoke", "op": "lease.take",
              "value": {"holder": "b", "tree": "t", "ttl_ms": 1000}, "server_ms": 200, "clock_ms": 200},
             {"index": 5, "instance": "b", "kind": "ok", "op": "lease.take",
@@ -1334,7 +1408,8 @@ mod tests {
             {"index": 9, "instance": "c", "kind": "ok", "op": "lease.take",
              "value": {"granted": {"epoch": 4, "expires_at_ms": 1400}}, "server_ms": 400, "clock_ms": 400}
         ]);
-        let t = Trace::of_history(events.as_array().unwrap(), "history").unwrap();
+        let h = history(events);
+        let t = Trace::of_history(&on_axis(&h), "history").unwrap();
         // a may have released at 100: only b and c are claimed, their two
         // touching spans one.
         assert_eq!(t.overlaps(), [(300, 1200, "b".into(), "c".into())]);
