@@ -12,8 +12,8 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
-use harness::store::redis::RedisStoreFactory;
 use harness::store::StoreFactory;
+use stores::redis::RedisStoreFactory;
 
 use crate::certify::{sized, MAX_THREADS};
 

@@ -27,7 +27,7 @@ pub(crate) struct MutateArgs {
     /// Sequences per generated conformance check.
     #[arg(long, default_value_t = conformance::DEFAULT_CASES)]
     cases: u32,
-    /// Only the mutants of these scripts (file names under harness/lua).
+    /// Only the mutants of these scripts (file names under stores/lua).
     #[arg(long = "script")]
     scripts: Vec<String>,
     /// Seconds one check may take on a mutant; a check cut short decides
@@ -46,7 +46,7 @@ pub(crate) async fn run(args: MutateArgs) -> anyhow::Result<ExitCode> {
     for s in &args.scripts {
         anyhow::ensure!(
             known.contains(s),
-            "--script {s}: no mutant of such a script (the scripts are the files under harness/lua, decimal.lua excepted)"
+            "--script {s}: no mutant of such a script (the scripts are the files under stores/lua, decimal.lua excepted)"
         );
     }
     if !args.scripts.is_empty() {

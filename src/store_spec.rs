@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use harness::server::VirtualClock;
 use harness::store::external::ExternalStoreFactory;
-use harness::store::redis::RedisStoreFactory;
-use harness::store::sqlite::{SqliteClock, SqliteStoreFactory};
 use harness::store::StoreFactory;
+use stores::redis::RedisStoreFactory;
+use stores::sqlite::{SqliteClock, SqliteStoreFactory};
 
 /// The database file of `builtin:sqlite`, one per run, in the run's workdir.
 pub const SQLITE_FILE: &str = "builtin-sqlite.sqlite";

@@ -977,9 +977,9 @@ mod tests {
     use async_trait::async_trait;
     use harness::contract::{Call, Contract};
     use harness::server::{ManagedServer, ServerOptions, VirtualClock};
-    use harness::store::sqlite::{SqliteClock, SqliteStoreFactory};
     use harness::store::{Hello, StoreFactory, StoreInfo};
     use harness::ServerRef;
+    use stores::sqlite::{SqliteClock, SqliteStoreFactory};
 
     use super::*;
 
@@ -1281,7 +1281,7 @@ mod tests {
     }
 
     /// The built-in store, but `lease.renew` answers `unsupported`.
-    struct NoRenew(harness::store::redis::RedisStoreFactory);
+    struct NoRenew(stores::redis::RedisStoreFactory);
 
     struct NoRenewClient(Box<dyn StoreClient>);
 
@@ -1319,7 +1319,7 @@ mod tests {
         let server = ManagedServer::start(ServerOptions::default())
             .await
             .unwrap();
-        let store = NoRenew(harness::store::redis::RedisStoreFactory::new(
+        let store = NoRenew(stores::redis::RedisStoreFactory::new(
             server.dir().join("kept.sqlite"),
         ));
         let result = take_races(&subject(&server, Arc::new(store)), "sp:races:norenew:").await;

@@ -564,7 +564,7 @@ mod tests {
     #[tokio::test]
     async fn the_sqlite_store_passes_expiry_only_when_it_follows_the_virtual_clock() {
         use harness::server::{ManagedServer, ServerOptions};
-        use harness::store::sqlite::{SqliteClock, SqliteStoreFactory};
+        use stores::sqlite::{SqliteClock, SqliteStoreFactory};
 
         let server = ManagedServer::start(ServerOptions::default())
             .await

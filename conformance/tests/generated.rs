@@ -13,10 +13,10 @@ use conformance::{all_checks, run_check, CheckDef, CheckKind, ConformanceSuite, 
 use harness::contract::{Call, Contract, Reply, Request, StoreError};
 use harness::counterexample::Counterexample;
 use harness::server::{ManagedServer, ServerOptions};
-use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 use harness::{CheckResult, ServerRef, Silent, Subject, Suite, Verdict};
 use redis::aio::MultiplexedConnection;
+use stores::redis::RedisStoreFactory;
 
 /// Renews a lease at its expiry instant, which the contract calls expired.
 struct RenewAtExpiry {

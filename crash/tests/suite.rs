@@ -10,10 +10,10 @@ use async_trait::async_trait;
 use crash::{BackendChoice, CrashConfig, CrashSuite};
 use harness::contract::{Call, Contract, ErrorKind, Reply, Request, StoreError};
 use harness::figures::{CrashFigures, Figures};
-use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 use harness::{plan, Progress, Suite};
 use harness::{CheckResult, Report, RunVerdict, Verdict};
+use stores::redis::RedisStoreFactory;
 
 fn config(backend: BackendChoice, seed: u64) -> CrashConfig {
     CrashConfig {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use explorer::{explore, ExplorerConfig};
-use harness::store::redis::RedisStoreFactory;
+use stores::redis::RedisStoreFactory;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -19,9 +19,9 @@ use std::sync::Arc;
 use harness::contract::ErrorKind;
 use harness::gate::drive::instance_name;
 use harness::server::{mark_owned, DIR_PREFIX};
-use harness::store::sqlite::{LeaseRow, LeaseRows, ManualClock, SqliteClock};
 use harness::store::{Hello, StoreClient, StoreFactory};
 use serde_json::json;
+use stores::sqlite::{LeaseRow, LeaseRows, ManualClock, SqliteClock};
 
 use crate::judge;
 use crate::state::{Action, KeyDump, Logical, State};

@@ -16,10 +16,10 @@ use async_trait::async_trait;
 use explorer::{explore, ExplorerConfig, ExplorerOutcome, LEASE_MS};
 use harness::contract::{Call, Reply, StoreError};
 use harness::store::external::{adapters_started, ExternalStoreFactory};
-use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 use harness::Verdict;
 use sabotage::ReadThenWriteLease;
+use stores::redis::RedisStoreFactory;
 
 /// The tests count adapter processes started by this test binary: one at a
 /// time.

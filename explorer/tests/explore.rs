@@ -9,11 +9,11 @@ use explorer::{
     explore, replay_schedule, ExplorerConfig, ExplorerOutcome, Property, Schedule, LEASE_MS,
 };
 use harness::contract::Reply;
-use harness::store::redis::RedisStoreFactory;
 use harness::store::StoreFactory;
 use harness::Verdict;
 use harness::{EventKind, Happened};
 use sabotage::{ClientClockLease, ReadThenWriteLease};
+use stores::redis::RedisStoreFactory;
 
 fn builtin(dir: &tempfile::TempDir) -> RedisStoreFactory {
     RedisStoreFactory::new(dir.path().join("kept.sqlite"))

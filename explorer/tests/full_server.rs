@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use explorer::{explore, ExplorerConfig, ExplorerOutcome};
 use harness::contract::Contract;
-use harness::store::redis::RedisStoreFactory;
 use harness::store::StoreFactory;
 use harness::Verdict;
 use sabotage::{OomSwallowed, SplitRoundTrips};
+use stores::redis::RedisStoreFactory;
 
 fn builtin(dir: &tempfile::TempDir) -> RedisStoreFactory {
     RedisStoreFactory::new(dir.path().join("kept.sqlite"))

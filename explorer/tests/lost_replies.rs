@@ -10,9 +10,9 @@ use explorer::{
     explore, replay_schedule, Action, ExplorerConfig, ExplorerOutcome, Property, Schedule,
 };
 use harness::contract::Contract;
-use harness::store::redis::RedisStoreFactory;
 use harness::store::StoreFactory;
 use harness::Verdict;
+use stores::redis::RedisStoreFactory;
 
 fn builtin(dir: &tempfile::TempDir) -> RedisStoreFactory {
     RedisStoreFactory::new(dir.path().join("kept.sqlite"))

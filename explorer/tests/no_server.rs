@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use explorer::{explore, ExplorerConfig, LEASE_MS};
-use harness::store::redis::RedisStoreFactory;
 use harness::Verdict;
+use stores::redis::RedisStoreFactory;
 
 #[test]
 fn a_server_that_cannot_start_leaves_every_check_unknown() {

@@ -7,10 +7,10 @@
 use std::sync::Arc;
 
 use explorer::{explore, ExplorerConfig, ExplorerOutcome, LEASE_MS};
-use harness::store::redis::RedisStoreFactory;
 use harness::store::StoreFactory;
 use harness::Verdict;
 use sabotage::{ClientClockLease, ReadThenWriteLease};
+use stores::redis::RedisStoreFactory;
 
 fn builtin(dir: &tempfile::TempDir) -> RedisStoreFactory {
     RedisStoreFactory::new(dir.path().join("kept.sqlite"))

@@ -12,9 +12,9 @@ use explorer::{
     explore, replay_schedule, ExplorerConfig, ExplorerOutcome, ExplorerSuite, LEASE_MS,
 };
 use harness::contract::{Call, Reply, Request, StoreError};
-use harness::store::sqlite::{SqliteClock, SqliteStoreFactory};
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 use harness::{plan, Suite, Verdict};
+use stores::sqlite::{SqliteClock, SqliteStoreFactory};
 
 fn sqlite(dir: &tempfile::TempDir) -> SqliteStoreFactory {
     // The subject's own clock is never read: each world runs a copy on a

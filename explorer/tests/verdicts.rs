@@ -14,10 +14,10 @@ use explorer::{
 };
 use harness::contract::{Call, ErrorKind, Reply, StoreError};
 use harness::store::external::ExternalStoreFactory;
-use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 use harness::{CheckResult, Verdict};
 use redis::aio::MultiplexedConnection;
+use stores::redis::RedisStoreFactory;
 
 fn builtin(dir: &tempfile::TempDir) -> RedisStoreFactory {
     RedisStoreFactory::new(dir.path().join("kept.sqlite"))

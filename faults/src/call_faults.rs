@@ -32,9 +32,9 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use harness::contract::{Call, ErrorKind, Reply, StoreError};
-use harness::store::sqlite::SqliteClock;
 use harness::store::StoreClient;
 use harness::History;
+use stores::sqlite::SqliteClock;
 
 use crate::evidence::Boundary;
 use crate::nemesis::{record_end, record_start, Ending, Fault, FaultKind, NemesisError, Plan};

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use faults::call_faults::{CallFault, CallGate, CallNemesis, FaultyClient, CALL_KINDS};
 use faults::nemesis::{Ending, Fault, NemesisError, PlanOptions, Step, NEMESIS};
 use harness::contract::{Call, ErrorKind, Reply, Request, StoreError};
-use harness::store::sqlite::{ManualClock, SqliteClock, SqliteStoreFactory};
 use harness::store::{Hello, StoreClient, StoreFactory};
 use harness::{Happened, History, NemesisPhase};
+use stores::sqlite::{ManualClock, SqliteClock, SqliteStoreFactory};
 
 const WAIT: Duration = Duration::from_secs(5);
 const START_MS: i64 = 1_000_000;

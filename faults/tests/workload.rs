@@ -12,9 +12,9 @@ use faults::workload::{self, Clients, LayoutKind, LoseNextReply, Recorder, Workl
 use harness::contract::{Call, ErrorKind, Reply, Request, StoreError};
 use harness::gate::Gate;
 use harness::server::{ManagedServer, ServerOptions};
-use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory};
 use harness::{Happened, History};
+use stores::redis::RedisStoreFactory;
 
 async fn clients(factory: &RedisStoreFactory, instance: &str, url: &str) -> Clients {
     let hello = Hello {

@@ -400,8 +400,8 @@ mod tests {
     use std::collections::BTreeSet;
     use std::sync::Arc;
 
-    use harness::store::redis::RedisStoreFactory;
     use harness::{ServerRef, Silent};
+    use stores::redis::RedisStoreFactory;
 
     use super::*;
     use crate::file::Backend;

@@ -53,7 +53,7 @@ pub struct Mutant {
     /// Stable across runs and machines: a hash of the script's name and the
     /// mutated text, so a resumed run recognises the mutants it decided.
     pub id: String,
-    /// The script's file name under `harness/lua`.
+    /// The script's file name under `stores/lua`.
     pub script: String,
     /// The first line changed, 1-based within the script's own file.
     pub line: usize,
@@ -762,7 +762,7 @@ mod tests {
 
     #[test]
     fn every_mutant_is_one_change_and_unique_and_the_order_is_seeded() {
-        let body = include_str!("../../harness/lua/lease_take.lua");
+        let body = include_str!("../../stores/lua/lease_take.lua");
         let ms = mutants("lease_take.lua", body).unwrap();
         assert!(ms.len() > 10);
         let ids: BTreeSet<&str> = ms.iter().map(|m| m.id.as_str()).collect();

@@ -1,6 +1,6 @@
 //! `storeproof mutate`: the mutation score of the built-in stores' Lua.
 //!
-//! Every built-in script (`harness/lua/*.lua`, not the shared `decimal.lua`)
+//! Every built-in script (`stores/lua/*.lua`, not the shared `decimal.lua`)
 //! is mutated one change at a time ([`generate`]); each mutant is the
 //! built-in Redis store with that one script replaced
 //! (`RedisStoreFactory::with_patched_script`), run through the conformance
@@ -37,15 +37,15 @@ use std::time::{Duration, Instant};
 use conformance::{all_checks, run_check, CheckDef, CheckKind};
 use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
-use harness::store::redis::{script_files, RedisStoreFactory};
 use harness::{ServerRef, Subject, Verdict};
 use serde::{Deserialize, Serialize};
+use stores::redis::{script_files, RedisStoreFactory};
 
 pub use generate::{mutants, shuffle, LexError, Mutant, MutantKind};
 pub use report::{write_reports, Report};
 
 /// The shared helpers every script is sent after; never mutated.
-const DECIMAL: &str = include_str!("../../harness/lua/decimal.lua");
+const DECIMAL: &str = include_str!("../../stores/lua/decimal.lua");
 
 /// The file, in `--out`, where each decided mutant is appended as one JSON line.
 pub const RESULTS_FILE: &str = "mutants.jsonl";
@@ -66,7 +66,7 @@ pub enum MutateError {
     NoPrefix(String),
     /// A mutant names no built-in script.
     #[error(transparent)]
-    UnknownScript(#[from] harness::store::redis::UnknownScript),
+    UnknownScript(#[from] stores::redis::UnknownScript),
     /// A managed server could not be started.
     #[error("cannot start a managed redis-server: {0}")]
     Server(String),

@@ -12,9 +12,9 @@ use std::sync::LazyLock;
 
 use async_trait::async_trait;
 use harness::contract::{Call, ErrorKind, Reply, Request, StoreError};
-use harness::store::redis::{parse_reply, script_sources, Keys, RedisStoreFactory};
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 use redis::aio::MultiplexedConnection;
+use stores::redis::{parse_reply, script_sources, Keys, RedisStoreFactory};
 
 use crate::conn::{self, refused};
 use redis::Script;

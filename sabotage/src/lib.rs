@@ -90,10 +90,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use harness::server::VirtualClock;
-use harness::store::redis::RedisStoreFactory;
-use harness::store::sqlite::{SqliteClock, SqliteStoreFactory};
 use harness::store::StoreFactory;
 use harness::Verdict;
+use stores::redis::RedisStoreFactory;
+use stores::sqlite::{SqliteClock, SqliteStoreFactory};
 
 /// How long `sabotage:fence-outside-transaction` waits between its fence
 /// read and its write: long enough for a takeover to land in between under
@@ -279,7 +279,7 @@ const CORE: [Named; 35] = [
         caught_by: "conformance.server.replica-refused",
         caught_when: Caught::Fails,
         how: How::Store(|w, _| {
-            Arc::new(builtin(w).blind_to(harness::store::redis::Blindness::Deployment))
+            Arc::new(builtin(w).blind_to(stores::redis::Blindness::Deployment))
         }),
     },
     Named {
@@ -289,7 +289,7 @@ const CORE: [Named; 35] = [
         caught_by: "conformance.server.appendfsync-everysec-refused",
         caught_when: Caught::Fails,
         how: How::Store(|w, _| {
-            Arc::new(builtin(w).blind_to(harness::store::redis::Blindness::Durability))
+            Arc::new(builtin(w).blind_to(stores::redis::Blindness::Durability))
         }),
     },
     Named {

@@ -5,15 +5,15 @@
 
 use async_trait::async_trait;
 use harness::contract::{ErrorKind, StoreError};
-use harness::store::redis::{builtin_source, RedisStoreFactory, UnknownScript};
 use harness::store::{DurableState, Hello, StoreClient, StoreFactory, StoreInfo};
+use stores::redis::{builtin_source, RedisStoreFactory, UnknownScript};
 
 /// One edit of one built-in script: the only occurrence of `find` in the
-/// source of `harness/lua/<script>` (as sent to Redis, `decimal.lua` in
+/// source of `stores/lua/<script>` (as sent to Redis, `decimal.lua` in
 /// front) replaced by `replace`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LuaPatch {
-    /// The script's file name under `harness/lua`, e.g. `lease_renew.lua`.
+    /// The script's file name under `stores/lua`, e.g. `lease_renew.lua`.
     pub script: &'static str,
     /// The text replaced; it must occur exactly once in the script.
     pub find: &'static str,
@@ -50,7 +50,7 @@ impl LuaPatch {
     pub fn apply(&self) -> Result<String, PatchError> {
         let source = builtin_source(self.script).ok_or_else(|| UnknownScript {
             file: self.script.to_string(),
-            known: harness::store::redis::script_files()
+            known: stores::redis::script_files()
                 .iter()
                 .map(|(f, _, _)| *f)
                 .collect::<Vec<_>>()

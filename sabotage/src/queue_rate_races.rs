@@ -18,17 +18,17 @@
 //!   the last place both see one hit too many and are both refused, though
 //!   one place was free (`conformance.rate.races`).
 //!
-//! Key layout and record fields are the built-in scripts' (`harness/lua`),
+//! Key layout and record fields are the built-in scripts' (`stores/lua`),
 //! so every other operation is the built-in store's and reads what these
 //! write. Rate operations decide on `clock_ms`, queue operations on server
 //! time (`TIME` inside the read), as the built-in store does.
 
 use async_trait::async_trait;
 use harness::contract::{Call, Reply, Request, StoreError, MAX_DURATION_MS};
-use harness::store::redis::{depth_rank, parse_reply, Keys, RedisStoreFactory};
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 use redis::aio::MultiplexedConnection;
 use redis::{Script, Value};
+use stores::redis::{depth_rank, parse_reply, Keys, RedisStoreFactory};
 
 use crate::conn::{self, refused};
 
@@ -61,7 +61,7 @@ end
 
 /// The shared helpers of the built-in rate scripts (`cmp` of two decimal
 /// strings, for pause times).
-const DECIMAL: &str = include_str!("../../harness/lua/decimal.lua");
+const DECIMAL: &str = include_str!("../../stores/lua/decimal.lua");
 
 /// `rate.acquire_slot`, command 1: the pause and the live slots on the
 /// instance clock, writing nothing. Answers the final `paused` or `full`, or

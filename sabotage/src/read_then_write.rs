@@ -6,10 +6,10 @@
 
 use async_trait::async_trait;
 use harness::contract::{Call, Reply, Request, StoreError};
-use harness::store::redis::Keys;
-use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 use redis::aio::MultiplexedConnection;
+use stores::redis::Keys;
+use stores::redis::RedisStoreFactory;
 
 use crate::conn::{self, refused};
 use redis::Script;

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crash::{BackendChoice, CrashConfig, CrashSuite};
-use harness::store::redis::RedisStoreFactory;
 use harness::store::StoreFactory;
 use harness::{plan, CheckResult, Level, Progress, Suite, Verdict};
 use sabotage::Caught;
+use stores::redis::RedisStoreFactory;
 
 /// The sabotages of the crash suite: every named one whose check is a crash check.
 fn crash_sabotages() -> Vec<&'static sabotage::Named> {

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use conformance::{all_checks, run_check, CheckDef, CheckKind, Special, Step};
 use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
-use harness::store::redis::RedisStoreFactory;
-use harness::store::sqlite::{SqliteClock, SqliteStoreFactory};
 use harness::store::StoreFactory;
 use harness::{CheckResult, Level, Verdict};
 use sabotage::{Extra, RefusesAll, ServerBlind, SideEffect, Tampered};
+use stores::redis::RedisStoreFactory;
+use stores::sqlite::{SqliteClock, SqliteStoreFactory};
 
 struct Fixture {
     server: ManagedServer,

@@ -10,10 +10,10 @@ use explorer::{explore, ExplorerConfig, ExplorerOutcome};
 use faults::suite::RATE_BOUNDS;
 use faults::{FaultsConfig, FaultsSuite};
 use harness::server::{ManagedServer, ServerOptions};
-use harness::store::redis::RedisStoreFactory;
 use harness::store::StoreFactory;
 use harness::{CheckResult, Silent, Suite, Verdict};
 use sabotage::{by_name, find, Caught};
+use stores::redis::RedisStoreFactory;
 
 /// The explorer at the sabotage suite's sizes (src/certify.rs).
 fn sabotage_sizes() -> ExplorerConfig {

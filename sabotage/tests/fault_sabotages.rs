@@ -16,11 +16,11 @@ use faults::workload::Recorder as WorkloadRecorder;
 use harness::contract::{Contract, ErrorKind, Reply, Request, StoreError};
 use harness::gate::Gate;
 use harness::server::{ManagedServer, ServerOptions, VirtualClock};
-use harness::store::redis::RedisStoreFactory;
-use harness::store::sqlite::{ManualClock, SqliteClock, SqliteStoreFactory};
 use harness::store::{Hello, StoreClient, StoreFactory};
 use harness::History;
 use sabotage::{BlindRetry, CompleteAnyAttempt, OomSwallowed};
+use stores::redis::RedisStoreFactory;
+use stores::sqlite::{ManualClock, SqliteClock, SqliteStoreFactory};
 
 const WAIT: Duration = Duration::from_secs(5);
 

@@ -8,9 +8,9 @@ use async_trait::async_trait;
 use conformance::{all_checks, run_check, CheckKind};
 use harness::contract::{Call, Contract, ErrorKind, Reply, StoreError};
 use harness::server::{ManagedServer, ServerOptions};
-use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 use harness::{Level, Verdict};
+use stores::redis::RedisStoreFactory;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_storeproof_cannot_reach_fails_no_check() {

@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use conformance::{all_checks, run_check, CheckDef};
 use harness::server::{ManagedServer, ServerOptions};
-use harness::store::redis::RedisStoreFactory;
 use harness::store::StoreFactory;
 use harness::{CheckResult, Verdict};
 use sabotage::{LuaPatch, LuaSabotage};
+use stores::redis::RedisStoreFactory;
 
 async fn run(
     server: &ManagedServer,

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use conformance::{all_checks, run_check, CheckDef};
 use harness::server::{ManagedServer, ServerOptions};
-use harness::store::redis::{builtin_source, RedisStoreFactory};
 use harness::store::StoreFactory;
 use harness::{CheckResult, Verdict};
+use stores::redis::{builtin_source, RedisStoreFactory};
 
 async fn run(
     server: &ManagedServer,

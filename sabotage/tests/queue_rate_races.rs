@@ -9,9 +9,9 @@ mod common;
 use common::run_alone;
 
 use harness::contract::Contract;
-use harness::store::redis::RedisStoreFactory;
 use harness::store::StoreFactory;
 use harness::{CheckResult, Verdict};
+use stores::redis::RedisStoreFactory;
 
 const CLAIM_RACES: &str = "conformance.queue.claim-races";
 const RATE_RACES: &str = "conformance.rate.races";

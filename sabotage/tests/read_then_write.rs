@@ -9,9 +9,9 @@ mod common;
 use conformance::{all_checks, run_check, CheckKind};
 use harness::contract::Contract;
 use harness::server::{ManagedServer, ServerOptions};
-use harness::store::redis::RedisStoreFactory;
 use harness::Verdict;
 use sabotage::ReadThenWriteLease;
+use stores::redis::RedisStoreFactory;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_take_races_catch_a_read_then_write_take_and_nothing_else_does() {

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use harness::figures::{KillFigures, SeriesFigures};
 use harness::server::ServerKind;
-use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreFactory, OPT_OUT_WRITES_MAY_BE_LOST};
 use harness::{CheckSpec, Progress};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
+use stores::redis::RedisStoreFactory;
 
 use crate::backend::{CrashBackend, CrashError};
 use crate::verify::{Kept, Round};

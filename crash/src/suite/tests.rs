@@ -5,10 +5,10 @@ use harness::contract::Contract;
 use harness::counterexample::Counterexample;
 use harness::evidence::Evidence;
 use harness::figures::{CrashFigures, Figures, KillFigures};
-use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreFactory};
 use harness::{CheckResult, Needs, Subject, Suite, Verdict};
 use serde_json::Value;
+use stores::redis::RedisStoreFactory;
 
 use crate::verify::{Kept, Round};
 

@@ -8,10 +8,10 @@ use harness::contract::Contract;
 use harness::gate::drive::instance_name;
 use harness::gate::{self, FaultRule, Gate};
 use harness::server::{ManagedServer, VirtualClock};
-use harness::store::redis::RedisStoreFactory;
-use harness::store::sqlite::{SqliteClock, SqliteStoreFactory};
 use harness::store::{Hello, StoreClient, StoreFactory};
 use harness::{History, Progress, Subject, SuiteError};
+use stores::redis::RedisStoreFactory;
+use stores::sqlite::{SqliteClock, SqliteStoreFactory};
 
 use crate::call_faults::{CallFault, CallGate, CallNemesis};
 use crate::evidence::Boundary;

@@ -1,20 +1,20 @@
 //! How one instance talks to a store: one async trait, one call per contract
 //! operation. Everything outside this module sees only [`StoreFactory`] and
-//! [`StoreClient`]; the implementations here are the built-in Redis stores
-//! ([`redis`]), the SQLite fencing set ([`sqlite`]) and adapters in any
-//! language over JSON lines ([`external`]); the sabotage crate wraps them.
+//! [`StoreClient`]; the implementation here is the client of adapters in
+//! any language over JSON lines ([`external`]). The stores storeproof
+//! ships (the built-in Redis stores and the SQLite fencing set) are the
+//! `stores` crate; the sabotage crate wraps them.
 
-mod durable_file;
+mod clock;
 pub mod external;
-pub mod redis;
-pub mod sqlite;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::contract::{Call, Contract, Reply, StoreError};
 
-pub use sqlite::{DurableEffect, DurableState};
+pub use clock::{ManualClock, SqliteClock};
+pub use model::observed::{DurableEffect, DurableState};
 
 /// The opt-out a Redis store accepts for short durability settings
 /// (docs/PROTOCOL.md §7).
@@ -89,7 +89,7 @@ pub trait StoreClient: Send {
 /// nothing, so asking is free.
 pub fn offers_sqlite_copy(factory: &dyn StoreFactory) -> bool {
     factory
-        .sqlite_copy(std::path::Path::new(""), sqlite::SqliteClock::manual(0))
+        .sqlite_copy(std::path::Path::new(""), SqliteClock::manual(0))
         .is_some()
 }
 
@@ -132,11 +132,11 @@ pub trait StoreFactory: Send + Sync {
     /// the same store on a file of its own at `path`, reading server time
     /// from `clock`. Making it opens nothing (an instance's connect does).
     /// The explorer runs one per world and snapshots and restores its lease
-    /// rows ([`sqlite::LeaseRows`]). `None` (the default): no such copy.
+    /// rows (`stores::sqlite::LeaseRows`). `None` (the default): no such copy.
     fn sqlite_copy(
         &self,
         _path: &std::path::Path,
-        _clock: sqlite::SqliteClock,
+        _clock: SqliteClock,
     ) -> Option<std::sync::Arc<dyn StoreFactory>> {
         None
     }

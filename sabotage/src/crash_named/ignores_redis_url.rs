@@ -8,8 +8,8 @@
 use async_trait::async_trait;
 use harness::contract::{ErrorKind, StoreError};
 use harness::server::{ManagedServer, ServerOptions};
-use harness::store::redis::RedisStoreFactory;
 use harness::store::{DurableState, Hello, StoreClient, StoreFactory, StoreInfo};
+use stores::redis::RedisStoreFactory;
 use tokio::sync::OnceCell;
 
 /// The built-in store on a server of its own, whatever its hello names.

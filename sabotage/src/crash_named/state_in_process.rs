@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use harness::contract::{Call, Contract, ContractModel, Reply, Request, StoreError};
-use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient};
 use redis::aio::MultiplexedConnection;
+use stores::redis::RedisStoreFactory;
 
 use crate::conn::{self, refused};
 use crate::{ClientSabotage, Sabotaged};

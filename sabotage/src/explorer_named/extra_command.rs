@@ -19,9 +19,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use harness::contract::{Call, Reply, Request, StoreError};
-use harness::store::redis::{Keys, RedisStoreFactory};
 use harness::store::{Hello, StoreClient};
 use redis::aio::MultiplexedConnection;
+use stores::redis::{Keys, RedisStoreFactory};
 
 use crate::conn::{self, refused};
 use crate::{ClientSabotage, Sabotaged};

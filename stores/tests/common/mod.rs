@@ -8,10 +8,10 @@ use std::net::TcpListener;
 use std::path::Path;
 
 use harness::contract::{Call, Reply, StoreError};
-use harness::store::redis::RedisStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory};
 use redis::aio::MultiplexedConnection;
 use serde_json::{json, Value};
+use stores::redis::RedisStoreFactory;
 pub use testkit::TestServer;
 
 /// A port nothing listens on once this returns (the system's pick, let go).

@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::{params, Connection};
 
-use crate::contract::{ErrorKind, StoreError};
-use crate::store::durable_file;
+use crate::durable_file;
+use harness::contract::{ErrorKind, StoreError};
 
 /// How long a write waits for another instance's write to finish.
 /// How the kept executions name themselves in errors.

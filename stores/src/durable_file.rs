@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension};
 
-use crate::contract::{ErrorKind, StoreError};
+use harness::contract::{ErrorKind, StoreError};
 
 /// How long a write waits for another instance's lock before it is given
 /// up as `unavailable`.

@@ -7,7 +7,7 @@
 
 use redis::Value;
 
-use crate::contract::{ChildState, ChildView, ErrorKind, LeaseView, Reply, StoreError};
+use harness::contract::{ChildState, ChildView, ErrorKind, LeaseView, Reply, StoreError};
 
 /// Reads the reply of the script of `op`.
 pub fn parse_reply(op: &str, value: &Value) -> Result<Reply, StoreError> {

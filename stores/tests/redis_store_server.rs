@@ -7,9 +7,9 @@ mod common;
 use std::time::Duration;
 
 use harness::contract::{ErrorKind, LeaseView, Reply};
-use harness::store::redis::RedisStoreFactory;
 use harness::store::{StoreFactory, OPT_OUT_WRITES_MAY_BE_LOST};
 use serde_json::json;
+use stores::redis::RedisStoreFactory;
 
 use common::*;
 

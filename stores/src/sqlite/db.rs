@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
-use crate::contract::{LeaseView, Reply, StoreError};
-use crate::store::durable_file;
+use crate::durable_file;
+use harness::contract::{LeaseView, Reply, StoreError};
 
 use super::{
     CallOutcome, CallRecord, DurableEffect, DurableState, EffectOutcome, EffectRecord, FenceReason,

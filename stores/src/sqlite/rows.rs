@@ -7,8 +7,8 @@ use std::path::Path;
 use rusqlite::{params, Connection, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 
-use crate::contract::StoreError;
-use crate::store::durable_file;
+use crate::durable_file;
+use harness::contract::StoreError;
 
 /// How the rows' errors name the store.
 const WHAT: &str = "sqlite store (lease rows)";
@@ -123,9 +123,9 @@ fn error(e: rusqlite::Error) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::{Reply, Request};
-    use crate::store::sqlite::{SqliteClock, SqliteStoreFactory};
-    use crate::store::{Hello, StoreFactory};
+    use crate::sqlite::{SqliteClock, SqliteStoreFactory};
+    use harness::contract::{Reply, Request};
+    use harness::store::{Hello, StoreFactory};
 
     /// Rows read after a take put back later undo what came after: a second
     /// take is busy again, the epoch it saw is restored; another prefix's

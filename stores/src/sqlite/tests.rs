@@ -1,7 +1,7 @@
 use std::sync::{Arc, Barrier};
 
 use super::*;
-use crate::contract::{ContractModel, Judgement, LeaseView};
+use harness::contract::{ContractModel, Judgement, LeaseView};
 
 fn hello(prefix: &str) -> Hello {
     Hello {

@@ -1,5 +1,5 @@
 //! The built-in Redis stores (`builtin:redis`): lease, queue and rate limits,
-//! each operation exactly one Lua script (`harness/lua/*.lua`).
+//! each operation exactly one Lua script (`stores/lua/*.lua`).
 //!
 //! - Lease and queue scripts read **server time** with `TIME` inside the
 //!   script; the instance clock is never used for them (docs/PROTOCOL.md §4.2,
@@ -26,8 +26,8 @@ use async_trait::async_trait;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, IntoConnectionInfo, RedisError, ScriptInvocation, Value};
 
-use crate::contract::{Call, Contract, ErrorKind, Reply, Request, StoreError, MAX_DURATION_MS};
-use crate::store::{Hello, StoreClient, StoreFactory, StoreInfo};
+use harness::contract::{Call, Contract, ErrorKind, Reply, Request, StoreError, MAX_DURATION_MS};
+use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 
 use kept::KeptExecutions;
 pub use keys::{depth_rank, Keys};
@@ -91,7 +91,7 @@ impl RedisStoreFactory {
         self
     }
 
-    /// The same factory with the script of `harness/lua/<file>` replaced by
+    /// The same factory with the script of `stores/lua/<file>` replaced by
     /// `source` (the whole source as sent to Redis: start from
     /// [`builtin_source`], which has `decimal.lua` in front). It exists for
     /// the sabotage set and mutation testing: a variant of the built-in store

@@ -17,13 +17,13 @@ use redis::Script;
 macro_rules! source {
     ($file:literal) => {
         concat!(
-            include_str!("../../../lua/decimal.lua"),
-            include_str!(concat!("../../../lua/", $file))
+            include_str!("../../lua/decimal.lua"),
+            include_str!(concat!("../../lua/", $file))
         )
     };
 }
 
-/// Declares one script per operation from `harness/lua/<file>.lua`, plus the
+/// Declares one script per operation from `stores/lua/<file>.lua`, plus the
 /// list of all of them and an index naming each.
 macro_rules! scripts {
     ($($name:ident => $op:literal, $file:literal;)*) => {
@@ -57,7 +57,7 @@ macro_rules! scripts {
             vec![$(($op, source!($file))),*]
         }
 
-        /// Every script as `(file name under harness/lua, operation, Lua source
+        /// Every script as `(file name under stores/lua, operation, Lua source
         /// as sent to Redis)`, in the order of [`script_sources`]. The source
         /// is the file after the shared helpers of `decimal.lua`.
         pub fn script_files() -> Vec<(&'static str, &'static str, &'static str)> {
@@ -87,7 +87,7 @@ scripts! {
     RATE_READ => "rate.read", "rate_read.lua";
 }
 
-/// The source of the built-in script in `harness/lua/<file>` as sent to Redis
+/// The source of the built-in script in `stores/lua/<file>` as sent to Redis
 /// (after `decimal.lua`), or `None` when no script has that file name.
 pub fn builtin_source(file: &str) -> Option<&'static str> {
     script_files()
@@ -99,7 +99,7 @@ pub fn builtin_source(file: &str) -> Option<&'static str> {
 /// A script file name that names no script of the built-in store.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "no built-in Redis script is named {file:?} (the scripts are the files under harness/lua: {known})"
+    "no built-in Redis script is named {file:?} (the scripts are the files under stores/lua: {known})"
 )]
 pub struct UnknownScript {
     /// The name asked for.

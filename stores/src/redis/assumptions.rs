@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 use redis::aio::MultiplexedConnection;
 use redis::RedisError;
 
-use crate::contract::{ErrorKind, StoreError};
-use crate::store::OPT_OUT_WRITES_MAY_BE_LOST;
+use harness::contract::{ErrorKind, StoreError};
+use harness::store::OPT_OUT_WRITES_MAY_BE_LOST;
 
 /// The durability settings a Redis store needs, with the value each must have.
 pub const REQUIRED_DURABILITY: [(&str, &str); 4] = [

@@ -12,7 +12,8 @@
 //!   it is at its own commit, whichever instance reached the lock first.
 //! - Leases are never deleted: a tree's epoch only grows.
 
-mod clock;
+#[cfg(test)]
+mod clock_follow_tests;
 mod db;
 mod rows;
 #[cfg(test)]
@@ -24,11 +25,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::contract::{Call, Contract, ErrorKind, Reply, Request, StoreError};
-use crate::store::{Hello, StoreClient, StoreFactory, StoreInfo};
+use harness::contract::{Call, Contract, ErrorKind, Reply, Request, StoreError};
+use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 
-pub use clock::{ManualClock, SqliteClock};
 use db::Db;
+pub use harness::store::{ManualClock, SqliteClock};
 pub use rows::{LeaseRow, LeaseRows};
 
 /// The name the store reports in its hello.

@@ -5,8 +5,8 @@
 mod common;
 
 use harness::contract::{ChildState, ChildView, ErrorKind, LeaseView, Reply};
-use harness::store::redis::script_sources;
 use serde_json::json;
+use stores::redis::script_sources;
 
 use common::*;
 
