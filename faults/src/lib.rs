@@ -27,7 +27,7 @@
 //! ```
 
 mod bench;
-pub mod blame;
+pub use model::findings::blame;
 pub mod call_faults;
 pub mod children;
 pub mod evidence;

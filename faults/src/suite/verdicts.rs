@@ -1,7 +1,6 @@
 //! The figures of a workload and the verdict of each check over the
 //! workloads (and of the full server).
 
-use std::collections::BTreeMap;
 use std::time::Instant;
 
 use harness::contract::Contract;
@@ -11,9 +10,9 @@ use harness::evidence::{
 use harness::figures::WorkloadFigures;
 use harness::{EventKind, Happened, History, Verdict};
 
+use harness::findings::{Checked, Findings};
 use harness::violation::Violation;
 
-use crate::blame;
 use crate::evidence;
 use crate::nemesis::Ending;
 use crate::workload::{self, EndState, LayoutKind};
@@ -156,33 +155,22 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
             ));
             continue;
         }
-        let (holds, undecided, detail, summary, found) = match check {
+        let ops = run.history.operations();
+        let (checked, summary, detail) = match check {
             WorkloadCheck::Linearizable => {
                 let v = linearizable::check(&run.history);
-                let undecided = v
-                    .trees
-                    .values()
-                    .any(|t| matches!(t, linearizable::TreeVerdict::Undecided { .. }));
-                let bad: BTreeMap<&String, &linearizable::TreeVerdict> = v
-                    .trees
-                    .iter()
-                    .filter(|(_, t)| matches!(t, linearizable::TreeVerdict::NotLinearizable { .. }))
-                    .collect();
-                (
-                    bad.is_empty(),
-                    undecided,
-                    FaultDetail::Linearizable(LinearizableDetail {
-                        not_linearizable: bad
-                            .iter()
-                            .map(|(tree, t)| ((*tree).clone(), (*t).clone()))
-                            .collect(),
-                        trees: v.trees.len(),
-                    }),
-                    format!("{} trees, {} not linearizable", v.trees.len(), bad.len()),
-                    bad.iter()
-                        .filter_map(|(tree, t)| blame::of_tree(tree, t))
-                        .collect::<Vec<_>>(),
-                )
+                let detail = FaultDetail::Linearizable(LinearizableDetail {
+                    not_linearizable: v
+                        .trees
+                        .iter()
+                        .filter(|(_, t)| {
+                            matches!(t, linearizable::TreeVerdict::NotLinearizable { .. })
+                        })
+                        .map(|(tree, t)| (tree.clone(), t.clone()))
+                        .collect(),
+                    trees: v.trees.len(),
+                });
+                (v.checked(&ops), v.summary(), detail)
             }
             WorkloadCheck::ChildrenOnce => {
                 if let Err(why) = &run.end.drained {
@@ -190,79 +178,21 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
                     continue;
                 }
                 let v = children::check(&run.history, &run.end.effects);
-                let ops = run.history.operations();
-                (
-                    v.holds(),
-                    false,
-                    FaultDetail::Children(v.clone()),
-                    format!(
-                        "{} children acknowledged, {} ambiguous, {} violations",
-                        v.acknowledged,
-                        v.ambiguous,
-                        v.violations.len()
-                    ),
-                    v.violations
-                        .iter()
-                        .map(|x| blame::of_child(x, &ops))
-                        .collect(),
-                )
+                (v.checked(&ops), v.summary(), FaultDetail::Children(v))
             }
             WorkloadCheck::Fencing => {
                 let v = fencing::check(&run.history, &run.durable);
-                let ops = run.history.operations();
-                let applied: Vec<&str> = v
-                    .rules
-                    .iter()
-                    .filter(|r| r.applied)
-                    .map(|r| r.rule.as_str())
-                    .collect();
-                let not: Vec<String> = v
-                    .not_applied()
-                    .iter()
-                    .map(|r| format!("{} ({})", r.rule, r.why))
-                    .collect();
-                let mut summary = format!(
-                    "{} violations; rules applied: {}",
-                    v.violations.len(),
-                    if applied.is_empty() {
-                        "none".to_string()
-                    } else {
-                        applied.join(", ")
-                    }
-                );
-                if !not.is_empty() {
-                    summary.push_str(&format!("; not applied: {}", not.join("; ")));
-                }
-                let found = v
-                    .violations
-                    .iter()
-                    .map(|x| blame::of_fencing(x, &ops))
-                    .collect();
-                (v.holds(), false, FaultDetail::Fencing(v), summary, found)
+                (v.checked(&ops), v.summary(), FaultDetail::Fencing(v))
             }
             WorkloadCheck::RateBounds => {
                 let v = rate_bounds::check(&run.history);
-                let pause_rule = if v.pauses > 0 {
-                    format!(
-                        "{} replies named a pause, grants judged against them",
-                        v.pauses
-                    )
-                } else {
-                    "no reply named a pause: \"nothing granted while paused\" judged nothing"
-                        .to_string()
-                };
-                (
-                    v.holds(),
-                    false,
-                    FaultDetail::Rate(v.clone()),
-                    format!(
-                        "{} violations, {} unknown outcomes counted both ways; {pause_rule}",
-                        v.violations.len(),
-                        v.unknown.len()
-                    ),
-                    v.violations.iter().map(blame::of_rate).collect(),
-                )
+                (v.checked(&ops), v.summary(), FaultDetail::Rate(v))
             }
+        };
+        let (holds, undecided, found) = match checked {
+            Checked::Holds => (true, None, Vec::new()),
+            Checked::Violated(found) => (false, None, found),
+            Checked::Undecided(why) => (true, Some(why), Vec::new()),
         };
         // A violation is the store's doing whatever else happened; a pass
         // needs more: its faults met the store, and the store answered
@@ -304,10 +234,8 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
                 failing = Some(i);
                 violations = found;
             }
-        } else if undecided {
-            unknown.push(format!(
-                "{layout} layout: the search ran out of its budget on some tree"
-            ));
+        } else if let Some(why) = undecided {
+            unknown.push(format!("{layout} layout: {why}"));
         }
         if !harmless.is_empty() {
             summary.push_str(&format!(
@@ -386,38 +314,15 @@ pub(super) fn judge_full_server(
     claimed: &[Contract],
 ) -> Judged {
     let v = full_server::judge(history, claimed, room_from);
-    let verdict = if !v.violations.is_empty() {
-        Verdict::Fail
-    } else if v.refused_full == 0 {
-        return Judged {
-            verdict: Verdict::Unknown,
-            reason: "no write was refused with store_full: the server did not fill, so the check could not be decided".into(),
-            evidence: Evidence::FullServer(Box::new(FullServerEvidence {
-                found: v,
-                history: history.clone(),
-            })),
-            failing: None,
-            violations: Vec::new(),
-        };
-    } else {
-        Verdict::Pass
+    let (verdict, reason, violations) = match v.checked(&[]) {
+        Checked::Holds => (Verdict::Pass, v.summary(), Vec::new()),
+        Checked::Violated(found) => (Verdict::Fail, v.summary(), found),
+        Checked::Undecided(why) => (Verdict::Unknown, why, Vec::new()),
     };
-    let mut reason = format!(
-        "{} writes refused with store_full while full, {} broken promises",
-        v.refused_full,
-        v.violations.len()
-    );
-    if !v.declined.is_empty() {
-        // Declined operations are not judged: say which.
-        reason.push_str(&format!(
-            "; not judged, the store declined them: {}",
-            v.declined.join("; ")
-        ));
-    }
     Judged {
         verdict,
         reason,
-        violations: v.violations.iter().map(blame::of_full_server).collect(),
+        violations,
         evidence: Evidence::FullServer(Box::new(FullServerEvidence {
             found: v,
             history: history.clone(),

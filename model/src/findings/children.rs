@@ -67,3 +67,23 @@ impl ChildrenOnce {
         self.violations.is_empty()
     }
 }
+
+impl super::Findings for ChildrenOnce {
+    fn checked(&self, ops: &[crate::history::Operation<'_>]) -> super::Checked {
+        super::Checked::of(
+            self.violations
+                .iter()
+                .map(|v| super::blame::of_child(v, ops))
+                .collect(),
+        )
+    }
+
+    fn summary(&self) -> String {
+        format!(
+            "{} children acknowledged, {} ambiguous, {} violations",
+            self.acknowledged,
+            self.ambiguous,
+            self.violations.len()
+        )
+    }
+}

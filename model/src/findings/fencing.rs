@@ -141,3 +141,42 @@ pub struct StoredEffect {
     /// The epoch it was written with.
     pub epoch: i64,
 }
+
+impl super::Findings for Fencing {
+    fn checked(&self, ops: &[crate::history::Operation<'_>]) -> super::Checked {
+        super::Checked::of(
+            self.violations
+                .iter()
+                .map(|v| super::blame::of_fencing(v, ops))
+                .collect(),
+        )
+    }
+
+    /// The violations, the rules applied, and why the others were not.
+    fn summary(&self) -> String {
+        let applied: Vec<&str> = self
+            .rules
+            .iter()
+            .filter(|r| r.applied)
+            .map(|r| r.rule.as_str())
+            .collect();
+        let not: Vec<String> = self
+            .not_applied()
+            .iter()
+            .map(|r| format!("{} ({})", r.rule, r.why))
+            .collect();
+        let mut summary = format!(
+            "{} violations; rules applied: {}",
+            self.violations.len(),
+            if applied.is_empty() {
+                "none".to_string()
+            } else {
+                applied.join(", ")
+            }
+        );
+        if !not.is_empty() {
+            summary.push_str(&format!("; not applied: {}", not.join("; ")));
+        }
+        summary
+    }
+}

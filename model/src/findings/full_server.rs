@@ -33,3 +33,41 @@ impl FullServer {
         self.violations.is_empty() && self.refused_full > 0
     }
 }
+
+impl super::Findings for FullServer {
+    /// Violated by every broken promise; undecided when no write was
+    /// refused with `store_full` (the server never filled).
+    fn checked(&self, _ops: &[crate::history::Operation<'_>]) -> super::Checked {
+        if !self.violations.is_empty() {
+            return super::Checked::Violated(
+                self.violations
+                    .iter()
+                    .map(super::blame::of_full_server)
+                    .collect(),
+            );
+        }
+        if self.refused_full == 0 {
+            return super::Checked::Undecided(
+                "no write was refused with store_full: the server did not fill, so the check could not be decided".into(),
+            );
+        }
+        super::Checked::Holds
+    }
+
+    /// The refusals while full, the broken promises, and what was declined.
+    fn summary(&self) -> String {
+        let mut reason = format!(
+            "{} writes refused with store_full while full, {} broken promises",
+            self.refused_full,
+            self.violations.len()
+        );
+        if !self.declined.is_empty() {
+            // Declined operations are not judged: say which.
+            reason.push_str(&format!(
+                "; not judged, the store declined them: {}",
+                self.declined.join("; ")
+            ));
+        }
+        reason
+    }
+}

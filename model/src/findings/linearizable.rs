@@ -81,3 +81,37 @@ impl Linearizability {
         self.trees.values().all(TreeVerdict::is_linearizable)
     }
 }
+
+impl super::Findings for Linearizability {
+    /// Violated by every tree no order explains; else undecided when the
+    /// search ran out of its budget on some tree.
+    fn checked(&self, _ops: &[crate::history::Operation<'_>]) -> super::Checked {
+        let broken: Vec<crate::violation::Violation> = self
+            .trees
+            .iter()
+            .filter_map(|(tree, t)| super::blame::of_tree(tree, t))
+            .collect();
+        if !broken.is_empty() {
+            return super::Checked::Violated(broken);
+        }
+        if self
+            .trees
+            .values()
+            .any(|t| matches!(t, TreeVerdict::Undecided { .. }))
+        {
+            return super::Checked::Undecided(
+                "the search ran out of its budget on some tree".into(),
+            );
+        }
+        super::Checked::Holds
+    }
+
+    fn summary(&self) -> String {
+        let bad = self
+            .trees
+            .values()
+            .filter(|t| matches!(t, TreeVerdict::NotLinearizable { .. }))
+            .count();
+        format!("{} trees, {bad} not linearizable", self.trees.len())
+    }
+}

@@ -84,3 +84,27 @@ impl RateBounds {
         self.violations.is_empty()
     }
 }
+
+impl super::Findings for RateBounds {
+    fn checked(&self, _ops: &[crate::history::Operation<'_>]) -> super::Checked {
+        super::Checked::of(self.violations.iter().map(super::blame::of_rate).collect())
+    }
+
+    /// The violations, the unknowns counted both ways, and whether the
+    /// pause rule judged anything.
+    fn summary(&self) -> String {
+        let pause_rule = if self.pauses > 0 {
+            format!(
+                "{} replies named a pause, grants judged against them",
+                self.pauses
+            )
+        } else {
+            "no reply named a pause: \"nothing granted while paused\" judged nothing".to_string()
+        };
+        format!(
+            "{} violations, {} unknown outcomes counted both ways; {pause_rule}",
+            self.violations.len(),
+            self.unknown.len()
+        )
+    }
+}

@@ -2,24 +2,23 @@
 //! events each blames and relates, named by the checker that found it
 //! (the report draws them and reads nothing else of the finding).
 
-use model::contract::Reply;
-use model::history::Operation;
-use model::violation::{Named, Violation};
+use crate::contract::{Reply, Request};
+use crate::history::Operation;
+use crate::violation::{Named, Violation};
 
-use crate::children::ChildViolation;
-use crate::fencing::FencingViolation;
-use crate::full_server::FullServerViolation;
-use crate::linearizable::TreeVerdict;
-use crate::rate_bounds::RateViolation;
+use super::children::ChildViolation;
+use super::fencing::FencingViolation;
+use super::full_server::FullServerViolation;
+use super::linearizable::TreeVerdict;
+use super::rate::RateViolation;
 
 /// The invoke events of the operations that asked for one of `effects`
 /// (their call names it as `effect`).
 fn asking_for(ops: &[Operation], effects: &[&str]) -> Vec<usize> {
     ops.iter()
         .filter(|op| {
-            op.call.args["effect"]
-                .as_str()
-                .is_some_and(|e| effects.contains(&e))
+            matches!(Request::parse(op.call), Ok(Request::EffectApply { effect, .. })
+                if effects.contains(&effect.as_str()))
         })
         .map(|op| op.invoke.index)
         .collect()
@@ -29,7 +28,7 @@ fn asking_for(ops: &[Operation], effects: &[&str]) -> Vec<usize> {
 /// `epoch`.
 fn grants_of(ops: &[Operation], tree: &str, epoch: i64) -> Vec<usize> {
     ops.iter()
-        .filter(|op| op.call.args["tree"].as_str() == Some(tree))
+        .filter(|op| Request::parse(op.call).is_ok_and(|r| r.subjects().contains(&("tree", tree))))
         .filter(|op| matches!(op.reply(), Some(Reply::Granted { epoch: e, .. }) if *e == epoch))
         .map(|op| op.invoke.index)
         .collect()
@@ -192,13 +191,12 @@ pub fn of_full_server(v: &FullServerViolation) -> Violation {
 
 #[cfg(test)]
 mod tests {
-    use model::contract::Call;
     use serde_json::json;
 
-    use model::History;
-
     use super::*;
-    use crate::fencing::{NewerEpoch, StoredEffect};
+    use crate::contract::Call;
+    use crate::findings::fencing::{NewerEpoch, StoredEffect};
+    use crate::History;
 
     /// The `kind` a finding's JSON carries.
     fn tag<T: serde::Serialize>(v: &T) -> Option<String> {
@@ -335,7 +333,7 @@ mod tests {
         let apply = |effect: &str| {
             call(
                 "effect.apply",
-                json!({"tree": "t", "effect": effect, "epoch": 1}),
+                json!({"tree": "t", "holder": "a", "effect": effect, "epoch": 1, "payload": "p"}),
             )
         };
         h.invoke("a", &apply("e1"), None, 0); // 0
