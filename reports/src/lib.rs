@@ -15,7 +15,7 @@
 //!     verdict: Verdict::Fail,
 //!     outside_claim: false,
 //!     reason: "step 2: expected busy, got granted".into(),
-//!     evidence: serde_json::json!({}),
+//!     evidence: model::evidence::Evidence::None,
 //!     counterexample: None,
 //!     violations: Vec::new(),
 //!     seconds: 0.1,
