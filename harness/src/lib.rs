@@ -8,8 +8,9 @@
 //!
 //! - [`contract`]: the operations, replies and errors of docs/PROTOCOL.md and
 //!   a pure sequential model of each contract;
-//! - [`store`]: store clients: the built-in Redis stores, the SQLite fencing
-//!   set and adapters in any language;
+//! - [`store`]: what a store under test is to every suite (`StoreFactory`,
+//!   `StoreClient`) and the client of adapters in any language; the stores
+//!   storeproof ships live in the `stores` crate;
 //! - [`gate`]: a RESP proxy per instance that holds, releases and records
 //!   each command, and the one interleaving driver;
 //! - [`server`]: managed `redis-server`s with a clock storeproof controls;
