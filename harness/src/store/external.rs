@@ -23,9 +23,10 @@
 //! and every text that comes from an adapter (its stderr, its messages) is
 //! made [`printable`] before it reaches a terminal or a report.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -33,7 +34,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 
 use crate::contract::{Call, Contract, ErrorKind, Reply, StoreError};
 use crate::store::{Hello, StoreClient, StoreFactory, StoreInfo};
@@ -88,11 +89,12 @@ pub fn printable(text: &str) -> String {
     out
 }
 
-/// Adapter processes started by this process (see [`adapters_started`]).
+/// Adapter processes put to work by this process (see [`adapters_started`]).
 static STARTED: AtomicU64 = AtomicU64::new(0);
 
-/// How many adapter processes this process has started so far (one per
-/// instance connected; an instance kept across operations costs none).
+/// How many adapter processes this process has put to work so far, each
+/// sent its `hello` (one per instance connected; an instance kept across
+/// operations costs none; a spare started ahead counts once it is used).
 pub fn adapters_started() -> u64 {
     STARTED.load(Ordering::Relaxed)
 }
@@ -205,6 +207,9 @@ pub struct ExternalStoreFactory {
     /// The first failure of an instance of this store (shared by clones and
     /// every instance): [`StoreFactory::adapter_failure`].
     failure: Arc<OnceLock<String>>,
+    /// Processes started ahead, per instance name, not yet sent `hello`
+    /// (shared by clones; killed when the last clone goes).
+    spares: Arc<Spares>,
 }
 
 /// Where an adapter keeps its records, as its hello declares with
@@ -255,6 +260,7 @@ impl ExternalStoreFactory {
             timeout: DEFAULT_REQUEST_TIMEOUT,
             state: Arc::new(OnceLock::new()),
             failure: Arc::new(OnceLock::new()),
+            spares: Arc::new(Spares::default()),
         }
     }
 
@@ -285,10 +291,164 @@ fn quote(text: &str) -> String {
     }
 }
 
-/// One adapter process.
+/// How many processes per instance name are kept started ahead of need.
+/// An adapter in Python or Node spends a few hundred milliseconds loading
+/// its libraries before it can answer `hello`; checks and explored
+/// operations take fresh processes one after another, so that load is paid
+/// beside the work before it instead of in front of the next. Two: one
+/// check can use an instance's process and its replacement at once (a
+/// stopped operation), and more buy nothing on two cores.
+const SPARES_PER_INSTANCE: usize = 2;
+
+/// An adapter process started, not yet sent `hello`: it knows only its
+/// command line, `STOREPROOF_WORKDIR` and `STOREPROOF_INSTANCE`, so it can
+/// be started before the check that uses it (docs/PROTOCOL.md §1, "Started
+/// ahead"). Plain
+/// `std` handles, tied to no runtime: the explorer's worlds each run their
+/// own, and a spare goes to whichever connects next.
+struct Started {
+    child: std::process::Child,
+    pgid: i32,
+    stdin: std::process::ChildStdin,
+    stdout: std::process::ChildStdout,
+    stderr: std::process::ChildStderr,
+}
+
+/// Killed processes not yet reaped: a `std` child is reaped only when
+/// waited for, so each start reaps those that have died since (no zombie
+/// outlives the next start by much; the explorer starts thousands).
+static UNREAPED: Mutex<Vec<std::process::Child>> = Mutex::new(Vec::new());
+
+/// Kills `child`'s process group and leaves the child to be reaped.
+fn kill_and_reap_later(mut child: std::process::Child, pgid: i32) {
+    kill_group(pgid);
+    let _ = child.kill();
+    if let Ok(mut u) = UNREAPED.lock() {
+        u.push(child);
+    }
+}
+
+fn reap_dead() {
+    if let Ok(mut u) = UNREAPED.lock() {
+        u.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
+    }
+}
+
+impl Started {
+    /// Starts `sh -c <command>` for `instance` under the watchdog, in a
+    /// process group of its own, dying with storeproof.
+    fn start(factory: &ExternalStoreFactory, instance: &str) -> Result<Started, String> {
+        reap_dead();
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(WATCHDOG)
+            .arg("storeproof-adapter")
+            .arg(&factory.command)
+            .env("STOREPROOF_WORKDIR", &factory.workdir)
+            .env("STOREPROOF_INSTANCE", instance)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // A group of its own: killing it kills the shell and its children.
+            .process_group(0);
+        // SAFETY: the hook only makes async-signal-safe syscalls.
+        unsafe {
+            cmd.pre_exec(crate::server::die_with_parent(libc::SIGTERM));
+        }
+        // Forked from the spawner thread, which lives as long as the process:
+        // the parent-death signal fires when the forking *thread* ends.
+        let mut child = crate::server::on_spawner_thread(move || cmd.spawn())
+            .and_then(|spawned| spawned)
+            .map_err(|e| e.to_string())?;
+        let pgid = child.id() as i32;
+        register(pgid);
+        match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+            (Some(stdin), Some(stdout), Some(stderr)) => Ok(Started {
+                child,
+                pgid,
+                stdin,
+                stdout,
+                stderr,
+            }),
+            _ => {
+                kill_and_reap_later(child, pgid);
+                Err("it has no stdin/stdout/stderr".into())
+            }
+        }
+    }
+}
+
+/// The spares of one store, per instance name.
+#[derive(Default)]
+struct Spares(Mutex<HashMap<String, VecDeque<Started>>>);
+
+impl std::fmt::Debug for Spares {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept = self
+            .0
+            .lock()
+            .map_or(0, |m| m.values().map(VecDeque::len).sum());
+        write!(f, "Spares({kept})")
+    }
+}
+
+impl Drop for Spares {
+    fn drop(&mut self) {
+        if let Ok(mut m) = self.0.lock() {
+            for (_, spares) in m.drain() {
+                for s in spares {
+                    kill_and_reap_later(s.child, s.pgid);
+                }
+            }
+        }
+    }
+}
+
+impl ExternalStoreFactory {
+    /// A process for `instance`: the oldest spare, or one started now; then,
+    /// for a name asked for before, spares are started again up to
+    /// [`SPARES_PER_INSTANCE`]. A spare that
+    /// died waiting is handed out all the same: its `hello` then fails with
+    /// its exit and stderr, as a process started now would.
+    fn process_for(&self, instance: &str) -> Result<Started, String> {
+        // Spares only for a name asked for before: checks reuse a few names
+        // (`a`, `b`, …), and a name asked for once would waste its spares.
+        let (spare, again) = match self.spares.0.lock() {
+            Ok(mut m) => match m.get_mut(instance) {
+                Some(kept) => (kept.pop_front(), true),
+                None => {
+                    m.insert(instance.to_string(), VecDeque::new());
+                    (None, false)
+                }
+            },
+            Err(_) => (None, false),
+        };
+        let taken = match spare {
+            Some(s) => s,
+            None => Started::start(self, instance)?,
+        };
+        let kept = self.spares.0.lock().map_or(SPARES_PER_INSTANCE, |m| {
+            m.get(instance).map_or(0, VecDeque::len)
+        });
+        for _ in kept..if again { SPARES_PER_INSTANCE } else { 0 } {
+            // A spare that cannot start is no failure: the next process
+            // wanted is started then, and its failure reported.
+            let Ok(spare) = Started::start(self, instance) else {
+                break;
+            };
+            if let Ok(mut m) = self.spares.0.lock() {
+                m.entry(instance.to_string()).or_default().push_back(spare);
+            }
+        }
+        Ok(taken)
+    }
+}
+
+/// One adapter process at work.
 struct Adapter {
     instance: String,
-    child: Child,
+    /// `None` once dropped.
+    child: Option<std::process::Child>,
     pgid: i32,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
@@ -306,12 +466,15 @@ struct Adapter {
 
 impl Drop for Adapter {
     fn drop(&mut self) {
-        kill_group(self.pgid);
-        let _ = self.child.start_kill();
+        if let Some(child) = self.child.take() {
+            kill_and_reap_later(child, self.pgid);
+        }
     }
 }
 
 impl Adapter {
+    /// A process for `instance` (a spare or a new one), its pipes on the
+    /// current runtime.
     fn spawn(factory: &ExternalStoreFactory, instance: &str) -> Result<Adapter, StoreError> {
         let cannot_start = |e: &dyn std::fmt::Display| {
             let error = adapter_failed(format!(
@@ -321,43 +484,31 @@ impl Adapter {
             record_failure(&factory.failure, &error, "fix the adapter's command line");
             error
         };
-        let runtime = tokio::runtime::Handle::try_current().map_err(|e| cannot_start(&e))?;
-        let mut cmd = Command::new("sh");
-        cmd.arg("-c")
-            .arg(WATCHDOG)
-            .arg("storeproof-adapter")
-            .arg(&factory.command)
-            .env("STOREPROOF_WORKDIR", &factory.workdir)
-            .env("STOREPROOF_INSTANCE", instance)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // A group of its own: killing it kills the shell and its children.
-            .process_group(0)
-            .kill_on_drop(true);
-        // SAFETY: the hook only makes async-signal-safe syscalls.
-        unsafe {
-            cmd.pre_exec(crate::server::die_with_parent(libc::SIGTERM));
-        }
-        // Forked from the spawner thread, which lives as long as the process:
-        // the parent-death signal fires when the forking *thread* ends.
-        let mut child = crate::server::on_spawner_thread(move || {
-            let _entered = runtime.enter();
-            cmd.spawn()
-        })
-        .and_then(|spawned| spawned)
-        .map_err(|e| cannot_start(&e))?;
-        let pid = child.id().unwrap_or(0) as i32;
-        register(pid);
-        STARTED.fetch_add(1, Ordering::Relaxed);
-        let (Some(stdin), Some(stdout), Some(mut stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            kill_group(pid);
-            return Err(adapter_failed(format!(
-                "the adapter of instance {instance} has no stdin/stdout/stderr"
-            )));
+        let started = factory
+            .process_for(instance)
+            .map_err(|e| cannot_start(&e))?;
+        let Started {
+            child,
+            pgid,
+            stdin,
+            stdout,
+            stderr,
+        } = started;
+        let pipes = ChildStdin::from_std(stdin).and_then(|stdin| {
+            Ok((
+                stdin,
+                ChildStdout::from_std(stdout)?,
+                ChildStderr::from_std(stderr)?,
+            ))
+        });
+        let (stdin, stdout, mut stderr) = match pipes {
+            Ok(p) => p,
+            Err(e) => {
+                kill_and_reap_later(child, pgid);
+                return Err(cannot_start(&e));
+            }
         };
+        STARTED.fetch_add(1, Ordering::Relaxed);
         let kept = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_KEPT)));
         let sink = kept.clone();
         let stderr_reader = tokio::spawn(async move {
@@ -376,8 +527,8 @@ impl Adapter {
         });
         Ok(Adapter {
             instance: instance.to_string(),
-            child,
-            pgid: pid,
+            child: Some(child),
+            pgid,
             stdin,
             stdout: BufReader::new(stdout),
             stderr: kept,
@@ -387,6 +538,20 @@ impl Adapter {
             dead: None,
             failure: factory.failure.clone(),
         })
+    }
+
+    /// The process's exit status, waited for at most `most`.
+    async fn exit_status(&mut self, most: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = tokio::time::Instant::now() + most;
+        loop {
+            match self.child.as_mut().map(std::process::Child::try_wait) {
+                Some(Ok(Some(status))) => return Some(status),
+                Some(Ok(None)) if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                _ => return None,
+            }
+        }
     }
 
     fn stderr_tail(&self) -> String {
@@ -488,10 +653,9 @@ impl Adapter {
         };
         if n == 0 {
             // EOF: the adapter exited. Give its stderr a moment to arrive.
-            let status = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await;
-            let status = match status {
-                Ok(Ok(s)) => s.to_string(),
-                _ => "closed its stdout".to_string(),
+            let status = match self.exit_status(Duration::from_secs(2)).await {
+                Some(s) => s.to_string(),
+                None => "closed its stdout".to_string(),
             };
             // The reader ends at stderr's EOF, which an exited adapter's
             // process group gives at once (unless a child of it lives on).
