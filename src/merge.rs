@@ -387,7 +387,7 @@ mod tests {
         fail.counterexample = Some(harness::counterexample::Counterexample::Scenario(
             harness::counterexample::ScenarioCounterexample {
                 steps: vec![harness::scenario::Step::At(3)],
-                observed: serde_json::Value::Null,
+                observed: harness::counterexample::Answer::Nothing,
             },
         ));
         let warn = CheckResult {

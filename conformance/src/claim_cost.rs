@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 
 use harness::evidence::Evidence;
 
-use super::runner::{calls_counterexample, outcome_json, Outcome, SubjectExt};
+use super::runner::{calls_counterexample, Outcome, SubjectExt};
 use harness::contract::{ErrorKind, Reply, Request, StoreError};
-use harness::counterexample::{CallsKind, LoggedCall};
+use harness::counterexample::{Answer, CallsKind, LoggedCall};
 use harness::Subject;
 use harness::Verdict;
 
@@ -89,7 +89,7 @@ async fn measure(
                 verdict: Verdict::Fail,
                 reason: format!(
                     "{what} was not answered as the contract says: {}",
-                    outcome_json(outcome)
+                    Answer::of(outcome)
                 ),
                 evidence: Evidence::calls(&calls),
                 counterexample: Some(calls_counterexample(CallsKind::ClaimCost, calls.clone())),

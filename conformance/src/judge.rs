@@ -14,9 +14,6 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
-
-use super::runner::outcome_json;
 use super::scenario::{Patch, Step};
 use model::contract::{ContractModel, ErrorKind, Judgement, Reply, Request, StoreError};
 use model::{Event, Happened};
@@ -24,7 +21,7 @@ use model::{Level, Verdict};
 
 pub use model::recorded::{CheckHistory, DurableRead, KeyspaceRead, Observation};
 
-pub use model::counterexample::ScenarioCounterexample;
+pub use model::counterexample::{Answer, ScenarioCounterexample};
 
 /// The judge's verdict on one recorded scenario.
 #[derive(Debug, Clone, PartialEq)]
@@ -233,7 +230,7 @@ impl<'a> Walk<'a> {
         step: usize,
         verdict: Verdict,
         reason: String,
-        observed: Option<Value>,
+        observed: Option<Answer>,
     ) -> Judged {
         Judged {
             verdict: match (verdict, self.recorded.level) {
@@ -358,7 +355,7 @@ pub fn judge_steps(steps: &[Step], recorded: &CheckHistory) -> Judged {
                 );
             }
         }
-        let observed = outcome_json(&outcome);
+        let observed = Answer::of(&outcome);
         let Some(req) = req else {
             // Bad input: refused with bad_request, and nothing changed.
             if !matches!(&outcome, Err(e) if e.kind == ErrorKind::BadRequest) {
@@ -680,7 +677,7 @@ mod tests {
         let steps = [take("a", "t", 1000), read("a", "t")];
         let mut h = History::default();
         let take_call = json!({"tree": "t", "holder": "a", "ttl_ms": 1000});
-        let call = |op: &str, args: Value| Call {
+        let call = |op: &str, args: serde_json::Value| Call {
             op: op.into(),
             args,
         };
@@ -739,7 +736,11 @@ mod tests {
         assert!(j.reason.starts_with("step 1: lease.read"), "{}", j.reason);
         let cx = j.counterexample.expect("a counterexample");
         assert_eq!(cx.steps.len(), 2);
-        assert_eq!(cx.observed["lease"]["epoch"], 1);
+        assert!(
+            matches!(&cx.observed, Answer::Reply(Reply::Lease(Some(v))) if v.epoch == 1),
+            "{}",
+            cx.observed
+        );
         assert_eq!(j.decided_at, Some((1, 4)));
         let v = serde_json::to_value(&cx).unwrap();
         assert_eq!(v["kind"], "conformance-scenario");

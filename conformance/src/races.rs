@@ -31,10 +31,10 @@
 
 use harness::evidence::{Evidence, RaceEvidence, RaceRecord, RacesEvidence};
 
-use super::runner::{outcome_json, ping_server, Outcome};
+use super::runner::{ping_server, Outcome};
 use harness::contract::{ContractModel, ErrorKind, Judgement, Reply, Request, StoreError};
 use harness::counterexample::{
-    Counterexample, RaceCall, RaceCommand, RaceCounterexample, RaceKind,
+    Answer, Counterexample, RaceCall, RaceCommand, RaceCounterexample, RaceKind,
 };
 use harness::gate::drive::{
     instance_name, next_step, start_operation, DriveError, Operation, Step,
@@ -374,7 +374,7 @@ fn raced_calls(
 ) -> (RaceCall, RaceCall) {
     let side = |k: usize| RaceCall {
         call: requests[k].to_call(),
-        answer: outcome_json(&outcomes[k]),
+        answer: Answer::of(&outcomes[k]),
     };
     (side(0), side(1))
 }

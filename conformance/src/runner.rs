@@ -485,8 +485,6 @@ pub(crate) fn calls_counterexample(kind: CallsKind, calls: Vec<LoggedCall>) -> C
     Counterexample::Calls(CallsCounterexample { kind, calls })
 }
 
-pub(crate) use harness::counterexample::answer_of as outcome_json;
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

@@ -4,10 +4,12 @@
 //! each setting found short, and accept a durable server (and, with the
 //! opt-out, a server whose only fault is durability).
 
-use harness::counterexample::{Counterexample, ServerCounterexample, ServerSetup, ServerTag};
+use harness::counterexample::{
+    Answer, Counterexample, ServerCounterexample, ServerSetup, ServerTag,
+};
 use harness::evidence::{Evidence, ServerEvidence};
 
-use super::runner::{outcome_json, Outcome};
+use super::runner::Outcome;
 use super::CheckDef;
 use super::CheckKind;
 use harness::contract::{ErrorKind, Request, StoreError};
@@ -244,7 +246,7 @@ impl ServerCase {
             setup: format!("{:?}", self.setup),
             opt_out: hello.opt_out.clone(),
         };
-        let evidence = |error: Option<StoreError>, answer: Option<serde_json::Value>| {
+        let evidence = |error: Option<StoreError>, answer: Option<Answer>| {
             Evidence::Server(ServerEvidence {
                 server: server.clone(),
                 error,
@@ -285,7 +287,7 @@ impl ServerCase {
                     ),
                     _ => Outcome::pass(
                         String::new(),
-                        evidence(None, answer.map(|a| outcome_json(&a))),
+                        evidence(None, answer.map(|a| Answer::of(&a))),
                     ),
                 }
             }

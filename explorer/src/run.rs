@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use harness::contract::Contract;
-use harness::counterexample::answer_of;
+use harness::counterexample::Answer;
 use harness::evidence::{Evidence, ExplorerEvidence};
 use harness::figures::ExplorerFigures;
 use harness::gate::drive::instance_name;
@@ -15,7 +15,6 @@ use harness::server::{ServerKind, VIRTUAL_EPOCH_MS};
 use harness::store::StoreFactory;
 use harness::History;
 use harness::{CheckResult, Verdict};
-use serde_json::Value;
 
 use crate::model::{drop_world, LeaseModel};
 use crate::property::Property;
@@ -336,7 +335,7 @@ fn render(start: &State, path: &[(Action, State)]) -> Vec<ExplorerStep> {
             what: describe(a),
             server_ms: s.now,
             commands: Some(s.note.commands.clone()),
-            answer: Some(s.note.answer.as_ref().map_or(Value::Null, answer_of)),
+            answer: Some(s.note.answer.as_ref().map_or(Answer::Nothing, Answer::of)),
         });
     }
     steps

@@ -192,7 +192,9 @@ impl Suite for ExplorerSuite {
                 "{:>2}. {:<40} {}",
                 step.step,
                 step.what,
-                step.answer.as_ref().unwrap_or(&serde_json::Value::Null)
+                step.answer
+                    .as_ref()
+                    .unwrap_or(&harness::counterexample::Answer::Nothing)
             ));
         }
         SuiteError::unless_an_adapter_broke(subject.factory.as_ref())?;

@@ -8,7 +8,6 @@
 //! enum existed still read.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::contract::{Call, Contract, Reply, Request, StoreError};
 use crate::explore::{Property, Schedule};
@@ -73,9 +72,9 @@ impl Counterexample {
 pub struct ScenarioCounterexample {
     /// The scenario's steps, the breaking one last.
     pub steps: Vec<Step>,
-    /// The store's answer to the last step (`{"error": …}` for an error;
-    /// null when the step could not be sent), as the store gave it.
-    pub observed: Value,
+    /// The store's answer to the last step (null when the step could not
+    /// be sent), as the store gave it.
+    pub observed: Answer,
 }
 
 /// Which set of races a race counterexample comes from.
@@ -124,8 +123,8 @@ pub struct RaceCommand {
 pub struct RaceCall {
     /// The call sent.
     pub call: Call,
-    /// The reply, or `{"error": …}`.
-    pub answer: Value,
+    /// What the store answered.
+    pub answer: Answer,
 }
 
 /// Which cost check a call log counterexample comes from.
@@ -162,8 +161,8 @@ pub struct LoggedCall {
     pub clock_ms: Option<i64>,
     /// The call sent.
     pub call: Call,
-    /// The reply, or `{"error": …}`.
-    pub answer: Value,
+    /// What the store answered.
+    pub answer: Answer,
 }
 
 /// The tag a server-assumption counterexample carries.
@@ -207,16 +206,55 @@ impl LoggedCall {
             prefix,
             clock_ms,
             call: request.to_call(),
-            answer: answer_of(outcome),
+            answer: Answer::of(outcome),
         }
     }
 }
 
-/// An answer as a counterexample shows it: the reply, or `{"error": …}`.
-pub fn answer_of(outcome: &Result<Reply, StoreError>) -> Value {
-    match outcome {
-        Ok(r) => serde_json::to_value(r).unwrap_or(Value::Null),
-        Err(e) => serde_json::json!({ "error": e }),
+/// What a store answered a call, as a counterexample or evidence shows it:
+/// its reply as on the wire, `{"error": …}` for a refusal, null for none
+/// (the call was never sent, or the operation ended unanswered).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Answer {
+    /// The store refused the call with an error. First: no reply reads as
+    /// `{"error": …}`.
+    Refused {
+        /// The error.
+        error: StoreError,
+    },
+    /// The store's reply.
+    Reply(Reply),
+    /// No answer.
+    Nothing,
+}
+
+impl Answer {
+    /// The answer of a call's outcome.
+    pub fn of(outcome: &Result<Reply, StoreError>) -> Answer {
+        match outcome {
+            Ok(r) => Answer::Reply(r.clone()),
+            Err(e) => Answer::Refused { error: e.clone() },
+        }
+    }
+
+    /// The outcome it records; `None` for no answer.
+    pub fn outcome(&self) -> Option<Result<&Reply, &StoreError>> {
+        match self {
+            Answer::Reply(r) => Some(Ok(r)),
+            Answer::Refused { error } => Some(Err(error)),
+            Answer::Nothing => None,
+        }
+    }
+}
+
+/// One line of JSON, keys sorted (as reasons always quoted answers).
+impl std::fmt::Display for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match serde_json::to_value(self) {
+            Ok(value) => write!(f, "{value}"),
+            Err(_) => f.write_str("null"),
+        }
     }
 }
 
@@ -265,7 +303,7 @@ pub struct ExplorerStep {
     /// The answer of the operation it ended (null when it ended none; absent
     /// at the start).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answer: Option<Value>,
+    pub answer: Option<Answer>,
 }
 
 /// What a failed fault workload check saves to be replayed.
@@ -387,11 +425,16 @@ mod tests {
                 }],
                 a: RaceCall {
                     call: call(),
-                    answer: json!({"granted": {"epoch": 1, "expires_at_ms": 9}}),
+                    answer: Answer::Reply(Reply::Granted {
+                        epoch: 1,
+                        expires_at_ms: 9,
+                    }),
                 },
                 b: RaceCall {
                     call: call(),
-                    answer: json!({"error": {"kind": "internal", "message": "x"}}),
+                    answer: Answer::Refused {
+                        error: StoreError::new(crate::contract::ErrorKind::Unavailable, "x"),
+                    },
                 },
             })),
             Counterexample::Calls(CallsCounterexample {
@@ -400,7 +443,7 @@ mod tests {
                     prefix: Some("p:".into()),
                     clock_ms: Some(3),
                     call: call(),
-                    answer: Value::Null,
+                    answer: Answer::Nothing,
                 }],
             }),
             Counterexample::Faults(Box::new(FaultsCounterexample {
@@ -425,7 +468,7 @@ mod tests {
             }),
             Counterexample::Scenario(ScenarioCounterexample {
                 steps: vec![Step::At(5)],
-                observed: json!({"busy": {"holder": "a"}}),
+                observed: Answer::Reply(Reply::Lease(None)),
             }),
         ];
         for cx in all {

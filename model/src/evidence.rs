@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::contract::StoreError;
-use crate::counterexample::{LoggedCall, RaceCall, RaceCommand, ServerSetup};
+use crate::counterexample::{Answer, LoggedCall, RaceCall, RaceCommand, ServerSetup};
 use crate::figures::{CrashFigures, ExplorerFigures, FaultMeeting, SeriesFigures, WorkloadFigures};
 use crate::findings::children::ChildrenOnce;
 use crate::findings::fencing::Fencing;
@@ -319,7 +319,7 @@ pub struct ServerEvidence {
     /// The store's answer to a take on an accepted server (left out when
     /// none was sent: the store does not claim the lease contract).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answer: Option<serde_json::Value>,
+    pub answer: Option<Answer>,
 }
 
 /// The full-server check's evidence.
@@ -525,14 +525,16 @@ mod tests {
                 op: "lease.read".into(),
                 args: json!({"tree": "t"}),
             },
-            answer: json!({"holder": null}),
+            answer: Answer::Reply(Reply::Lease(None)),
         }
     }
 
     fn race_call() -> RaceCall {
         RaceCall {
             call: logged().call,
-            answer: json!({"busy": {"holder": "a"}}),
+            answer: Answer::Refused {
+                error: StoreError::new(ErrorKind::Unavailable, "down"),
+            },
         }
     }
 

@@ -229,19 +229,9 @@ fn grant_of(
     })
 }
 
-/// A recorded answer (a reply, or `{"error": …}`) read back; `None` when
-/// it is neither.
-fn outcome_of(answer: &Value) -> Option<Result<Reply, StoreError>> {
-    #[derive(serde::Deserialize)]
-    struct Refusal {
-        error: StoreError,
-    }
-    if let Ok(reply) = serde_json::from_value::<Reply>(answer.clone()) {
-        return Some(Ok(reply));
-    }
-    serde_json::from_value::<Refusal>(answer.clone())
-        .ok()
-        .map(|r| Err(r.error))
+/// A recorded answer's outcome, owned.
+fn owned(outcome: Option<Result<&Reply, &StoreError>>) -> Option<Result<Reply, StoreError>> {
+    outcome.map(|o| o.cloned().map_err(Clone::clone))
 }
 
 /// The lease tree an operation is about, when its request names one.
@@ -331,9 +321,9 @@ impl Trace {
             lane_of(&mut t.lanes, name);
             let from = cmds.first().map(|(s, _)| *s).unwrap_or(0);
             let to = cmds.last().map(|(s, _)| *s);
-            let answer = side.answer.clone();
+            let answer = serde_json::to_value(&side.answer).unwrap_or(Value::Null);
             let request = Request::parse(call).ok();
-            let outcome = outcome_of(&answer);
+            let outcome = owned(side.answer.outcome());
             let reply = outcome.clone().and_then(Result::ok);
             let grant = reply
                 .as_ref()
@@ -421,12 +411,12 @@ impl Trace {
             for c in s.commands.iter().flatten() {
                 t.ops[i].commands.push((slot, c.clone()));
             }
-            if let Some(answer) = s.answer.as_ref().filter(|a| !a.is_null()) {
+            if let Some(answer) = s.answer.as_ref().filter(|a| a.outcome().is_some()) {
                 open.remove(who);
                 let o = &mut t.ops[i];
                 o.to = Some(slot);
-                o.answer = answer.clone();
-                o.outcome = outcome_of(answer);
+                o.answer = serde_json::to_value(answer).unwrap_or(Value::Null);
+                o.outcome = owned(answer.outcome());
                 let reply = o.outcome.clone().and_then(Result::ok);
                 o.end = if matches!(o.outcome, Some(Err(_))) {
                     End::Refused
