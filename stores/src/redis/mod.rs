@@ -13,7 +13,7 @@
 //!
 //! Key layout: see [`Keys`].
 
-mod assumptions;
+pub mod assumptions;
 mod kept;
 mod keys;
 mod replies;
