@@ -160,14 +160,7 @@ pub(super) fn judge(check: WorkloadCheck, runs: &[WorkloadRun]) -> Judged {
             WorkloadCheck::Linearizable => {
                 let v = linearizable::check(&run.history);
                 let detail = FaultDetail::Linearizable(LinearizableDetail {
-                    not_linearizable: v
-                        .trees
-                        .iter()
-                        .filter(|(_, t)| {
-                            matches!(t, linearizable::TreeVerdict::NotLinearizable { .. })
-                        })
-                        .map(|(tree, t)| (tree.clone(), t.clone()))
-                        .collect(),
+                    not_linearizable: v.not_linearizable(),
                     trees: v.trees.len(),
                 });
                 (v.checked(&ops), v.summary(), detail)

@@ -80,6 +80,15 @@ impl Linearizability {
     pub fn all_linearizable(&self) -> bool {
         self.trees.values().all(TreeVerdict::is_linearizable)
     }
+
+    /// The trees no order explains, with their verdicts.
+    pub fn not_linearizable(&self) -> BTreeMap<String, TreeVerdict> {
+        self.trees
+            .iter()
+            .filter(|(_, t)| matches!(t, TreeVerdict::NotLinearizable { .. }))
+            .map(|(tree, t)| (tree.clone(), t.clone()))
+            .collect()
+    }
 }
 
 impl super::Findings for Linearizability {
@@ -107,11 +116,7 @@ impl super::Findings for Linearizability {
     }
 
     fn summary(&self) -> String {
-        let bad = self
-            .trees
-            .values()
-            .filter(|t| matches!(t, TreeVerdict::NotLinearizable { .. }))
-            .count();
+        let bad = self.not_linearizable().len();
         format!("{} trees, {bad} not linearizable", self.trees.len())
     }
 }
