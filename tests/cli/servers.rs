@@ -3,8 +3,6 @@
 //! kept when asked), a password kept out of every output, and several
 //! servers in one report.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -14,7 +12,7 @@ use harness::{CheckResult, Level, RunVerdict, Verdict};
 use serde_json::Value;
 use testkit::{check, read_report, TestServer};
 
-use common::cli::{assert_setup_error, storeproof};
+use crate::common::cli::{assert_setup_error, storeproof};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_with_short_settings_is_refused_naming_each_unless_opted_out() {
@@ -407,7 +405,7 @@ async fn an_interrupted_redis_url_run_removes_its_keys_too() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("r");
-    let mut child = common::command()
+    let mut child = crate::common::command()
         .args(["certify", "--suite", "conformance", "--redis-url"])
         .arg(server.url())
         .arg("--out")

@@ -2,8 +2,6 @@
 //! short settings, replicas and missing permissions, an unreachable, full or
 //! restarted server, and RESP3. Each test starts its own server.
 
-mod common;
-
 use std::time::Duration;
 
 use harness::contract::{ErrorKind, LeaseView, Reply};
@@ -11,7 +9,7 @@ use harness::store::{StoreFactory, OPT_OUT_WRITES_MAY_BE_LOST};
 use serde_json::json;
 use stores::redis::RedisStoreFactory;
 
-use common::*;
+use crate::common::*;
 
 #[tokio::test]
 async fn short_durability_is_refused_naming_each_setting_unless_opted_out() {

@@ -1,14 +1,12 @@
 //! The built-in Redis queue against a real `redis-server`: claim order and
 //! expired claims. Each test starts its own server.
 
-mod common;
-
 use std::time::Duration;
 
 use harness::contract::{ChildState, ChildView, Reply};
 use serde_json::json;
 
-use common::*;
+use crate::common::*;
 
 #[tokio::test]
 async fn claims_come_deepest_first_then_in_save_order() {

@@ -1,11 +1,9 @@
 //! Random walks of the built-in Redis stores against their sequential
 //! models, on a real `redis-server`. Each test starts its own server.
 
-mod common;
-
 use harness::contract::Reply;
 
-use common::*;
+use crate::common::*;
 
 /// A tiny deterministic generator, so a failing walk replays exactly.
 struct XorShift(u64);

@@ -2,15 +2,13 @@
 //! layouts, a missing server or engine, exit 2 with one line before
 //! anything starts, and an adapter's words never reaching the terminal raw.
 
-mod common;
-
 use std::path::Path;
 
 use harness::Verdict;
 use testkit::{check, read_report};
 
-use common::cli::{assert_setup_error, stderr_lines, storeproof};
-use common::storeproof_in;
+use crate::common::cli::{assert_setup_error, stderr_lines, storeproof};
+use crate::common::storeproof_in;
 
 #[test]
 fn wrong_flags_exit_2_with_one_line() {

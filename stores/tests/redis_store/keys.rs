@@ -2,13 +2,11 @@
 //! `redis-server`: odd ids, every key under the prefix, bad input writing
 //! nothing, every script loaded. Each test starts its own server.
 
-mod common;
-
 use harness::contract::{ChildState, ChildView, ErrorKind, LeaseView, Reply};
 use serde_json::json;
 use stores::redis::script_sources;
 
-use common::*;
+use crate::common::*;
 
 #[tokio::test]
 async fn odd_ids_work_and_every_key_stays_under_the_prefix() {

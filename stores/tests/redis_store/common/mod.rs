@@ -1,4 +1,4 @@
-//! What the tests of the built-in Redis stores (`redis_store_*.rs`) share:
+//! What the tests of the built-in Redis stores (`redis_store/*.rs`) share:
 //! a server of their own ([`TestServer`]), a connected store, and calls
 //! that panic with what was asked.
 

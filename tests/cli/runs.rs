@@ -1,15 +1,13 @@
 //! Whole runs of the `storeproof` binary: certify's report, the benchmarks,
 //! Ctrl-C in the middle of the crash suite, and replays.
 
-mod common;
-
 use std::process::Command;
 
 use harness::{RunVerdict, Verdict};
 use serde_json::Value;
 use testkit::{check, read_report};
 
-use common::cli::storeproof;
+use crate::common::cli::storeproof;
 
 #[test]
 fn certify_on_a_managed_server_passes_with_a_full_report() {
@@ -58,7 +56,7 @@ fn certify_on_a_managed_server_passes_with_a_full_report() {
     assert_eq!(typed.server.settings["appendfsync"], "always");
     // The checks as written: every field present (a missing optional one
     // would read back typed as `None`), and the words the listing shows.
-    let report = common::read_report(&out_dir);
+    let report = crate::common::read_report(&out_dir);
     let checks = report["checks"].as_array().unwrap();
     let conformance: Vec<&Value> = checks
         .iter()
@@ -186,7 +184,7 @@ fn ctrl_c_mid_crash_suite_leaves_no_container_volume_server_or_report() {
     let out_dir = dir.path().join("r");
     let seed = "424242";
     let tmp = tempfile::tempdir().unwrap();
-    let mut child = common::command()
+    let mut child = crate::common::command()
         .env("TMPDIR", tmp.path())
         .args([
             "certify",

@@ -2,14 +2,12 @@
 //! operation, epochs across release and expiry, and kept executions in
 //! SQLite. Each test starts its own server, so tests run in parallel.
 
-mod common;
-
 use std::time::Duration;
 
 use harness::contract::{LeaseView, Reply};
 use serde_json::json;
 
-use common::*;
+use crate::common::*;
 
 #[tokio::test]
 async fn lease_take_busy_renew_lost_release_not_held_read() {

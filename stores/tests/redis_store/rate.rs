@@ -1,12 +1,10 @@
 //! The built-in Redis rate limits against a real `redis-server`, on the
 //! instance's clock: slots, hits and pauses. Each test starts its own server.
 
-mod common;
-
 use harness::contract::Reply;
 use serde_json::json;
 
-use common::*;
+use crate::common::*;
 
 #[tokio::test]
 async fn slots_fill_come_back_on_release_and_expire_on_clock_ms() {
