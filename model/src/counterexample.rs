@@ -238,6 +238,11 @@ impl Answer {
         }
     }
 
+    /// Whether the store answered at all.
+    pub fn given(&self) -> bool {
+        !matches!(self, Answer::Nothing)
+    }
+
     /// The outcome it records; `None` for no answer.
     pub fn outcome(&self) -> Option<Result<&Reply, &StoreError>> {
         match self {

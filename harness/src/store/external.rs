@@ -413,32 +413,32 @@ impl ExternalStoreFactory {
     fn process_for(&self, instance: &str) -> Result<Started, String> {
         // Spares only for a name asked for before: checks reuse a few names
         // (`a`, `b`, …), and a name asked for once would waste its spares.
-        let (spare, again) = match self.spares.0.lock() {
+        // One look at the pool: the spare to take, and how many to start
+        // (none for a name new to it).
+        let (spare, missing) = match self.spares.0.lock() {
             Ok(mut m) => match m.get_mut(instance) {
-                Some(kept) => (kept.pop_front(), true),
+                Some(kept) => {
+                    let spare = kept.pop_front();
+                    (spare, SPARES_PER_INSTANCE.saturating_sub(kept.len()))
+                }
                 None => {
                     m.insert(instance.to_string(), VecDeque::new());
-                    (None, false)
+                    (None, 0)
                 }
             },
-            Err(_) => (None, false),
+            Err(_) => (None, 0),
         };
         let taken = match spare {
             Some(s) => s,
             None => Started::start(self, instance)?,
         };
-        let kept = self.spares.0.lock().map_or(SPARES_PER_INSTANCE, |m| {
-            m.get(instance).map_or(0, VecDeque::len)
-        });
-        for _ in kept..if again { SPARES_PER_INSTANCE } else { 0 } {
-            // A spare that cannot start is no failure: the next process
-            // wanted is started then, and its failure reported.
-            let Ok(spare) = Started::start(self, instance) else {
-                break;
-            };
-            if let Ok(mut m) = self.spares.0.lock() {
-                m.entry(instance.to_string()).or_default().push_back(spare);
-            }
+        // A spare that cannot start is no failure: the next process wanted
+        // is started then, and its failure reported.
+        let fresh: Vec<Started> = (0..missing)
+            .map_while(|_| Started::start(self, instance).ok())
+            .collect();
+        if let Ok(mut m) = self.spares.0.lock() {
+            m.entry(instance.to_string()).or_default().extend(fresh);
         }
         Ok(taken)
     }

@@ -811,7 +811,7 @@ fn schedule_table(steps: &[ExplorerStep]) -> String {
             ""
         };
         let commands: Vec<String> = s.commands.iter().flatten().map(|x| escape(x)).collect();
-        let answer = s.answer.as_ref().filter(|a| a.outcome().is_some());
+        let answer = s.answer.as_ref().filter(|a| a.given());
         h.push_str(&format!(
             "<tr{class}><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td></tr>",
             s.step,

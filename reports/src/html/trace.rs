@@ -411,7 +411,7 @@ impl Trace {
             for c in s.commands.iter().flatten() {
                 t.ops[i].commands.push((slot, c.clone()));
             }
-            if let Some(answer) = s.answer.as_ref().filter(|a| a.outcome().is_some()) {
+            if let Some(answer) = s.answer.as_ref().filter(|a| a.given()) {
                 open.remove(who);
                 let o = &mut t.ops[i];
                 o.to = Some(slot);
