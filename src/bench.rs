@@ -15,7 +15,7 @@ use harness::server::{ManagedServer, ServerOptions};
 use harness::store::StoreFactory;
 use stores::redis::RedisStoreFactory;
 
-use crate::certify::{sized, MAX_THREADS};
+use crate::certify::{sized, Bounds, MAX_THREADS};
 
 #[derive(Debug, Subcommand)]
 pub enum Bench {
@@ -35,7 +35,7 @@ pub struct CertifyBench {
     #[arg(long, default_value_t = 11)]
     seed: u64,
     /// Runs, one after another (1 to 20); each is printed, then the slowest.
-    #[arg(long, default_value_t = 1, value_parser = sized(1, 20, ""))]
+    #[arg(long, default_value_t = 1, value_parser = sized(Bounds::new(1, 20, "")))]
     runs: usize,
 }
 
@@ -93,10 +93,10 @@ fn certify(args: CertifyBench) -> anyhow::Result<ExitCode> {
 #[derive(Debug, Args)]
 pub struct LinearizabilityBench {
     /// Operations per history (10 to 100000).
-    #[arg(long, default_value_t = 1000, value_parser = sized(10, 100_000, ""))]
+    #[arg(long, default_value_t = 1000, value_parser = sized(Bounds::new(10, 100_000, "")))]
     ops: usize,
     /// Histories, each from its own seed (1 to 1000).
-    #[arg(long, default_value_t = 5, value_parser = sized(1, 1000, ""))]
+    #[arg(long, default_value_t = 5, value_parser = sized(Bounds::new(1, 1000, "")))]
     histories: usize,
     /// The first seed; history n uses seed + n.
     #[arg(long, default_value_t = 1)]
@@ -141,36 +141,36 @@ fn linearizability(args: LinearizabilityBench) -> ExitCode {
 #[derive(Debug, Args)]
 pub struct ExplorerBench {
     /// Search depth for the exhaustive part (1 to 40).
-    #[arg(long, default_value_t = 8, value_parser = sized(1, 40, ""))]
+    #[arg(long, default_value_t = 8, value_parser = sized(Bounds::new(1, 40, "")))]
     depth: usize,
     /// Seeded walks of three instances (0 to 100000).
-    #[arg(long, default_value_t = 200, value_parser = sized(0, 100_000, ""))]
+    #[arg(long, default_value_t = 200, value_parser = sized(Bounds::new(0, 100_000, "")))]
     walks: usize,
     /// Checker threads (1 to 64), each with a redis-server of its own.
-    #[arg(long, default_value_t = 2, value_parser = sized(1, MAX_THREADS, ""))]
+    #[arg(long, default_value_t = 2, value_parser = sized(Bounds::new(1, MAX_THREADS, "")))]
     threads: usize,
     /// Seconds each round-trip measurement runs (0.05 to 600).
     #[arg(long, default_value_t = 2.0, value_parser = seconds)]
     seconds: f64,
     /// The queue's search depth for the per-contract rows (1 to 40;
     /// `certify`'s default).
-    #[arg(long, default_value_t = 6, value_parser = sized(1, 40, ""))]
+    #[arg(long, default_value_t = 6, value_parser = sized(Bounds::new(1, 40, "")))]
     queue_depth: usize,
     /// The rate limits' search depth for the per-contract rows (1 to 40;
     /// `certify`'s default).
-    #[arg(long, default_value_t = 5, value_parser = sized(1, 40, ""))]
+    #[arg(long, default_value_t = 5, value_parser = sized(Bounds::new(1, 40, "")))]
     rate_depth: usize,
     /// Also the whole exploration at this depth with the new method
     /// (default: --depth + 2; 0: not run), beside the old method's time at
     /// --depth.
-    #[arg(long, value_parser = sized(0, 40, ""))]
+    #[arg(long, value_parser = sized(Bounds::new(0, 40, "")))]
     deep: Option<usize>,
     /// Three instances (clocks 0, 0 and the skew) searched exhaustively at
     /// this depth on every contract, with and without folding renamed
     /// instances of one clock, on the built-in store and on the explorer's
     /// sabotages (0 to 40; 0: not run; at 6 the rate limits' sabotages
     /// take minutes each unfolded).
-    #[arg(long, default_value_t = 5, value_parser = sized(0, 40, ""))]
+    #[arg(long, default_value_t = 5, value_parser = sized(Bounds::new(0, 40, "")))]
     three_depth: usize,
 }
 

@@ -2,7 +2,7 @@
 //! the report, print a short summary.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -84,132 +84,174 @@ pub enum OptOut {
 #[derive(Debug, Args)]
 pub struct CertifyArgs {
     #[arg(long, default_value = "builtin:redis", value_name = "STORE", value_parser = StoreSpec::from_str, help = StoreSpec::help())]
-    store: StoreSpec,
+    pub(crate) store: StoreSpec,
     /// Suites to run (comma-separated). Default: every suite this version
     /// has but sabotage, which certifies storeproof itself, not the store.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "SUITE")]
-    suite: Vec<SuiteName>,
+    pub(crate) suite: Vec<SuiteName>,
     /// The managed server to certify on, repeatable: redis-7.0 (Debian's
     /// redis-server), redis-6.2 or valkey-9 (installed by scripts/setup), or
     /// path:/to/server. Several give one report with a section per server
     /// and a verdict over them all. Default: redis-server on PATH (or
     /// $STOREPROOF_REDIS_SERVER).
     #[arg(long = "server", value_name = "NAME", value_parser = ServerKind::from_str)]
-    server: Vec<ServerKind>,
+    pub(crate) server: Vec<ServerKind>,
     /// Use this existing Redis server instead of starting one. Only keys under
     /// the run's prefix are touched; checks that need a controlled clock or
     /// whole-keyspace reads are reported skipped.
     #[arg(long, value_name = "URL")]
-    redis_url: Option<String>,
+    pub(crate) redis_url: Option<String>,
     /// Passed to the store: accept a server whose settings may lose writes.
     #[arg(long, value_enum, value_name = "OPT_OUT")]
-    opt_out: Option<OptOut>,
+    pub(crate) opt_out: Option<OptOut>,
     /// Where to write index.html, report.json and junit.xml.
     #[arg(long, value_name = "DIR", default_value_os_t = crate::default_out())]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Seed of every random choice (printed; the same seed replays the same run).
     #[arg(long)]
-    seed: Option<u64>,
+    pub(crate) seed: Option<u64>,
     /// Run only the checks whose id starts with this (repeatable), e.g.
     /// --check conformance.lease.
     #[arg(long, value_name = "ID")]
-    check: Vec<String>,
+    pub(crate) check: Vec<String>,
     /// Seconds an adapter (cmd:) may take to answer one request (0.1 to 3600).
     #[arg(long, default_value_t = 10.0, value_name = "SECS", value_parser = adapter_timeout)]
-    adapter_timeout: f64,
+    pub(crate) adapter_timeout: f64,
     /// Explorer: every schedule of two instances this many steps deep (4 to
     /// 40: a takeover race needs a take, a move past expiry, a take and the
     /// zombie's call).
-    #[arg(long, default_value_t = 8, value_name = "STEPS", value_parser = sized(MIN_DEPTH, 40, DEPTH_WHY))]
-    depth: usize,
+    #[arg(long, default_value_t = 8, value_name = "STEPS", value_parser = sized(DEPTH))]
+    pub(crate) depth: usize,
     /// Explorer: the queue's searches, this many steps deep (4 to 40; its
     /// states grow faster than the lease's).
-    #[arg(long, default_value_t = 6, value_name = "STEPS", value_parser = sized(MIN_DEPTH, 40, DEPTH_WHY))]
-    queue_depth: usize,
+    #[arg(long, default_value_t = 6, value_name = "STEPS", value_parser = sized(DEPTH))]
+    pub(crate) queue_depth: usize,
     /// Explorer: the rate limits' searches, this many steps deep (4 to 40;
     /// slots, hits and pauses on skewed clocks).
-    #[arg(long, default_value_t = 5, value_name = "STEPS", value_parser = sized(MIN_DEPTH, 40, DEPTH_WHY))]
-    rate_depth: usize,
+    #[arg(long, default_value_t = 5, value_name = "STEPS", value_parser = sized(DEPTH))]
+    pub(crate) rate_depth: usize,
     /// Conformance: sequences each generated check (conformance.generated.*)
     /// plays, before shrinking a failure (1 to 100000).
-    #[arg(long, default_value_t = conformance::DEFAULT_CASES as usize, value_name = "N", value_parser = sized(1, 100_000, ""))]
-    cases: usize,
+    #[arg(long, default_value_t = conformance::DEFAULT_CASES as usize, value_name = "N", value_parser = sized(CASES))]
+    pub(crate) cases: usize,
     /// Explorer: seeded random walks of three instances (0 to 100000).
-    #[arg(long, default_value_t = 200, value_name = "N", value_parser = sized(0, 100_000, ""))]
-    walks: usize,
+    #[arg(long, default_value_t = 200, value_name = "N", value_parser = sized(WALKS))]
+    pub(crate) walks: usize,
     /// Explorer: steps per walk (4 to 10000).
-    #[arg(long, default_value_t = 20, value_name = "STEPS", value_parser = sized(MIN_DEPTH, 10_000, DEPTH_WHY))]
-    walk_steps: usize,
+    #[arg(long, default_value_t = 20, value_name = "STEPS", value_parser = sized(Bounds::new(MIN_DEPTH, 10_000, DEPTH_WHY)))]
+    pub(crate) walk_steps: usize,
     /// Explorer: also every schedule of three instances (clocks 0, 0 and
     /// each skew) this many steps deep, on every contract explored (0, the
     /// default: none; at most 40).
-    #[arg(long, default_value_t = 0, value_name = "STEPS", value_parser = sized(0, 40, ""))]
-    three_depth: usize,
+    #[arg(long, default_value_t = 0, value_name = "STEPS", value_parser = sized(Bounds::new(0, 40, "")))]
+    pub(crate) three_depth: usize,
     /// Explorer: keep states that differ only by a renaming of instances of
     /// one clock apart (the same verdicts, more states: to measure the
     /// folding or to rule it out).
     #[arg(long)]
-    no_symmetry: bool,
+    pub(crate) no_symmetry: bool,
     /// Explorer: also lose one write's reply a schedule, anywhere (the
     /// connection closed after the server applied it); the operation's
     /// answer, a client library's retry included, is judged, and
     /// `unavailable` ends it without an answer. Off by default: it about
     /// doubles the states.
     #[arg(long)]
-    lost_replies: bool,
+    pub(crate) lost_replies: bool,
     /// Crash: SIGKILLs of the server with the required settings (1 to 1000).
-    #[arg(long, default_value_t = 20, value_name = "N", value_parser = sized(1, 1000, KILLS_WHY))]
-    kills: usize,
+    #[arg(long, default_value_t = 20, value_name = "N", value_parser = sized(KILLS))]
+    pub(crate) kills: usize,
     /// Crash: SIGKILLs with the append-only file off and the opt-out given
     /// (the loss must show; 1 to 1000). A demonstration that the kills are
     /// real, never the store's duty: two show it.
-    #[arg(long, default_value_t = 2, value_name = "N", value_parser = sized(1, 1000, KILLS_WHY))]
-    opt_out_kills: usize,
+    #[arg(long, default_value_t = 2, value_name = "N", value_parser = sized(KILLS))]
+    pub(crate) opt_out_kills: usize,
     /// Crash: simulated power cuts (SIGKILL, then the append-only file cut
     /// back to its last fsync) with appendfsync always, and as many with
     /// everysec opted out; on the process backend (1 to 1000).
-    #[arg(long, default_value_t = 5, value_name = "N", value_parser = sized(1, 1000, KILLS_WHY))]
-    power_losses: usize,
+    #[arg(long, default_value_t = 5, value_name = "N", value_parser = sized(KILLS))]
+    pub(crate) power_losses: usize,
     /// Faults: rounds each instance runs per layout, while the nemesis plays
     /// (1 to 10000).
-    #[arg(long, default_value_t = 30, value_name = "N", value_parser = sized(1, 10_000, ROUNDS_WHY))]
-    fault_rounds: usize,
+    #[arg(long, default_value_t = 30, value_name = "N", value_parser = sized(FAULT_ROUNDS))]
+    pub(crate) fault_rounds: usize,
     /// Faults: faults the nemesis injects per layout (1 to 10000).
-    #[arg(long, default_value_t = 16, value_name = "N", value_parser = sized(1, 10_000, FAULTS_WHY))]
-    faults: usize,
+    #[arg(long, default_value_t = 16, value_name = "N", value_parser = sized(FAULTS))]
+    pub(crate) faults: usize,
     /// Crash: where the killed server runs.
     #[arg(long, value_enum, default_value = "auto", value_name = "BACKEND")]
-    crash_backend: CrashBackendArg,
+    pub(crate) crash_backend: CrashBackendArg,
     /// Explorer: checker threads, each with a server of its own (1 to 64).
-    #[arg(long, default_value_t = 2, value_name = "N", value_parser = sized(1, MAX_THREADS, THREADS_WHY))]
-    threads: usize,
+    #[arg(long, default_value_t = 2, value_name = "N", value_parser = sized(Bounds::new(1, MAX_THREADS, THREADS_WHY)))]
+    pub(crate) threads: usize,
     /// Layout: also check that this layout file (TOML, `[stores]` with a
     /// backend per store) assembles under the one-backend rule.
     #[arg(long, value_name = "FILE")]
-    layout: Option<PathBuf>,
+    pub(crate) layout: Option<PathBuf>,
     /// With --redis-url: keep the run's keys (under its prefix, sp:<run>:)
     /// on the server for inspection; by default they are removed at the end.
     #[arg(long)]
-    keep_keys: bool,
+    pub(crate) keep_keys: bool,
     /// Print nothing but the summary.
     #[arg(long, short)]
-    quiet: bool,
+    pub(crate) quiet: bool,
     /// Run the K-th of N parts of this run (needs --seed): conformance
     /// checks, explorer searches (one per clock skew) and crash kill rounds
     /// dealt round-robin, explorer walks split in N ranges, the other suites
     /// whole on one shard; `storeproof merge` joins the N reports.
     #[arg(long, value_name = "K/N", value_parser = crate::shard::Shard::from_str)]
-    shard: Option<crate::shard::Shard>,
+    pub(crate) shard: Option<crate::shard::Shard>,
     /// Explorer: stop at the first violation and report it at once; the
     /// clock skews and walks not explored are named, and no check they
     /// would have decided passes (they are skipped). On by default when
     /// the CI environment variable is set (not empty, 0 or false);
     /// --fail-fast=false turns it off there.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
-    fail_fast: Option<bool>,
+    pub(crate) fail_fast: Option<bool>,
+    /// A store given in-process by the library (`Certification::of`):
+    /// used instead of `store`; never on the command line.
+    #[arg(skip)]
+    pub(crate) library_store: Option<LibraryStore>,
+}
+
+/// A Rust store handed to the library, in place of a `--store` spelling:
+/// made once the run's working directory exists, given its path (where a
+/// store keeps its durable side files, as an adapter's
+/// `STOREPROOF_WORKDIR`).
+pub(crate) type StoreInWorkdir = dyn Fn(&Path) -> Arc<dyn StoreFactory> + Send + Sync;
+
+/// [`StoreInWorkdir`], cloneable and printable with the options.
+#[derive(Clone)]
+pub(crate) struct LibraryStore(pub(crate) Arc<StoreInWorkdir>);
+
+impl std::fmt::Debug for LibraryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LibraryStore")
+    }
 }
 
 impl CertifyArgs {
+    /// Every option at its command-line default (clap's declarations are
+    /// the one place defaults are written), certifying `store`.
+    pub(crate) fn defaults_for(store: Arc<StoreInWorkdir>) -> CertifyArgs {
+        #[derive(clap::Parser)]
+        struct Defaults {
+            #[command(flatten)]
+            args: CertifyArgs,
+        }
+        let mut args = <Defaults as clap::Parser>::parse_from(["storeproof"]).args;
+        args.library_store = Some(LibraryStore(store));
+        args
+    }
+
+    /// The store as the report's `run.store` names it, secrets redacted:
+    /// a library store by its own [`StoreFactory::spec`].
+    fn store_text(&self, factory: &dyn StoreFactory) -> String {
+        match &self.library_store {
+            Some(_) => factory.spec(),
+            None => server::redact_secrets(&self.store.to_string()),
+        }
+    }
+
     /// Whether the explorer stops at its first violation: `--fail-fast`,
     /// else whether `CI` is set.
     fn fail_fast(&self) -> bool {
@@ -231,29 +273,54 @@ const KILLS_WHY: &str = "with none, the crash checks would hold across nothing a
 pub(crate) const MAX_THREADS: usize = 64;
 const THREADS_WHY: &str = "each checker thread starts a redis-server of its own";
 
-/// A clap parser for a count in `min..=max`; `why` says what a smaller
-/// value would mean (a vacuous suite), so the refusal teaches.
-pub(crate) fn sized(
+/// The sizes a count may take, `min..=max`; `why` says what a smaller
+/// value would mean (a vacuous suite), so the refusal teaches. One place
+/// for both the command line's parser and the library's setters.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bounds {
     min: usize,
     max: usize,
     why: &'static str,
+}
+
+impl Bounds {
+    pub(crate) const fn new(min: usize, max: usize, why: &'static str) -> Bounds {
+        Bounds { min, max, why }
+    }
+
+    /// `n` if it is in bounds, else what is wrong with it.
+    pub(crate) fn check(self, n: usize) -> Result<usize, String> {
+        if n < self.min {
+            return Err(if self.why.is_empty() {
+                format!("at least {}", self.min)
+            } else {
+                format!("at least {}: {}", self.min, self.why)
+            });
+        }
+        if n > self.max {
+            return Err(format!("at most {}", self.max));
+        }
+        Ok(n)
+    }
+}
+
+pub(crate) const DEPTH: Bounds = Bounds::new(MIN_DEPTH, 40, DEPTH_WHY);
+pub(crate) const CASES: Bounds = Bounds::new(1, 100_000, "");
+pub(crate) const WALKS: Bounds = Bounds::new(0, 100_000, "");
+pub(crate) const KILLS: Bounds = Bounds::new(1, 1000, KILLS_WHY);
+pub(crate) const FAULT_ROUNDS: Bounds = Bounds::new(1, 10_000, ROUNDS_WHY);
+pub(crate) const FAULTS: Bounds = Bounds::new(1, 10_000, FAULTS_WHY);
+
+/// A clap parser for a count within `bounds`.
+pub(crate) fn sized(
+    bounds: Bounds,
 ) -> impl Fn(&str) -> Result<usize, String> + Clone + Send + Sync + 'static {
     move |text: &str| {
         let n: usize = text
             .trim()
             .parse()
             .map_err(|_| format!("{text:?} is not a whole number"))?;
-        if n < min {
-            return Err(if why.is_empty() {
-                format!("at least {min}")
-            } else {
-                format!("at least {min}: {why}")
-            });
-        }
-        if n > max {
-            return Err(format!("at most {max}"));
-        }
-        Ok(n)
+        bounds.check(n)
     }
 }
 
@@ -273,6 +340,15 @@ pub(crate) fn adapter_timeout(text: &str) -> Result<f64, String> {
 /// secret redacted. A `--redis-url` run removes its own keys from the
 /// server at the end (unless `--keep-keys`), also when it stops on an error.
 pub async fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
+    let out = args.out.clone();
+    let report = report(args).await?;
+    print_summary(&report, &out);
+    Ok(ExitCode::from(report.verdict.exit_code()))
+}
+
+/// The run as [`run`] makes it, its report written to `--out` and
+/// returned, nothing printed but progress; `Err` is a setup error.
+pub(crate) async fn report(args: CertifyArgs) -> anyhow::Result<Report> {
     let mut pending_keys = None;
     let result = certify(args, &mut pending_keys).await;
     if let Some((url, prefix)) = pending_keys {
@@ -319,7 +395,7 @@ fn remove_run_keys_after_signal() {
 async fn certify(
     args: CertifyArgs,
     pending_keys: &mut Option<(String, String)>,
-) -> anyhow::Result<ExitCode> {
+) -> anyhow::Result<Report> {
     let names = if args.suite.is_empty() {
         SuiteName::ALL.to_vec()
     } else {
@@ -391,8 +467,7 @@ async fn certify(
     }
     let report = Report::of_servers(runs).context("no server was certified")?;
     reports::write_all(&report, &args.out)?;
-    print_summary(&report, &args.out);
-    Ok(ExitCode::from(report.verdict.exit_code()))
+    Ok(report)
 }
 
 /// The run of every suite on one server: the managed server of `kind` (the
@@ -472,12 +547,19 @@ async fn certify_on(
 
     // The store, and its hello on the target server: a refusal here is the
     // server's fault or the store's, and nothing can be checked.
-    let (_workdir, factory) = store_in_workdir(
-        "storeproof-run-",
-        &args.store.to_string(),
-        args.adapter_timeout,
-        managed.as_ref().and_then(|m| m.clock().cloned()),
-    )?;
+    let (_workdir, factory) = match &args.library_store {
+        Some(store) => {
+            let workdir = workdir("storeproof-run-")?;
+            let factory = (store.0)(workdir.path());
+            (workdir, factory)
+        }
+        None => store_in_workdir(
+            "storeproof-run-",
+            &args.store.to_string(),
+            args.adapter_timeout,
+            managed.as_ref().and_then(|m| m.clock().cloned()),
+        )?,
+    };
     let info = probe(
         factory.as_ref(),
         &server_ref.url(),
@@ -654,7 +736,7 @@ async fn certify_on(
         run: RunSection {
             seed,
             prefix: run_prefix.clone(),
-            store: server::redact_secrets(&args.store.to_string()),
+            store: args.store_text(factory.as_ref()),
             keys,
             opt_out: args.opt_out.map(|_| OPT_OUT_WRITES_MAY_BE_LOST.to_string()),
             command: std::env::args()
@@ -904,18 +986,25 @@ pub fn store_in_workdir(
     server_clock: Option<Arc<harness::server::VirtualClock>>,
 ) -> anyhow::Result<(tempfile::TempDir, Arc<dyn StoreFactory>)> {
     let store = check_store_spec(store)?;
-    let workdir = tempfile::Builder::new()
-        .prefix(prefix)
-        .tempdir()
-        .context("cannot create a working directory")?;
-    crate::set_run_workdir(workdir.path().to_path_buf());
-    server::mark_owned(workdir.path()).context("cannot mark the working directory")?;
+    let workdir = workdir(prefix)?;
     let factory = store.factory(
         workdir.path(),
         Duration::from_secs_f64(adapter_timeout_s),
         server_clock,
     );
     Ok((workdir, factory))
+}
+
+/// A fresh working directory for the run, removed when the returned guard
+/// drops (or by the Ctrl-C handler), marked as this process's.
+fn workdir(prefix: &str) -> anyhow::Result<tempfile::TempDir> {
+    let workdir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .context("cannot create a working directory")?;
+    crate::set_run_workdir(workdir.path().to_path_buf());
+    server::mark_owned(workdir.path()).context("cannot mark the working directory")?;
+    Ok(workdir)
 }
 
 /// The first database other than 0 holding keys on a managed server (only

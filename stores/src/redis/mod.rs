@@ -29,7 +29,7 @@ use redis::{AsyncConnectionConfig, IntoConnectionInfo, RedisError, ScriptInvocat
 use harness::contract::{Call, Contract, ErrorKind, Reply, Request, StoreError, MAX_DURATION_MS};
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 
-use kept::KeptExecutions;
+pub use kept::KeptExecutions;
 pub use keys::{depth_rank, Keys};
 pub use replies::parse_reply;
 pub use scripts::{builtin_source, script_files, script_sources, UnknownScript};

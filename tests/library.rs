@@ -1,0 +1,102 @@
+//! storeproof as a library (issue 22, item 3): a Rust store certified from
+//! `cargo test` with one call, the typed report returned and the same
+//! report folder written; a flawed store fails with its counterexample; a
+//! bad option is refused before anything runs.
+
+use std::path::Path;
+
+use storeproof::{Certification, Error, RunVerdict, Suite, Verdict};
+use stores::redis::{builtin_source, RedisStoreFactory};
+
+/// The checks both runs play: the take's own scenarios and its races, on
+/// the lease contract only (kept small: the whole run is `certify`'s job).
+const CHECKS: &str = "conformance.lease.take";
+
+fn builtin(dir: &Path) -> RedisStoreFactory {
+    RedisStoreFactory::new(dir.join("kept.sqlite"))
+}
+
+/// The built-in store with a take that grants even over a live lease: the
+/// check of a live holder is gone.
+fn takes_over_live_leases(dir: &Path) -> RedisStoreFactory {
+    let source = builtin_source("lease_take.lua").expect("the take's script");
+    let live_check = "if rec[2] and rec[4] ~= '1' and now < tonumber(rec[3]) then";
+    assert!(source.contains(live_check), "the take's script changed");
+    let flawed = source.replace(live_check, "if false then");
+    builtin(dir)
+        .with_patched_script("lease_take.lua", &flawed)
+        .expect("a script of the store")
+}
+
+#[test]
+fn a_correct_store_passes_and_its_report_folder_is_written() {
+    let out = tempfile::tempdir().unwrap();
+    let certificate = Certification::of_in_workdir(builtin)
+        .suites(&[Suite::Conformance])
+        .check(CHECKS)
+        .cases(2)
+        .seed(5)
+        .out(out.path().join("report"))
+        .run_blocking()
+        .expect("the run could be set up");
+    assert!(certificate.passed(), "{certificate}");
+    assert_eq!(certificate.verdict(), RunVerdict::Pass);
+    assert_eq!(certificate.failed().count(), 0);
+    let decided = certificate
+        .report
+        .checks
+        .iter()
+        .filter(|c| c.verdict == Verdict::Pass)
+        .count();
+    assert!(decided > 3, "only {decided} checks passed: {certificate}");
+    for file in ["index.html", "report.json", "junit.xml"] {
+        assert!(certificate.out.join(file).is_file(), "no {file} written");
+    }
+    assert_eq!(certificate.report.store.spec, "builtin:redis");
+}
+
+#[test]
+fn a_flawed_store_fails_with_its_counterexample() {
+    let out = tempfile::tempdir().unwrap();
+    let certificate = Certification::of_in_workdir(takes_over_live_leases)
+        .suites(&[Suite::Conformance])
+        .check(CHECKS)
+        .cases(2)
+        .seed(5)
+        .out(out.path().join("report"))
+        .run_blocking()
+        .expect("the run could be set up");
+    assert_eq!(certificate.verdict(), RunVerdict::Fail, "{certificate}");
+    let failed: Vec<&str> = certificate.failed().map(|c| c.id.as_str()).collect();
+    assert!(
+        failed.contains(&"conformance.lease.take-busy"),
+        "failed: {failed:?}"
+    );
+    assert!(
+        certificate.failed().all(|c| c.counterexample.is_some()),
+        "a failure without its counterexample: {certificate}"
+    );
+    let text = certificate.to_string();
+    assert!(
+        text.contains("FAIL") && text.contains("counterexample:"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_bad_size_is_refused_and_nothing_is_written() {
+    let out = tempfile::tempdir().unwrap();
+    let report = out.path().join("report");
+    let refused = Certification::of_in_workdir(builtin)
+        .cases(0)
+        .out(&report)
+        .run_blocking();
+    match refused {
+        Err(Error::Option { option, problem }) => {
+            assert_eq!(option, "--cases");
+            assert!(problem.contains("at least 1"), "{problem}");
+        }
+        other => panic!("expected the --cases refusal, got {other:?}"),
+    }
+    assert!(!report.exists(), "a report was written for a refused run");
+}
