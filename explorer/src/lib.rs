@@ -60,6 +60,7 @@ mod search;
 mod state;
 mod suite;
 mod symmetry;
+mod unordered;
 mod walk;
 mod world;
 

@@ -106,13 +106,15 @@ impl Pending {
     }
 }
 
-/// A digest of the keys exactly as the server holds them (names, `DUMP`
-/// bytes, absolute expiries).
+/// A digest of what the server holds under the prefix: every key's name,
+/// content ([`Logical`], never its `DUMP` bytes: a hash in the hashtable
+/// encoding dumps its fields in table order, which a read or a `RESTORE`
+/// changes while the content stays) and absolute expiry.
 pub(crate) fn keys_digest(keys: &[KeyDump]) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     for k in keys {
         k.name.hash(&mut h);
-        k.dump.hash(&mut h);
+        k.logical.hash(&mut h);
         k.expire_at.hash(&mut h);
     }
     h.finish()
@@ -340,6 +342,14 @@ fn hash_item<H: Hasher>(item: &[u8], now: i64, far_ms: i64, relative: bool, h: &
     runs.hash(h);
 }
 
+/// The content exactly (times absolute): two keys hash alike when the
+/// server holds the same content in them, whatever their encoding.
+impl Hash for Logical {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.hash_at(0, i64::MAX, false, h);
+    }
+}
+
 impl Logical {
     /// Hashes the content, times near now relative to it (`relative`).
     fn hash_at<H: Hasher>(&self, now: i64, far_ms: i64, relative: bool, h: &mut H) {
@@ -537,15 +547,17 @@ impl PartialEq for State {
 
 impl Eq for State {}
 
-/// Exactly what the server holds under the prefix: every key's name, `DUMP`
-/// bytes and absolute expiry, in name order. Two states with the same
-/// keyspace are the same server state (the restore writes exactly these).
-pub(crate) type Keyspace = Vec<(Vec<u8>, Vec<u8>, Option<i64>)>;
+/// What the server holds under the prefix: every key's name, content and
+/// absolute expiry, in name order. Two states with the same keyspace are the
+/// same server state: every command reads the same from both. `DUMP` bytes
+/// are not its identity (only how a state is moved onto a server): the same
+/// hash dumps in another field order after a read or a `RESTORE`.
+pub(crate) type Keyspace = Vec<(Vec<u8>, Logical, Option<i64>)>;
 
 /// The keyspace of `keys` (a state's or a snapshot's).
 pub(crate) fn keyspace_of(keys: &[KeyDump]) -> Keyspace {
     keys.iter()
-        .map(|k| (k.name.clone(), k.dump.clone(), k.expire_at))
+        .map(|k| (k.name.clone(), k.logical.clone(), k.expire_at))
         .collect()
 }
 
@@ -603,13 +615,25 @@ impl Outcome {
         }
     }
 
-    /// How `reply` and `keys` (what the server did for the same input in
-    /// the same state) differ from this entry, in words; `None`: they agree.
-    /// `keys` is `None` when the server's keys after could not be read
-    /// exactly (then only the reply is compared).
+    /// Whether the server's `reply` to `command` says what this entry's
+    /// does (see [`crate::unordered::replies_agree`]).
+    pub(crate) fn agrees(
+        &self,
+        command: &harness::gate::Command,
+        reply: &harness::gate::Frame,
+    ) -> bool {
+        self.reply
+            .as_ref()
+            .is_some_and(|r| crate::unordered::replies_agree(command, r, reply))
+    }
+
+    /// How `reply` (to `command`) and `keys` (what the server did for the
+    /// same input in the same state) differ from this entry, in words;
+    /// `None`: they agree. `keys` is `None` when the server's keys after
+    /// could not be read exactly (then only the reply is compared).
     pub(crate) fn differs(
         &self,
-        reply: Option<&harness::gate::Frame>,
+        reply: Option<(&harness::gate::Command, &harness::gate::Frame)>,
         keys: Option<&[KeyDump]>,
     ) -> Option<String> {
         let short = |f: Option<&harness::gate::Frame>| {
@@ -620,7 +644,12 @@ impl Outcome {
                 text.chars().take(120).collect()
             })
         };
-        if self.reply.as_ref() != reply {
+        let agree = match reply {
+            Some((command, reply)) => self.agrees(command, reply),
+            None => self.reply.is_none(),
+        };
+        if !agree {
+            let reply = reply.map(|(_, r)| r);
             return Some(format!(
                 "the cache held the reply \"{}\", the server answered \"{}\"",
                 short(self.reply.as_ref()),
@@ -729,7 +758,7 @@ impl TransitionCache {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         self.check_seed.hash(&mut h);
         for k in keys {
-            (&k.name, &k.dump, k.expire_at).hash(&mut h);
+            (&k.name, &k.logical, k.expire_at).hash(&mut h);
         }
         now.hash(&mut h);
         input.hash(&mut h);

@@ -1009,7 +1009,7 @@ impl Inner {
                     })
                     .cloned();
                 match cached {
-                    Some(hit) if check.is_none() && hit.reply.as_ref() == Some(&exchange.reply) => {
+                    Some(hit) if check.is_none() && hit.agrees(&held.command, &exchange.reply) => {
                         // The server did what the cache says: no read back.
                         self.shared.cache_hits.fetch_add(1, Ordering::Relaxed);
                         next.keys = hit.keys.clone();
@@ -1022,10 +1022,12 @@ impl Inner {
                         // the sample: the server went on as it did now.
                         let compared = match (&cached, &check) {
                             (_, Some(hit)) => Some(hit.differs(
-                                Some(&exchange.reply),
+                                Some((&held.command, &exchange.reply)),
                                 clean.then_some(next.keys.as_slice()),
                             )),
-                            (Some(hit), None) => Some(hit.differs(Some(&exchange.reply), None)),
+                            (Some(hit), None) => {
+                                Some(hit.differs(Some((&held.command, &exchange.reply)), None))
+                            }
                             (None, None) => None,
                         };
                         if let Some(difference) = compared {
