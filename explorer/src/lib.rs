@@ -56,6 +56,7 @@ mod property;
 mod queue;
 mod rate;
 mod run;
+mod scope;
 mod search;
 mod state;
 mod suite;
@@ -67,7 +68,7 @@ mod world;
 pub use property::Property;
 pub use run::{
     explore, explore_part, replay_schedule, replay_schedule_on, Counterexample, ExplorerConfig,
-    ExplorerOutcome, ExplorerPart, Schedule,
+    ExplorerOutcome, ExplorerPart, Schedule, START_MS,
 };
 pub use state::{Action, Op, State, Tick};
 pub use suite::ExplorerSuite;

@@ -238,7 +238,6 @@ impl LeaseModel {
 mod tests {
     use std::path::PathBuf;
 
-    use harness::server::VIRTUAL_EPOCH_MS;
     use harness::store::external::ExternalStoreFactory;
 
     use super::*;
@@ -265,7 +264,7 @@ mod tests {
             run,
             shared: Shared::new(store, "sp:model-dead:".into(), None),
             skews: vec![0, 0],
-            start_ms: VIRTUAL_EPOCH_MS,
+            start_ms: crate::run::START_MS,
             max_steps: 4,
             absolute_times: false,
             contract: Contract::Lease,

@@ -27,6 +27,14 @@ use crate::world::{request, Shared, Speed};
 /// gate for each.
 pub const MAX_INSTANCES: usize = 3;
 
+/// The server time every search and walk starts at: 379 ms past a whole
+/// second (so off every whole second and minute). Under the relative
+/// reading of times every state before the first operation is taken as
+/// the initial one, so a first operation always runs at this instant; at a
+/// whole second a store that reads time in whole seconds (the milliseconds
+/// dropped) would answer as if it did not, and escape.
+pub const START_MS: i64 = VIRTUAL_EPOCH_MS + 379;
+
 /// How big an exploration is.
 #[derive(Debug, Clone)]
 pub struct ExplorerConfig {
@@ -44,8 +52,10 @@ pub struct ExplorerConfig {
     pub three_depth: usize,
     /// Take a state met again as a renaming of instances of one clock
     /// (their holder names swapped in every key and belief) as the state
-    /// kept: the same verdicts, far fewer states (checked on a seeded
-    /// sample of the merges, as the relative reading of times is).
+    /// kept: fewer states, the same verdicts for a store that treats holder
+    /// names alike, which nothing proves of a store brought to it (only a
+    /// seeded sample of the merges is checked, one step ahead). Off by
+    /// default: it halves only the searches whose two clocks agree.
     pub symmetry: bool,
     /// Seeded walks of three instances.
     pub walks: usize,
@@ -118,7 +128,7 @@ impl Default for ExplorerConfig {
             queue_depth: 6,
             rate_depth: 5,
             three_depth: 0,
-            symmetry: true,
+            symmetry: false,
             walks: 200,
             walk_steps: 20,
             seed: 0,
@@ -635,7 +645,7 @@ pub fn explore_part(
             } else {
                 vec![0, skew]
             },
-            start_ms: VIRTUAL_EPOCH_MS,
+            start_ms: START_MS,
             max_steps: if instances == 3 {
                 config.three_depth
             } else {
@@ -825,7 +835,7 @@ pub fn explore_part(
             run,
             shared: shared.clone(),
             skews,
-            start_ms: VIRTUAL_EPOCH_MS,
+            start_ms: START_MS,
             max_steps: usize::MAX,
             absolute_times: false,
             contract,
@@ -993,7 +1003,7 @@ pub fn replay_schedule_on(
         run,
         shared,
         skews: schedule.skews.clone(),
-        start_ms: VIRTUAL_EPOCH_MS,
+        start_ms: START_MS,
         max_steps: usize::MAX,
         absolute_times: false,
         // A replay plays the saved actions: which contract's operations an
@@ -1084,104 +1094,6 @@ fn op_name(op: Op) -> &'static str {
     op.wire()
 }
 
-/// Where the schedules through a violating state were cut, in words, for
-/// the scope of what held: `None` when no search or walk was cut.
-fn cuts_of(figures: &ExplorerFigures) -> Option<String> {
-    let rows: Vec<String> = figures
-        .per_skew
-        .iter()
-        .filter(|r| r.violating_states_cut > 0)
-        .map(|r| {
-            format!(
-                "{} under second clock {:+} ms, the shallowest at depth {}",
-                r.violating_states_cut,
-                r.skew_ms,
-                r.shallowest_cut.unwrap_or(0)
-            )
-        })
-        .collect();
-    let mut said = Vec::new();
-    if !rows.is_empty() {
-        let total: usize = figures
-            .per_skew
-            .iter()
-            .map(|r| r.violating_states_cut)
-            .sum();
-        said.push(format!(
-            "schedules through a state that broke a property were not followed past it ({total} such states: {})",
-            rows.join("; ")
-        ));
-    }
-    if figures.walks_cut > 0 {
-        said.push(format!(
-            "{} of the {} walks ended early at a state that broke a property",
-            figures.walks_cut, figures.walks
-        ));
-    }
-    (!said.is_empty()).then(|| said.join("; "))
-}
-
-/// How the searches read times, in words, for the scope of what held:
-/// relative to now (checked on a seeded sample of the merges it made) or,
-/// where two merged states went on differently, absolutely.
-fn time_reading(figures: &ExplorerFigures, config: &ExplorerConfig) -> Option<String> {
-    let absolute: Vec<String> = figures
-        .per_skew
-        .iter()
-        .filter(|r| r.absolute_times)
-        .map(|r| format!("{:+}", r.skew_ms))
-        .collect();
-    let checked: usize = figures.per_skew.iter().map(|r| r.shift_checked).sum();
-    if figures.per_skew.is_empty() {
-        return None;
-    }
-    if let Some(why) = figures
-        .per_skew
-        .iter()
-        .find_map(|r| r.shift_failure.as_ref())
-    {
-        return Some(format!(
-            "under second clock {} ms states were told apart by absolute time: the store's answers do not shift with every time ({why})",
-            absolute.join(", ")
-        ));
-    }
-    if !absolute.is_empty() {
-        return Some(format!(
-            "under second clock {} ms states were told apart by absolute time",
-            absolute.join(", ")
-        ));
-    }
-    Some(if config.shift_checks_per_level == 0 {
-        "states that differ only by a shift of every time were taken as one, unchecked".to_string()
-    } else {
-        format!(
-            "states that differ only by a shift of every time were taken as one, checked on {checked} such merges drawn with the seed (up to {} a level: the successors of both agreed)",
-            config.shift_checks_per_level
-        )
-    })
-}
-
-/// How adapter processes that may remember were kept, in words: on trial
-/// and checked, or given up for a fresh process per operation. `None` for a
-/// store whose clients keep nothing (no search kept one on trial).
-fn memory_reading(figures: &ExplorerFigures) -> Option<String> {
-    if let Some(why) = figures
-        .per_skew
-        .iter()
-        .find_map(|r| r.memory_failure.as_ref())
-    {
-        return Some(format!(
-            "what an adapter process kept between operations remembered mattered ({why}): from that search on, each operation ran on a fresh process"
-        ));
-    }
-    let checked: usize = figures.per_skew.iter().map(|r| r.memory_checked).sum();
-    (checked > 0).then(|| {
-        format!(
-            "adapter processes were kept between operations on trial, checked on {checked} steps computed again on other processes (they agreed)"
-        )
-    })
-}
-
 /// One result per property of the contracts explored, in [`Property::ALL`]
 /// order.
 fn checks(
@@ -1198,33 +1110,8 @@ fn checks(
         figures: figures.clone(),
         step: step.map(str::to_string),
     }));
-    let scope_of = |contract: Option<Contract>| {
-        let mut scope = format!(
-            "every schedule of two instances {} steps deep for {} clock skews, and {} seeded walks of three (seed {})",
-            config.depth_of(contract.unwrap_or(Contract::Lease)),
-            config.skews.len(),
-            config.walks,
-            config.seed
-        );
-        if let Some(step) = step {
-            scope.push_str(&format!(" ({step})"));
-        }
-        if let Some(part) = part {
-            scope.push_str(&format!("; {part}"));
-        }
-        if let Some(time) = time_reading(figures, config) {
-            scope.push_str(&format!("; {time}"));
-        }
-        if let Some(memory) = memory_reading(figures) {
-            scope.push_str(&format!("; {memory}"));
-        }
-        // Schedules through a violating state stop there: what held, held
-        // only as far as they went.
-        match cuts_of(figures) {
-            Some(cuts) => format!("every schedule explored ({scope}), but {cuts}"),
-            None => scope,
-        }
-    };
+    let scope_of =
+        |contract: Option<Contract>| crate::scope::scope(figures, config, contract, step, part);
     // The harness's own trouble: the schedules past it were not explored,
     // so what did not break is not known to hold.
     let harness = findings.iter().find(|f| f.property == Property::HarnessOk);

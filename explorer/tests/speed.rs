@@ -59,11 +59,13 @@ fn decided(o: &ExplorerOutcome) -> serde_json::Value {
                 c.id.clone(),
                 c.verdict,
                 // exploration-complete says how the work was done (how
-                // much the cache answered), which is what differs.
+                // much the cache answered), which is what differs; so does
+                // the reduction the recorded behaviour makes, named only
+                // where it was used.
                 if c.id == "explorer.exploration-complete" {
                     String::new()
                 } else {
-                    c.reason.clone()
+                    without_behaviour(&c.reason)
                 },
                 c.counterexample
                     .as_ref()
@@ -78,6 +80,19 @@ fn decided(o: &ExplorerOutcome) -> serde_json::Value {
         "walk_digest": o.figures.walk_digest,
         "checks": checks,
     })
+}
+
+/// `reason` without its sentence on steps taken from recorded behaviour.
+fn without_behaviour(reason: &str) -> String {
+    const START: &str = "; a step whose request, clock and replies";
+    const END: &str = "every such step run)";
+    match reason.find(START) {
+        Some(i) => match reason[i..].find(END) {
+            Some(j) => format!("{}{}", &reason[..i], &reason[i + j + END.len()..]),
+            None => reason.to_string(),
+        },
+        None => reason.to_string(),
+    }
 }
 
 #[test]

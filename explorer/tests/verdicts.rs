@@ -718,3 +718,73 @@ fn a_record_with_a_long_value_is_the_same_state_whatever_its_dump_bytes() {
         assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
     }
 }
+
+/// Issue 40, item 6: a PASS says what ran. A search that took states as
+/// one names each reduction and what checked it (time shifts, renamed
+/// instances, recorded behaviour); one that made no merge (absolute times,
+/// no folding, no caches) says every schedule with no reduction.
+#[test]
+fn a_pass_of_a_reduced_search_names_each_reduction() {
+    let dir = tempfile::tempdir().unwrap();
+    let folding = ExplorerConfig {
+        symmetry: true,
+        ..config(vec![0], 4, 1)
+    };
+    let reduced = run(Arc::new(builtin(&dir)), &folding);
+    let holder = check(&reduced, "explorer.one-live-holder");
+    assert_eq!(holder.verdict, Verdict::Pass, "{}", holder.reason);
+    for named in [
+        "every schedule of two instances 4 steps deep for 1 clock skews, up to the reductions named below",
+        "reductions: under second clock +0 ms states that differ only by a shift of every time were taken as one, checked on",
+        "this assumes the store's answers shift with every time",
+        "a renaming of instances of one clock were taken as one (",
+        "taken from what it did then (this assumes the store's operation is a function of what it is given",
+    ] {
+        assert!(holder.reason.contains(named), "{named:?} not in: {}", holder.reason);
+    }
+
+    let exact = ExplorerConfig {
+        absolute_times: true,
+        symmetry: false,
+        cache: false,
+        ..config(vec![0], 4, 1)
+    };
+    let exact = run(Arc::new(builtin(&dir)), &exact);
+    let holder = check(&exact, "explorer.one-live-holder");
+    assert_eq!(holder.verdict, Verdict::Pass, "{}", holder.reason);
+    assert!(
+        holder.reason.contains(
+            "every schedule of two instances 4 steps deep for 1 clock skews, and 0 seeded walks"
+        ),
+        "{}",
+        holder.reason
+    );
+    for reduction in ["reductions", "taken as one", "assumes"] {
+        assert!(!holder.reason.contains(reduction), "{}", holder.reason);
+    }
+}
+
+/// Issue 40, item 4: a take that compares expiry in whole seconds lets a
+/// second holder in up to a second before the first one's lease ends, but
+/// only when the first take ran off a whole second. Every state before the
+/// first operation is taken as the initial one (the relative reading of
+/// times), so searches start off the whole second (`START_MS`): the
+/// four-step schedule is found on relative times, not missed at depth 5.
+#[test]
+fn a_take_comparing_expiry_in_whole_seconds_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = sabotage::LuaSabotage::with_patches(
+        "whole-second-compare",
+        &[sabotage::LuaPatch {
+            script: "lease_take.lua",
+            find: "now < tonumber(rec[3])",
+            replace: "math.floor(now / 1000) < math.floor(tonumber(rec[3]) / 1000)",
+        }],
+        builtin(&dir),
+    );
+    assert!(store.error().is_none(), "{:?}", store.error());
+    let outcome = run(Arc::new(store), &config(vec![0], 5, 1));
+    let holder = check(&outcome, "explorer.one-live-holder");
+    assert_eq!(holder.verdict, Verdict::Fail, "{}", holder.reason);
+    assert!(!outcome.figures.per_skew[0].absolute_times);
+}
