@@ -89,8 +89,15 @@ pub(crate) fn contended(state: &State, i: usize) -> bool {
 }
 
 /// After any step: an operation still in flight remembers whether someone
-/// else may have held the tree at any instant since it was invoked.
+/// else may have held the tree at any instant since it was invoked, and
+/// whether a key its connection watches was modified.
 pub(crate) fn stepped(next: &mut State) {
+    let State { insts, keys, .. } = next;
+    for inst in insts.iter_mut() {
+        if let Some(p) = inst.pending.as_mut() {
+            p.watch.stepped(keys);
+        }
+    }
     for j in 0..next.insts.len() {
         let Some(contract) = next.insts[j].pending.as_ref().map(|p| p.op.contract()) else {
             continue;

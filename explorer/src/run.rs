@@ -603,10 +603,30 @@ pub fn explore_part(
                 .flat_map(move |n| config.contracts.iter().map(move |c| (*c, i, *s, n)))
         })
         .collect();
-    for (contract, index, skew, instances) in searches {
+    // Searched in order; a search whose processes kept on trial proved to
+    // remember sends the earlier searches that trusted such processes
+    // back here, to be searched again on fresh ones (their rows keep
+    // their places: `rows` is by search).
+    let mut queue: std::collections::VecDeque<usize> = (0..searches.len()).collect();
+    let mut rows: std::collections::BTreeMap<usize, harness::figures::SkewFigures> =
+        Default::default();
+    // The search each entry of `unreached` came from.
+    let mut unreached_by: Vec<usize> = Vec::new();
+    // Searches that kept processes on trial, trusted, and passed on them.
+    let mut trusted_trials: Vec<usize> = Vec::new();
+    // Why a search is searched again, by search.
+    let mut redone: std::collections::HashMap<usize, String> = Default::default();
+    while let Some(k) = queue.pop_front() {
+        let (contract, index, skew, instances) = searches[k];
         if !part.searches(index) {
             continue;
         }
+        let note_unreached = |unreached: &mut Vec<(Property, i64)>,
+                              unreached_by: &mut Vec<usize>,
+                              race: Property| {
+            unreached.push((race, skew));
+            unreached_by.push(k);
+        };
         // The races are the two-instance search's to reach: three
         // instances, at a depth of their own, look for violations only.
         let races = if instances == 3 {
@@ -626,14 +646,20 @@ pub fn explore_part(
             } else {
                 format!("{skew:+} ms")
             });
-            unreached.extend(races.iter().map(|race| (*race, skew)));
+            for race in races {
+                note_unreached(&mut unreached, &mut unreached_by, *race);
+            }
             continue;
         }
         let Some(pool) = pool.as_mut() else {
             // Nothing was explored: nothing was reached.
-            unreached.extend(races.iter().map(|race| (*race, skew)));
+            for race in races {
+                note_unreached(&mut unreached, &mut unreached_by, *race);
+            }
             continue;
         };
+        let trusted_before = shared.speed.trial && shared.trusts_memory();
+        let kept_before = shared.kept_on_trial.load(Ordering::Relaxed);
         let t0 = Instant::now();
         let trips0 = shared.round_trips.load(Ordering::Relaxed);
         let trans0 = shared.transitions.load(Ordering::Relaxed);
@@ -736,8 +762,25 @@ pub fn explore_part(
         }
         for race in races {
             if !searched.discoveries.contains_key(race) {
-                unreached.push((*race, skew));
+                note_unreached(&mut unreached, &mut unreached_by, *race);
             }
+        }
+        if trusted_before && !shared.trusts_memory() {
+            // What this search found out undoes the trust earlier searches
+            // passed on: each is searched again on fresh processes.
+            let why = memory_failure
+                .clone()
+                .unwrap_or_else(|| "a process kept on trial remembered".into());
+            for j in trusted_trials.drain(..) {
+                rows.remove(&j);
+                let mut from = unreached_by.iter();
+                unreached.retain(|_| from.next() != Some(&j));
+                unreached_by.retain(|by| *by != j);
+                redone.insert(j, why.clone());
+                queue.push_back(j);
+            }
+        } else if trusted_before && shared.kept_on_trial.load(Ordering::Relaxed) > kept_before {
+            trusted_trials.push(k);
         }
         let secs = t0.elapsed().as_secs_f64();
         let transitions = shared.transitions.load(Ordering::Relaxed) - trans0;
@@ -770,7 +813,13 @@ pub fn explore_part(
             .contains_key(&Property::ZombieRenewRace);
         row.shift_checked = shift_checked;
         row.memory_checked = memory_checked;
-        row.memory_failure = memory_failure;
+        row.memory_failure = memory_failure.or_else(|| {
+            redone.get(&k).map(|why| {
+                format!(
+                    "a later search showed that what a process kept on trial remembered mattered ({why}): this search ran again with a fresh adapter process per operation"
+                )
+            })
+        });
         row.absolute_times = model.absolute_times;
         row.shift_failure = shift_failure;
         row.symmetry_failure = symmetry_failure;
@@ -787,8 +836,9 @@ pub fn explore_part(
             row.max_depth,
             secs
         ));
-        per_skew.push(row);
+        rows.insert(k, row);
     }
+    per_skew.extend(rows.into_values());
     if !skews_left_out.is_empty() {
         not_explored.push(format!(
             "the search under second clock {}",
@@ -1341,6 +1391,7 @@ mod tests {
             delivered: vec![],
             full_seen: false,
             quiet_since: None,
+            watch: Default::default(),
         });
         path.push((Action::Start(1, Op::Take), s.clone()));
         // Time moves; b's take then answers busy.
@@ -1372,6 +1423,7 @@ mod tests {
             delivered: vec![],
             full_seen: false,
             quiet_since: None,
+            watch: Default::default(),
         });
         path.push((Action::Start(0, Op::Renew), s.clone()));
         s.insts[0].pending = None;

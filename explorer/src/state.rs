@@ -71,6 +71,106 @@ pub(crate) struct Pending {
     /// nothing but its own commands has touched the server since (no other
     /// instance's command, no move of time): a refusal must leave them so.
     pub quiet_since: Option<u64>,
+    /// The keys its connection `WATCH`es (the gate keeps its transaction,
+    /// `harness::gate::Gate::emulate_transactions`).
+    pub watch: Watch,
+}
+
+/// The keys an operation's connection watches, each with the digest of
+/// its content when the `WATCH` ran, and whether one was modified since:
+/// then its `EXEC` is aborted, as Redis aborts it. Modified means its
+/// content or expiry changed at some step since (by anyone, the operation
+/// itself included), which the explorer sees state by state; a write that
+/// left a key exactly as it was is not seen (Redis would abort there too,
+/// and a store that retries loses nothing by the difference).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Watch {
+    /// Each watched key and its digest then ([`key_digest`]).
+    pub keys: Vec<(Vec<u8>, u64)>,
+    /// A watched key changed since its `WATCH`.
+    pub dirty: bool,
+}
+
+impl Watch {
+    /// Notes a command the operation's connection delivered, with the keys
+    /// under the prefix as the server held them then.
+    pub(crate) fn delivered(&mut self, command: &harness::gate::Command, keys: &[KeyDump]) {
+        let name = command.name();
+        match name.as_str() {
+            "WATCH" => {
+                for key in command.args.iter().skip(1) {
+                    let digest = key_digest(keys, key);
+                    self.keys.push((key.clone(), digest));
+                }
+            }
+            "EXEC" | "DISCARD" | "UNWATCH" => *self = Watch::default(),
+            _ => {}
+        }
+    }
+
+    /// After any step: whether a watched key is no longer as it was.
+    pub(crate) fn stepped(&mut self, keys: &[KeyDump]) {
+        if !self.dirty {
+            self.dirty = self.keys.iter().any(|(k, d)| key_digest(keys, k) != *d);
+        }
+    }
+}
+
+/// `command` as the transition cache keys it, after `delivered` on its
+/// connection. The gate keeps transactions (see [`Watch`]): inside one a
+/// command is only queued, and `EXEC` runs what was queued, or nothing when
+/// a watched key was modified (`watch_dirty`). So a command in an open
+/// transaction is keyed apart from the same bytes outside one, and `EXEC`
+/// by every command it runs and the watch; any other command is itself.
+pub(crate) fn cache_command(
+    delivered: &[Exchange],
+    watch_dirty: bool,
+    command: &harness::gate::Command,
+) -> harness::gate::Command {
+    let mut queued: Option<Vec<&harness::gate::Command>> = None;
+    for e in delivered {
+        match e.command.name().as_str() {
+            "MULTI" => queued = Some(Vec::new()),
+            "EXEC" | "DISCARD" => queued = None,
+            _ => {
+                if let Some(q) = queued.as_mut() {
+                    q.push(&e.command);
+                }
+            }
+        }
+    }
+    let Some(queued) = queued else {
+        return command.clone();
+    };
+    let mut args: Vec<Vec<u8>> = Vec::new();
+    if command.is("EXEC") {
+        args.push(b"\0storeproof:exec".to_vec());
+        args.push(vec![u8::from(watch_dirty)]);
+        for q in queued {
+            args.push(b"\0storeproof:queued".to_vec());
+            args.push(q.args.len().to_string().into_bytes());
+            args.extend(q.args.iter().cloned());
+        }
+    } else {
+        args.push(b"\0storeproof:in-transaction".to_vec());
+    }
+    args.extend(command.args.iter().cloned());
+    harness::gate::Command { args }
+}
+
+/// The digest of key `name`'s content and expiry among `keys` (a missing
+/// key has one of its own).
+pub(crate) fn key_digest(keys: &[KeyDump], name: &[u8]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    match keys.iter().find(|k| k.name == name) {
+        Some(k) => {
+            1u8.hash(&mut h);
+            k.logical.hash(&mut h);
+            k.expire_at.hash(&mut h);
+        }
+        None => 0u8.hash(&mut h),
+    }
+    h.finish()
 }
 
 impl Pending {
@@ -91,6 +191,7 @@ impl Pending {
             delivered: Vec::new(),
             full_seen,
             quiet_since,
+            watch: Watch::default(),
         }
     }
 
@@ -462,6 +563,12 @@ impl State {
                     p.delivered.len().hash(h);
                     for e in &p.delivered {
                         hash_item(e.reply.as_bytes(), now, far, relative, h);
+                    }
+                    // A watch the next EXEC would find modified: only
+                    // where a key is watched (the states of a store that
+                    // never watches keep their fingerprints).
+                    if !p.watch.keys.is_empty() {
+                        p.watch.dirty.hash(h);
                     }
                 }
             }

@@ -340,11 +340,14 @@ impl World {
                     .map_err(|e| e.to_string())?;
             let mut gates = Vec::new();
             for _ in 0..instances {
-                gates.push(
-                    Gate::start(&server.url())
-                        .await
-                        .map_err(|e| e.to_string())?,
-                );
+                let gate = Gate::start(&server.url())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                // The server is restored between commands and earlier
+                // commands are answered from a recording: a transaction
+                // must be kept at the gate to survive both.
+                gate.emulate_transactions(true);
+                gates.push(gate);
             }
             let admin = server.admin().await.map_err(|e| e.to_string())?;
             Ok::<_, String>((server, gates, admin))
@@ -772,7 +775,7 @@ impl Inner {
         };
         let input = Input::Command {
             instance: i,
-            command: command.clone(),
+            command: crate::state::cache_command(&pending.delivered, pending.watch.dirty, &command),
             full: next.full,
         };
         let Some(outcome) = cache.get(&next.keys, next.now, &input) else {
@@ -802,8 +805,13 @@ impl Inner {
         match after {
             Next::Answer(out) => answered(next, i, pending.op, req, out, text, invoked),
             Next::Send(_) => {
+                let mut watch = pending.watch.clone();
+                if let Some(e) = delivered.last() {
+                    watch.delivered(&e.command, &next.keys);
+                }
                 next.insts[i].pending = Some(Pending {
                     delivered,
+                    watch,
                     ..pending
                 });
                 next.note = Note {
@@ -854,9 +862,14 @@ impl Inner {
             delivered,
             full_seen,
             quiet_since,
+            mut watch,
         } = pending;
         let req = request(next, i, op);
         let gate = self.gates[i].clone();
+        // The run starts from the operation's first command: no
+        // transaction is open until the replay opens it again.
+        gate.reset_transactions();
+        gate.set_watch_dirty(watch.dirty);
         let client = match self.client(i, clock_ms).await {
             Ok(_) => self.clients[i].take().ok_or("no client")?,
             Err(e) => return Err(e),
@@ -877,7 +890,7 @@ impl Inner {
             self.shared.cache.guess(&guess_key).and_then(|command| {
                 let input = Input::Command {
                     instance: i,
-                    command: command.clone(),
+                    command: crate::state::cache_command(&delivered, watch.dirty, &command),
                     full: next.full,
                 };
                 let outcome = self.shared.cache.get(&next.keys, next.now, &input)?;
@@ -966,7 +979,7 @@ impl Inner {
             };
             let input = Input::Command {
                 instance: i,
-                command: held.command.clone(),
+                command: crate::state::cache_command(&delivered, watch.dirty, &held.command),
                 full: next.full,
             };
             let before = next.keys.clone();
@@ -1076,6 +1089,7 @@ impl Inner {
                 // delivered and abandon this run of it (the held command is
                 // refused, never sent).
                 let mut delivered = delivered;
+                watch.delivered(&exchange.command, &next.keys);
                 delivered.push(exchange);
                 self.abandon(i, more, task, clock_ms).await;
                 next.insts[i].pending = Some(Pending {
@@ -1086,6 +1100,7 @@ impl Inner {
                     delivered,
                     full_seen,
                     quiet_since,
+                    watch,
                 });
                 next.note = Note {
                     commands: text,
@@ -1117,10 +1132,13 @@ impl Inner {
             op,
             clock_ms,
             delivered,
+            watch,
             ..
         } = pending;
         let req = request(next, i, op);
         let gate = self.gates[i].clone();
+        gate.reset_transactions();
+        gate.set_watch_dirty(watch.dirty);
         self.client(i, clock_ms).await?;
         let client = self.clients[i].take().ok_or("no client")?;
         self.used[i] = false;

@@ -11,6 +11,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
 use super::resp::{encode_request, is_push, parse_request, FrameError, Splitter};
+use super::transaction::{Kept, Transaction};
 use super::{
     is_setup, is_subscription, stopped, Admission, Command, Exchange, Fault, Frame, Shared,
     UPSTREAM_CONNECT_TIMEOUT,
@@ -42,7 +43,16 @@ enum Pending {
         record: Option<Command>,
         /// [`Fault::DropReplyAfterApply`]: close instead of answering.
         drop_reply: bool,
+        /// Replies to drop before the one that answers (a transaction sent
+        /// whole: `MULTI`'s and the queued commands').
+        skip: usize,
+        /// Replies to drop after it (a queued command's `DISCARD`).
+        drain: usize,
+        /// It answers a command queued in a transaction the gate keeps.
+        queued: bool,
     },
+    /// Replies to drop before the next request is read.
+    Drain(usize),
     /// [`Fault::BlackHole`] or a partition: never answer (until a heal
     /// resets the connection).
     BlackHoled,
@@ -123,6 +133,8 @@ pub(super) async fn serve(shared: Arc<Shared>, connection: u64, mut client: TcpS
             from_upstream: Buffer::default(),
             splitter: Splitter::default(),
             pending: Pending::Idle,
+            transaction: Transaction::default(),
+            transaction_epoch: 0,
             stop,
             heal,
         };
@@ -162,6 +174,10 @@ struct Conn<'a> {
     /// Where the splitter got to in `from_upstream`.
     splitter: Splitter,
     pending: Pending,
+    /// The connection's transaction, when the gate keeps it.
+    transaction: Transaction,
+    /// The gate's reset count the transaction belongs to.
+    transaction_epoch: u64,
     stop: watch::Receiver<bool>,
     /// Changes on every heal of the gate.
     heal: watch::Receiver<u64>,
@@ -193,11 +209,29 @@ impl Conn<'_> {
                         self.send_client(&frame).await?;
                         continue;
                     }
-                    let (record, drop_reply) =
+                    if let Pending::AwaitReply { skip, .. } = &mut self.pending {
+                        if *skip > 0 {
+                            *skip -= 1;
+                            continue;
+                        }
+                    }
+                    let (record, drop_reply, drain, queued) =
                         match std::mem::replace(&mut self.pending, Pending::Idle) {
-                            Pending::AwaitReply { record, drop_reply } => (record, drop_reply),
-                            _ => (None, false), // matched above: cannot happen
+                            Pending::AwaitReply {
+                                record,
+                                drop_reply,
+                                drain,
+                                queued,
+                                ..
+                            } => (record, drop_reply, drain, queued),
+                            _ => (None, false, 0, false), // matched above: cannot happen
                         };
+                    if queued {
+                        self.transaction.queued_reply(&frame);
+                    }
+                    if drain > 0 {
+                        self.pending = Pending::Drain(drain);
+                    }
                     if let Some(command) = record {
                         self.shared.record(Exchange {
                             command,
@@ -232,6 +266,21 @@ impl Conn<'_> {
                     let command = Command { args: request.args };
                     self.start(command, wire).await?;
                 }
+                Pending::Drain(left) => {
+                    let left = *left;
+                    let Some(frame) = self.upstream_frame()? else {
+                        return Ok(());
+                    };
+                    if is_push(&frame) {
+                        self.send_client(&frame).await?;
+                    } else {
+                        self.pending = if left > 1 {
+                            Pending::Drain(left - 1)
+                        } else {
+                            Pending::Idle
+                        };
+                    }
+                }
                 Pending::Held { .. } | Pending::Delayed { .. } | Pending::BlackHoled => {
                     self.forward_unsolicited().await?;
                     return Ok(());
@@ -250,11 +299,15 @@ impl Conn<'_> {
         }
         if is_setup(&command) {
             self.shared.note_setup(&command);
+            self.transaction.set_up(&command);
             self.send_upstream(&wire).await?;
             if !is_subscription(&command) {
                 self.pending = Pending::AwaitReply {
                     record: None,
                     drop_reply: false,
+                    skip: 0,
+                    drain: 0,
+                    queued: false,
                 };
             }
             return Ok(());
@@ -270,7 +323,12 @@ impl Conn<'_> {
                 };
                 Ok(())
             }
-            Admission::Answer(reply) => self.send_client(&reply.bytes).await,
+            Admission::Answer(reply) => {
+                if self.kept_transaction().0 {
+                    self.transaction.replayed(&command, &wire, &reply.bytes);
+                }
+                self.send_client(&reply.bytes).await
+            }
             Admission::Diverged => Err(End::Reset("diverged from the replay script")),
             Admission::Stopped => Err(End::Stopped),
         }
@@ -322,12 +380,47 @@ impl Conn<'_> {
         wire: Vec<u8>,
         drop_reply: bool,
     ) -> Result<(), End> {
+        let (kept, watch_dirty) = self.kept_transaction();
+        let (wire, skip, drain, queued) =
+            match kept.then(|| self.transaction.live(&command, &wire, watch_dirty)) {
+                None | Some(Kept::Send) => (wire, 0, 0, false),
+                Some(Kept::Execute { wire, skip }) => (wire, skip, 0, false),
+                // Queued: the server says now whether it would queue it (a
+                // full server refuses a write here), then forgets it.
+                Some(Kept::Queue { wire }) => (wire, 1, 1, true),
+                Some(Kept::Answer(reply)) => {
+                    // Kept at the gate: recorded as the server's answer would be.
+                    self.shared.record(Exchange {
+                        command,
+                        reply: Frame::new(reply.clone()),
+                    });
+                    if drop_reply {
+                        return Err(End::Close("reply dropped by fault".into()));
+                    }
+                    return self.send_client(&reply).await;
+                }
+            };
         self.send_upstream(&wire).await?;
         self.pending = Pending::AwaitReply {
             record: Some(command),
             drop_reply,
+            skip,
+            drain,
+            queued,
         };
         Ok(())
+    }
+
+    /// Whether the gate keeps transactions, and whether a watched key was
+    /// modified; the connection's transaction is forgotten first if the
+    /// gate reset them since it was begun.
+    fn kept_transaction(&mut self) -> (bool, bool) {
+        let (kept, dirty, epoch) = self.shared.transactions();
+        if epoch != self.transaction_epoch {
+            self.transaction_epoch = epoch;
+            self.transaction.reset();
+        }
+        (kept, dirty)
     }
 
     /// Waits for the next thing that can move the connection on.

@@ -44,6 +44,7 @@
 mod conn;
 pub mod drive;
 pub mod resp;
+mod transaction;
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -449,6 +450,12 @@ struct State {
     /// Every database other than 0 that a `SELECT` through the gate named
     /// (its argument as sent, when it is not `0`).
     other_databases: Vec<String>,
+    /// [`Gate::emulate_transactions`].
+    transactions: bool,
+    /// [`Gate::set_watch_dirty`].
+    watch_dirty: bool,
+    /// Bumped by [`Gate::reset_transactions`].
+    transaction_epoch: u64,
 }
 
 /// What a connection does with a scheduled command (decided under the lock).
@@ -674,6 +681,32 @@ impl Gate {
         state.mode = Mode::Hold;
     }
 
+    /// Keeps each connection's transaction at the gate (see
+    /// [`transaction`]): `MULTI`, `WATCH` and the commands queued in a
+    /// transaction are answered by the gate (each still a scheduled
+    /// command, held and recorded) and reach the server only at `EXEC`,
+    /// as one write. For a harness that restores the server between
+    /// commands and answers earlier ones from a recording (the explorer),
+    /// where a transaction the server kept would be lost. Off by default.
+    pub fn emulate_transactions(&self, on: bool) {
+        self.state().transactions = on;
+    }
+
+    /// Whether a key watched on this gate's connections was modified since
+    /// its `WATCH`: with [`Gate::emulate_transactions`], an `EXEC` after a
+    /// `WATCH` is then answered as aborted (a null) and nothing is sent.
+    pub fn set_watch_dirty(&self, dirty: bool) {
+        self.state().watch_dirty = dirty;
+    }
+
+    /// Forgets every connection's transaction and watches kept at the
+    /// gate (see [`Gate::emulate_transactions`]), as if each connection
+    /// had sent `DISCARD` and `UNWATCH`: for a new run of an operation on
+    /// a connection an earlier run stopped inside a transaction.
+    pub fn reset_transactions(&self) {
+        self.state().transaction_epoch += 1;
+    }
+
     /// How many exchanges of the replay script are still to be answered.
     pub fn replay_remaining(&self) -> usize {
         self.state().script.len()
@@ -866,6 +899,18 @@ impl Shared {
                 Admission::Hold(rx)
             }
         }
+    }
+
+    /// Whether transactions are kept at the gate, whether a watched key
+    /// was modified (see [`Gate::emulate_transactions`]) and how many
+    /// times they were reset ([`Gate::reset_transactions`]).
+    pub(crate) fn transactions(&self) -> (bool, bool, u64) {
+        let state = lock(&self.state);
+        (
+            state.transactions,
+            state.watch_dirty,
+            state.transaction_epoch,
+        )
     }
 
     /// Whether the gate is partitioned now (see [`Gate::partition`]).
