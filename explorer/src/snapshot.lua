@@ -1,6 +1,7 @@
 -- Every key under the prefix (ARGV[1] is its SCAN pattern), in one round
 -- trip: the whole database's size, then for each key its name, DUMP bytes,
--- absolute expiry (ms; -1 none), type and logical content.
+-- absolute expiry (ms; -1 none), type and logical content (a hash field's
+-- own expiry, where the server has them, in its value item).
 local out = {}
 -- PEXPIRETIME is Redis 7.0+; TIME + PTTL gives the same on 6.2 (the
 -- virtual clock is frozen while the script runs).
@@ -18,7 +19,21 @@ repeat
   for _, k in ipairs(r[2]) do
     local t = redis.call('TYPE', k)['ok']
     local v
-    if t == 'hash' then v = redis.call('HGETALL', k)
+    if t == 'hash' then
+      v = redis.call('HGETALL', k)
+      -- Per-field expiry (HPEXPIRE: Valkey 9, Redis 7.4+; an unknown
+      -- command elsewhere): written into the field's value item as
+      -- "\0pexpireat:<ms>", so that it is part of the key's content.
+      if #v > 0 then
+        local fields = {}
+        for i = 1, #v, 2 do table.insert(fields, v[i]) end
+        local ttls = redis.pcall('HPEXPIRETIME', k, 'FIELDS', #fields, unpack(fields))
+        if type(ttls) == 'table' and not ttls.err then
+          for i, at in ipairs(ttls) do
+            if at > 0 then v[2 * i] = v[2 * i] .. '\0pexpireat:' .. at end
+          end
+        end
+      end
     elseif t == 'string' then v = {redis.call('GET', k)}
     elseif t == 'zset' then v = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
     elseif t == 'set' then v = redis.call('SMEMBERS', k); table.sort(v)

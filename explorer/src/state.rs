@@ -24,6 +24,41 @@ pub(crate) struct KeyDump {
     pub logical: Logical,
 }
 
+/// How the snapshot writes a hash field's own expiry into its value item
+/// (`snapshot.lua`): the value's bytes, this, the absolute instant in ms.
+const FIELD_EXPIRY: &[u8] = b"\0pexpireat:";
+
+impl KeyDump {
+    /// The instants its hash fields expire at on their own (`HPEXPIRE`),
+    /// as the snapshot read them.
+    pub(crate) fn field_expiries(&self) -> impl Iterator<Item = i64> + '_ {
+        let items: &[Vec<u8>] = match &self.logical {
+            Logical::Items { kind, items } if kind == "hash" => items,
+            _ => &[],
+        };
+        items.iter().skip(1).step_by(2).filter_map(|value| {
+            let at = value
+                .windows(FIELD_EXPIRY.len())
+                .rposition(|w| w == FIELD_EXPIRY)?;
+            std::str::from_utf8(&value[at + FIELD_EXPIRY.len()..])
+                .ok()?
+                .parse()
+                .ok()
+        })
+    }
+
+    /// Whether the key, or a field of it, expires at or before `to`: then
+    /// only the server can say what is left at `to`.
+    pub(crate) fn expires_by(&self, to: i64) -> bool {
+        self.expire_at.is_some_and(|e| e <= to) || self.field_expiries().any(|e| e <= to)
+    }
+
+    /// Whether the key, or a field of it, expires exactly at `at`.
+    pub(crate) fn expires_at_instant(&self, at: i64) -> bool {
+        self.expire_at == Some(at) || self.field_expiries().any(|e| e == at)
+    }
+}
+
 /// A key's content as the fingerprint reads it: exactly what the server
 /// holds, byte for byte.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1104,6 +1139,28 @@ mod tests {
         let a = holding(NOW, "list", &[b"1", b"2"], b"d");
         let b = holding(NOW, "list", &[b"2", b"1"], b"d");
         assert_ne!(fp(&a), fp(&b));
+    }
+
+    #[test]
+    fn a_hash_fields_own_expiry_is_read_from_its_value_item() {
+        let key = |items: &[&[u8]]| KeyDump {
+            name: b"k".to_vec(),
+            dump: Vec::new(),
+            expire_at: None,
+            logical: Logical::Items {
+                kind: "hash".into(),
+                items: items.iter().map(|i| i.to_vec()).collect(),
+            },
+        };
+        let plain = key(&[b"a", b"1", b"b", b"2000"]);
+        assert_eq!(plain.field_expiries().count(), 0);
+        assert!(!plain.expires_by(i64::MAX));
+        let timed = key(&[b"a", b"1", b"live", b"1\0pexpireat:2000"]);
+        assert_eq!(timed.field_expiries().collect::<Vec<_>>(), vec![2000]);
+        assert!(!timed.expires_by(1999));
+        assert!(timed.expires_by(2000));
+        assert!(timed.expires_at_instant(2000));
+        assert!(!timed.expires_at_instant(2001));
     }
 
     #[test]

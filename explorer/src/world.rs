@@ -475,12 +475,13 @@ impl Inner {
         self.snapshot(next).await.map(|_| ())
     }
 
-    /// Moves server time to `to` (lazy speed). Keys that all outlive `to`
-    /// are unchanged, whatever the server (an expiry strictly after an
-    /// instant is alive at it): no round trip. Otherwise the server says
+    /// Moves server time to `to` (lazy speed). Keys that all outlive `to`,
+    /// their fields' own expiries included, are unchanged, whatever the
+    /// server (an expiry strictly after an instant is alive at it): no
+    /// round trip. Otherwise the server says
     /// which expired, once per keyspace, time and target (the cache).
     async fn tick(&mut self, next: &mut State, to: i64) -> Result<(), String> {
-        if next.keys.iter().all(|k| k.expire_at.is_none_or(|e| e > to)) {
+        if !next.keys.iter().any(|k| k.expires_by(to)) {
             next.now = to;
             return Ok(());
         }
@@ -576,7 +577,7 @@ impl Inner {
         // the instant, a lock set with `PX` that the store still holds would
         // be missing. Restored one millisecond earlier, it is there, and the
         // clock then moves to the state's instant.
-        let at_instant = state.keys.iter().any(|k| k.expire_at == Some(state.now));
+        let at_instant = state.keys.iter().any(|k| k.expires_at_instant(state.now));
         if let Some(c) = self.server.clock() {
             c.set_ms(if at_instant { state.now - 1 } else { state.now });
         }
