@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use storeproof::{Certification, Error, RunVerdict, Suite, Verdict};
+use storeproof::{Certificate, Certification, Error, RunVerdict, Suite, Verdict};
 use stores::redis::{builtin_source, RedisStoreFactory};
 
 /// The checks both runs play: the take's own scenarios and its races, on
@@ -28,17 +28,22 @@ fn takes_over_live_leases(dir: &Path) -> RedisStoreFactory {
         .expect("a script of the store")
 }
 
-#[test]
-fn a_correct_store_passes_and_its_report_folder_is_written() {
-    let out = tempfile::tempdir().unwrap();
-    let certificate = Certification::of_in_workdir(builtin)
+/// [`CHECKS`] of the store `make` makes, its report under `out`.
+fn certified(make: fn(&Path) -> RedisStoreFactory, out: &Path) -> Certificate {
+    Certification::of_in_workdir(make)
         .suites(&[Suite::Conformance])
         .check(CHECKS)
         .cases(2)
         .seed(5)
-        .out(out.path().join("report"))
+        .out(out.join("report"))
         .run_blocking()
-        .expect("the run could be set up");
+        .expect("the run could be set up")
+}
+
+#[test]
+fn a_correct_store_passes_and_its_report_folder_is_written() {
+    let out = tempfile::tempdir().unwrap();
+    let certificate = certified(builtin, out.path());
     assert!(certificate.passed(), "{certificate}");
     assert_eq!(certificate.verdict(), RunVerdict::Pass);
     assert_eq!(certificate.failed().count(), 0);
@@ -58,14 +63,7 @@ fn a_correct_store_passes_and_its_report_folder_is_written() {
 #[test]
 fn a_flawed_store_fails_with_its_counterexample() {
     let out = tempfile::tempdir().unwrap();
-    let certificate = Certification::of_in_workdir(takes_over_live_leases)
-        .suites(&[Suite::Conformance])
-        .check(CHECKS)
-        .cases(2)
-        .seed(5)
-        .out(out.path().join("report"))
-        .run_blocking()
-        .expect("the run could be set up");
+    let certificate = certified(takes_over_live_leases, out.path());
     assert_eq!(certificate.verdict(), RunVerdict::Fail, "{certificate}");
     let failed: Vec<&str> = certificate.failed().map(|c| c.id.as_str()).collect();
     assert!(

@@ -550,8 +550,8 @@ pub fn explore_part(
     let mut not_explored: Vec<String> = Vec::new();
     let broke = |findings: &[Finding]| findings.iter().any(|f| f.property != Property::HarnessOk);
     let mut per_skew = Vec::new();
-    // (which race, skew) pairs the search never reached.
-    let mut unreached: Vec<(Property, i64)> = Vec::new();
+    // (search, race, skew): the races a search never reached.
+    let mut unreached: Vec<(usize, Property, i64)> = Vec::new();
     let started = Instant::now();
 
     // One world per checker thread, kept for every skew.
@@ -610,8 +610,6 @@ pub fn explore_part(
     let mut queue: std::collections::VecDeque<usize> = (0..searches.len()).collect();
     let mut rows: std::collections::BTreeMap<usize, harness::figures::SkewFigures> =
         Default::default();
-    // The search each entry of `unreached` came from.
-    let mut unreached_by: Vec<usize> = Vec::new();
     // Searches that kept processes on trial, trusted, and passed on them.
     let mut trusted_trials: Vec<usize> = Vec::new();
     // Why a search is searched again, by search.
@@ -621,12 +619,7 @@ pub fn explore_part(
         if !part.searches(index) {
             continue;
         }
-        let note_unreached = |unreached: &mut Vec<(Property, i64)>,
-                              unreached_by: &mut Vec<usize>,
-                              race: Property| {
-            unreached.push((race, skew));
-            unreached_by.push(k);
-        };
+
         // The races are the two-instance search's to reach: three
         // instances, at a depth of their own, look for violations only.
         let races = if instances == 3 {
@@ -647,14 +640,14 @@ pub fn explore_part(
                 format!("{skew:+} ms")
             });
             for race in races {
-                note_unreached(&mut unreached, &mut unreached_by, *race);
+                unreached.push((k, *race, skew));
             }
             continue;
         }
         let Some(pool) = pool.as_mut() else {
             // Nothing was explored: nothing was reached.
             for race in races {
-                note_unreached(&mut unreached, &mut unreached_by, *race);
+                unreached.push((k, *race, skew));
             }
             continue;
         };
@@ -762,7 +755,7 @@ pub fn explore_part(
         }
         for race in races {
             if !searched.discoveries.contains_key(race) {
-                note_unreached(&mut unreached, &mut unreached_by, *race);
+                unreached.push((k, *race, skew));
             }
         }
         if trusted_before && !shared.trusts_memory() {
@@ -773,9 +766,7 @@ pub fn explore_part(
                 .unwrap_or_else(|| "a process kept on trial remembered".into());
             for j in trusted_trials.drain(..) {
                 rows.remove(&j);
-                let mut from = unreached_by.iter();
-                unreached.retain(|_| from.next() != Some(&j));
-                unreached_by.retain(|by| *by != j);
+                unreached.retain(|(by, ..)| *by != j);
                 redone.insert(j, why.clone());
                 queue.push_back(j);
             }
@@ -991,7 +982,10 @@ pub fn explore_part(
     ExplorerOutcome {
         checks: checks(
             &findings,
-            &unreached,
+            &unreached
+                .iter()
+                .map(|(_, race, skew)| (*race, *skew))
+                .collect::<Vec<_>>(),
             &figures,
             config,
             &Context {

@@ -8,6 +8,11 @@ local out = {}
 local now = redis.call('TIME')
 local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 local cursor = '0'
+-- Whether the server keeps a hash field's own expiry (HPEXPIRE: Valkey 9,
+-- Redis 7.4+): asked once, of a key that does not exist, instead of once a
+-- hash (elsewhere the command is unknown, an error each time).
+local probe = redis.pcall('HPEXPIRETIME', '\0storeproof:probe', 'FIELDS', 1, 'f')
+local field_ttls = type(probe) == 'table' and not probe.err
 local function expire_at(k)
   local pttl = redis.call('PTTL', k)
   if pttl < 0 then return pttl end
@@ -21,10 +26,10 @@ repeat
     local v
     if t == 'hash' then
       v = redis.call('HGETALL', k)
-      -- Per-field expiry (HPEXPIRE: Valkey 9, Redis 7.4+; an unknown
-      -- command elsewhere): written into the field's value item as
-      -- "\0pexpireat:<ms>", so that it is part of the key's content.
-      if #v > 0 then
+      -- Each field's own expiry, where the server keeps them: written
+      -- into its value item as "\0pexpireat:<ms>", so that it is part
+      -- of the key's content.
+      if field_ttls and #v > 0 then
         local fields = {}
         for i = 1, #v, 2 do table.insert(fields, v[i]) end
         local ttls = redis.pcall('HPEXPIRETIME', k, 'FIELDS', #fields, unpack(fields))

@@ -162,19 +162,8 @@ pub(crate) fn cache_command(
     watch_dirty: bool,
     command: &harness::gate::Command,
 ) -> harness::gate::Command {
-    let mut queued: Option<Vec<&harness::gate::Command>> = None;
-    for e in delivered {
-        match e.command.name().as_str() {
-            "MULTI" => queued = Some(Vec::new()),
-            "EXEC" | "DISCARD" => queued = None,
-            _ => {
-                if let Some(q) = queued.as_mut() {
-                    q.push(&e.command);
-                }
-            }
-        }
-    }
-    let Some(queued) = queued else {
+    let open = harness::gate::transaction::open_transaction(delivered.iter().map(|e| &e.command));
+    let Some(queued) = open else {
         return command.clone();
     };
     let mut args: Vec<Vec<u8>> = Vec::new();

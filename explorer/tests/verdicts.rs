@@ -687,6 +687,26 @@ fn a_store_that_tells_holders_apart_is_searched_again_without_folding() {
     }
 }
 
+/// The built-in store with one edit of its take's script.
+fn take_patched(
+    dir: &tempfile::TempDir,
+    name: &'static str,
+    find: &'static str,
+    replace: &'static str,
+) -> sabotage::LuaSabotage {
+    let store = sabotage::LuaSabotage::with_patches(
+        name,
+        &[sabotage::LuaPatch {
+            script: "lease_take.lua",
+            find,
+            replace,
+        }],
+        builtin(dir),
+    );
+    assert!(store.error().is_none(), "{:?}", store.error());
+    store
+}
+
 /// Issue 40, item 1: a hash with a value over 64 bytes is held in the
 /// hashtable encoding, whose `DUMP` bytes follow the table's order, which
 /// a `RESTORE` or a read can change: the same content, other bytes. State
@@ -697,17 +717,12 @@ fn a_store_that_tells_holders_apart_is_searched_again_without_folding() {
 #[test]
 fn a_record_with_a_long_value_is_the_same_state_whatever_its_dump_bytes() {
     let dir = tempfile::tempdir().unwrap();
-    let store = sabotage::LuaSabotage::with_patches(
+    let store = take_patched(
+        &dir,
         "long-note",
-        &[sabotage::LuaPatch {
-            script: "lease_take.lua",
-            find: "'expires_at', expires, 'released', '0')",
-            replace:
-                "'expires_at', expires, 'released', '0', 'note', string.rep('n', 80) .. holder)",
-        }],
-        builtin(&dir),
+        "'expires_at', expires, 'released', '0')",
+        "'expires_at', expires, 'released', '0', 'note', string.rep('n', 80) .. holder)",
     );
-    assert!(store.error().is_none(), "{:?}", store.error());
     let mut cfg = config(vec![0], 5, 1);
     cfg.cache_check_one_in = 1;
     let outcome = run(Arc::new(store), &cfg);
@@ -773,16 +788,12 @@ fn a_pass_of_a_reduced_search_names_each_reduction() {
 #[test]
 fn a_take_comparing_expiry_in_whole_seconds_is_caught() {
     let dir = tempfile::tempdir().unwrap();
-    let store = sabotage::LuaSabotage::with_patches(
+    let store = take_patched(
+        &dir,
         "whole-second-compare",
-        &[sabotage::LuaPatch {
-            script: "lease_take.lua",
-            find: "now < tonumber(rec[3])",
-            replace: "math.floor(now / 1000) < math.floor(tonumber(rec[3]) / 1000)",
-        }],
-        builtin(&dir),
+        "now < tonumber(rec[3])",
+        "math.floor(now / 1000) < math.floor(tonumber(rec[3]) / 1000)",
     );
-    assert!(store.error().is_none(), "{:?}", store.error());
     let outcome = run(Arc::new(store), &config(vec![0], 5, 1));
     let holder = check(&outcome, "explorer.one-live-holder");
     assert_eq!(holder.verdict, Verdict::Fail, "{}", holder.reason);

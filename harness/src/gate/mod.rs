@@ -44,7 +44,7 @@
 mod conn;
 pub mod drive;
 pub mod resp;
-mod transaction;
+pub mod transaction;
 
 use std::collections::VecDeque;
 use std::fmt;

@@ -21,7 +21,7 @@ use super::Command;
 
 /// A connection's transaction as the gate keeps it.
 #[derive(Debug, Default)]
-pub(super) struct Transaction {
+pub(crate) struct Transaction {
     /// The wire bytes of the commands queued since `MULTI`; `None` outside
     /// a transaction.
     queued: Option<Vec<Vec<u8>>>,
@@ -37,7 +37,7 @@ pub(super) struct Transaction {
 /// What to do with a scheduled command on a connection whose transaction
 /// the gate keeps.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Kept {
+pub(crate) enum Kept {
     /// Answer the client with these bytes (and record them); the server is
     /// not told.
     Answer(Vec<u8>),
@@ -61,13 +61,33 @@ pub(super) enum Kept {
     },
 }
 
+/// The commands queued in the transaction `commands` (one connection's,
+/// in order) leave open: `None` when no `MULTI` is open after them.
+pub fn open_transaction<'a>(
+    commands: impl IntoIterator<Item = &'a Command>,
+) -> Option<Vec<&'a Command>> {
+    let mut queued: Option<Vec<&Command>> = None;
+    for command in commands {
+        match command.name().as_str() {
+            "MULTI" => queued = Some(Vec::new()),
+            "EXEC" | "DISCARD" => queued = None,
+            _ => {
+                if let Some(q) = queued.as_mut() {
+                    q.push(command);
+                }
+            }
+        }
+    }
+    queued
+}
+
 const OK: &[u8] = b"+OK\r\n";
 const EXECABORT: &[u8] = b"-EXECABORT Transaction discarded because of previous errors.\r\n";
 
 impl Transaction {
     /// Notes a set-up command: `HELLO 3` makes nulls RESP3's, `HELLO 2`
     /// RESP2's.
-    pub(super) fn set_up(&mut self, command: &Command) {
+    pub(crate) fn set_up(&mut self, command: &Command) {
         if command.is("HELLO") {
             match command.args.get(1).map(Vec::as_slice) {
                 Some(b"3") => self.resp3 = true,
@@ -78,7 +98,7 @@ impl Transaction {
     }
 
     /// Forgets the transaction and the watches (the protocol stays).
-    pub(super) fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.queued = None;
         self.watching = false;
         self.refused = false;
@@ -86,7 +106,7 @@ impl Transaction {
 
     /// Notes the server's answer to queueing a command ([`Kept::Queue`]):
     /// an error aborts the transaction at its `EXEC`.
-    pub(super) fn queued_reply(&mut self, reply: &[u8]) {
+    pub(crate) fn queued_reply(&mut self, reply: &[u8]) {
         if matches!(reply.first(), Some(b'-' | b'!')) {
             self.refused = true;
         }
@@ -94,7 +114,7 @@ impl Transaction {
 
     /// Notes a command answered from the replay script with `reply`, the
     /// one recorded: the connection is where it was when it first ran.
-    pub(super) fn replayed(&mut self, command: &Command, wire: &[u8], reply: &[u8]) {
+    pub(crate) fn replayed(&mut self, command: &Command, wire: &[u8], reply: &[u8]) {
         if let Kept::Queue { .. } = self.live(command, wire, false) {
             self.queued_reply(reply);
         }
@@ -102,7 +122,7 @@ impl Transaction {
 
     /// What to do with `command` (sent as `wire`) now; `watch_dirty`: a
     /// key watched on this connection was modified since its `WATCH`.
-    pub(super) fn live(&mut self, command: &Command, wire: &[u8], watch_dirty: bool) -> Kept {
+    pub(crate) fn live(&mut self, command: &Command, wire: &[u8], watch_dirty: bool) -> Kept {
         let error = |text: &str| Kept::Answer(format!("-ERR {text}\r\n").into_bytes());
         match command.name().as_str() {
             "MULTI" if self.queued.is_some() => error("MULTI calls can not be nested"),
@@ -201,6 +221,17 @@ mod tests {
         assert_eq!(wire, want);
         // Outside a transaction again.
         assert_eq!(run(&mut tx, &["SET", "k", "w"], false), Kept::Send);
+    }
+
+    #[test]
+    fn the_open_transaction_is_what_was_queued_since_the_last_multi() {
+        let c = |args: &[&str]| Command::new(args.iter().copied());
+        let sent = [c(&["GET", "k"]), c(&["MULTI"]), c(&["SET", "k", "v"])];
+        let open = open_transaction(&sent).expect("open");
+        assert_eq!(open, vec![&sent[2]]);
+        let closed = [c(&["MULTI"]), c(&["SET", "k", "v"]), c(&["EXEC"])];
+        assert!(open_transaction(&closed).is_none());
+        assert!(open_transaction(&[c(&["GET", "k"])]).is_none());
     }
 
     #[test]
