@@ -171,12 +171,12 @@ fn a_store_offering_only_rate_limits_gets_the_rest_skipped_with_reasons() {
             "--faults",
             "8",
             "--cases",
-            "8",
+            "2",
             // The rate limits' search sized for a test (both races within 4).
             "--rate-depth",
             "4",
             "--walks",
-            "10",
+            "4",
             "--store",
         ])
         .arg(format!("cmd:{} {}", common::python(), adapter.display()))

@@ -33,7 +33,7 @@ const RUN: &[&str] = &[
     "--power-losses",
     "1",
     "--cases",
-    "8",
+    "2",
     "--crash-backend",
     "process",
     "--seed",

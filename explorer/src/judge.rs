@@ -27,6 +27,8 @@ pub(crate) struct Invoked {
     /// The keys' digest when it was invoked, while only its own commands
     /// have touched the server since.
     pub quiet_since: Option<u64>,
+    /// The keys as the fingerprint read them then ([`crate::state::keys_print`]).
+    pub quiet_print: u64,
 }
 
 /// What is known when instance `i` invokes an operation in `state`: its
@@ -43,6 +45,7 @@ pub(crate) fn invoked(state: &State, i: usize, op: Op) -> Invoked {
         contended: contended_in(state, i, op.contract()),
         full_seen: state.full,
         quiet_since: Some(crate::state::keys_digest(&state.keys)),
+        quiet_print: crate::state::keys_print(state),
     }
 }
 
@@ -200,6 +203,7 @@ pub(crate) fn answered(
         contended,
         full_seen,
         quiet_since,
+        quiet_print: _,
     } = invoked;
     // A holder counts its lease from when it asked (all it can know): the
     // server time the operation was invoked at, which is now for an

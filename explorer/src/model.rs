@@ -205,6 +205,7 @@ impl LeaseModel {
     pub fn initial(&self) -> State {
         let mut init = State::initial(self.start_ms, &self.skews);
         init.absolute_times = self.absolute_times;
+        init.drawn = Some(self.shared.drawn.values());
         init
     }
 

@@ -686,6 +686,7 @@ pub fn explore_part(
         let mut shift_checked = searched.shift_checked;
         let mut memory_checked = searched.memory_checked;
         let (mut shift_failure, mut symmetry_failure, mut memory_failure) = (None, None, None);
+        let mut drawn_failure = None;
         loop {
             if searched.memory_failure.is_none() {
                 searched.memory_failure = unconfirmed(&model, &searched, &findings);
@@ -706,6 +707,14 @@ pub fn explore_part(
                 ));
                 model.symmetric = false;
                 symmetry_failure = Some(why);
+            } else if let Some(why) = searched.drawn_failure.take() {
+                // The store does not treat what it draws as opaque: every
+                // byte of every state counts, in this search and later ones.
+                progress(&format!(
+                    "explorer: second clock {skew:+} ms{three}: {why}; searching again reading every drawn value as its bytes"
+                ));
+                model.shared.drawn.values().turn_off();
+                drawn_failure = Some(why);
             } else if let Some(why) = searched.shift_failure.take() {
                 // The store's answers do not shift with every time: under
                 // this skew its states are told apart by absolute time.
@@ -814,6 +823,9 @@ pub fn explore_part(
         row.absolute_times = model.absolute_times;
         row.shift_failure = shift_failure;
         row.symmetry_failure = symmetry_failure;
+        row.drawn_failure = drawn_failure;
+        row.drawn_merges = searched.drawn_merges;
+        row.drawn_values = model.shared.drawn.values().len();
         row.violating_states_cut = searched.violating_states_cut;
         row.shallowest_cut = searched.shallowest_cut;
         row.zombie_release_reached = searched
@@ -1009,7 +1021,8 @@ pub(crate) fn millis(secs: f64) -> f64 {
 
 /// Plays a schedule and renders its steps and its history.
 fn replay_path(model: &LeaseModel, actions: &[Action]) -> (State, Vec<ExplorerStep>, History) {
-    let start = State::initial(model.start_ms, &model.skews);
+    let mut start = State::initial(model.start_ms, &model.skews);
+    start.drawn = Some(model.shared.drawn.values());
     let mut state = start.clone();
     let mut pairs = Vec::new();
     for a in actions {
@@ -1385,6 +1398,7 @@ mod tests {
             delivered: vec![],
             full_seen: false,
             quiet_since: None,
+            quiet_print: 0,
             watch: Default::default(),
         });
         path.push((Action::Start(1, Op::Take), s.clone()));
@@ -1417,6 +1431,7 @@ mod tests {
             delivered: vec![],
             full_seen: false,
             quiet_since: None,
+            quiet_print: 0,
             watch: Default::default(),
         });
         path.push((Action::Start(0, Op::Renew), s.clone()));

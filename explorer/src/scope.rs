@@ -23,6 +23,7 @@ pub(crate) fn scope(
     let reductions: Vec<String> = [
         time_reading(figures, config),
         symmetry_reading(figures, config),
+        drawn_reading(figures, config),
         behaviour_reading(config),
     ]
     .into_iter()
@@ -83,6 +84,33 @@ fn symmetry_reading(figures: &ExplorerFigures, config: &ExplorerConfig) -> Optio
     (merges > 0).then(|| {
         format!(
             "states that differ only by a renaming of instances of one clock were taken as one ({merges} such merges; this assumes the store treats holder names alike, checked one step ahead on the seeded sample of merges, up to {} a level, shared with the time merges; asked for with --symmetry)",
+            config.shift_checks_per_level
+        )
+    })
+}
+
+/// How values the store drew at random were read, in words: `None` for a
+/// store that drew none.
+fn drawn_reading(figures: &ExplorerFigures, config: &ExplorerConfig) -> Option<String> {
+    if let Some(why) = figures
+        .per_skew
+        .iter()
+        .find_map(|r| r.drawn_failure.as_ref())
+    {
+        return Some(format!(
+            "reading the values the store drew up to a renaming was given up where two states it took as one went on differently ({why}); from that search on every byte counted"
+        ));
+    }
+    let values = figures
+        .per_skew
+        .iter()
+        .map(|r| r.drawn_values)
+        .max()
+        .unwrap_or(0);
+    let merges: usize = figures.per_skew.iter().map(|r| r.drawn_merges).sum();
+    (values > 0).then(|| {
+        format!(
+            "states that differ only by a renaming of values the store drew at random were taken as one ({values} such values, learnt where two runs of one operation from one state sent different tokens; {merges} such merges; this assumes the store only compares what it draws for equality, checked one step ahead on the seeded sample of merges, up to {} a level, shared with the time merges)",
             config.shift_checks_per_level
         )
     })

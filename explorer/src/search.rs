@@ -88,6 +88,13 @@ pub struct Searched {
     /// the search stopped at that level (it is to be run again with a
     /// fresh process per operation).
     pub memory_failure: Option<String>,
+    /// States met again with other values the store drew at random (and
+    /// nothing else apart): taken as one ([`crate::drawn`]).
+    pub drawn_merges: usize,
+    /// Two states taken as one up to drawn values went on differently,
+    /// in words: the search stopped at that level (it is to be run again
+    /// reading every byte).
+    pub drawn_failure: Option<String>,
 }
 
 /// A pool of worlds, one per worker thread, kept for a whole exploration
@@ -126,16 +133,75 @@ pub struct ShiftCheck {
 struct Merge {
     /// The two differ by a renaming of instances, not only in time.
     symmetric: bool,
+    /// The two differ only by a renaming of values the store drew.
+    drawn: bool,
     state: State,
     path: Vec<Action>,
     kept_level: usize,
     kept_index: usize,
 }
 
+/// Whether `kept`'s successors, computed again, differ from `first` (its
+/// successors computed once) while values the store drew are read up to a
+/// renaming: then the store does not treat them as opaque.
+fn draws_matter(
+    model: &LeaseModel,
+    pool: &mut Pool,
+    symmetry: &Symmetry,
+    kept: &(State, Vec<Action>),
+    first: &[State],
+) -> bool {
+    let values = model.shared.drawn.values();
+    if values.len() == 0 || !values.on() {
+        return false;
+    }
+    let mut actions = Vec::new();
+    model.possible(&kept.0, &mut actions);
+    let jobs: Vec<(usize, Action)> = actions.iter().map(|a| (0, *a)).collect();
+    // Every step on the store: a step from the store's recorded
+    // behaviour would repeat the values it drew then.
+    let again = run_level(
+        &model.recomputing(),
+        pool,
+        std::slice::from_ref(kept),
+        &jobs,
+    );
+    again.len() != first.len()
+        || again.iter().zip(first).any(|(x, y)| {
+            x.harness_error.is_none() && symmetry.fingerprint(x) != symmetry.fingerprint(y)
+        })
+}
+
+/// What a step did, in words, for a merge that went on differently.
+fn went_on(state: &State) -> String {
+    let sent = if state.note.commands.is_empty() {
+        "sent nothing".to_string()
+    } else {
+        format!("sent `{}`", state.note.commands.join("`, `"))
+    };
+    match &state.note.answer {
+        Some(answer) => format!("{sent} and answered {answer:?}"),
+        None => sent,
+    }
+}
+
+/// What a merge that went on differently took as one.
+struct MergeKind {
+    symmetric: bool,
+    drawn: bool,
+}
+
 /// The fingerprint of `state` on absolute times, nothing collapsed.
 fn absolute(state: &State) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     state.hash_with(&mut h, false, i64::MAX);
+    h.finish()
+}
+
+/// The fingerprint of `state` with every drawn value as its bytes.
+fn bytes(state: &State) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    state.hash_bytes(&mut h);
     h.finish()
 }
 
@@ -237,19 +303,25 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool, shift: Shift
                 // absolute reading, or no renaming, would not make.
                 let checking = shift.per_level > 0;
                 let goes_on = next.harness_error.is_none() && next.violations.is_empty();
-                if checking && depth < model.max_steps && goes_on {
-                    let shifted = !model.absolute_times && absolute(kept) != absolute(&next);
-                    if shifted || symmetric {
-                        let mut path = level[k].1.clone();
-                        path.push(action);
-                        merges.push(Merge {
-                            symmetric,
-                            state: next,
-                            path,
-                            kept_level,
-                            kept_index,
-                        });
-                    }
+                let shifted = !model.absolute_times && absolute(kept) != absolute(&next);
+                // A merge the renaming of drawn values made (a shift in
+                // time too, or not) is that renaming's to answer for.
+                let drawn = !symmetric && bytes(kept) != bytes(&next);
+                if drawn {
+                    out.drawn_merges += 1;
+                }
+                if checking && depth < model.max_steps && goes_on && (shifted || symmetric || drawn)
+                {
+                    let mut path = level[k].1.clone();
+                    path.push(action);
+                    merges.push(Merge {
+                        symmetric,
+                        drawn,
+                        state: next,
+                        path,
+                        kept_level,
+                        kept_index,
+                    });
                 }
                 continue;
             }
@@ -283,9 +355,11 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool, shift: Shift
                 .collect();
             let (checked, failure) = check_merges(model, pool, &symmetry, &pairs);
             out.shift_checked += checked;
-            if let Some((symmetric, why)) = failure {
-                if symmetric {
+            if let Some((merge, why)) = failure {
+                if merge.symmetric {
                     out.symmetry_failure = Some(why);
+                } else if merge.drawn {
+                    out.drawn_failure = Some(why);
                 } else {
                     out.shift_failure = Some(why);
                 }
@@ -334,7 +408,7 @@ fn check_merges(
     pool: &mut Pool,
     symmetry: &Symmetry,
     pairs: &[(&(State, Vec<Action>), &Merge)],
-) -> (usize, Option<(bool, String)>) {
+) -> (usize, Option<(MergeKind, String)>) {
     let mut states: Vec<(State, Vec<Action>)> = Vec::new();
     let mut jobs: Vec<(usize, Action)> = Vec::new();
     // The jobs of each pair: the kept state's, then the merged state's.
@@ -370,19 +444,46 @@ fn check_merges(
             };
             (prints(xs) != prints(ys)).then(|| "a renaming of instances of one clock".to_string())
         } else {
-            (xs.len() != ys.len()
-                || xs
-                    .iter()
-                    .zip(ys)
-                    .any(|(x, y)| symmetry.fingerprint(x) != symmetry.fingerprint(y)))
-            .then(|| "the relative reading of times".to_string())
+            let first = xs
+                .iter()
+                .zip(ys)
+                .position(|(x, y)| symmetry.fingerprint(x) != symmetry.fingerprint(y));
+            (xs.len() != ys.len() || first.is_some()).then(|| {
+                let what = if merge.drawn {
+                    "a renaming of the values the store drew"
+                } else {
+                    "the relative reading of times"
+                };
+                match first {
+                    Some(k) => format!(
+                        "{what} (after {:?}, one {} and the other {})",
+                        jobs[a.start + k].1,
+                        went_on(&xs[k]),
+                        went_on(&ys[k])
+                    ),
+                    None => what.to_string(),
+                }
+            })
         };
         checked += 1;
         if let Some(what) = differs {
+            // A store whose answers depend on what it drew beyond which
+            // values are the same goes on differently from one state run
+            // twice: that is the renaming's to answer for, whatever merge
+            // showed it.
+            let unstable = !merge.symmetric && draws_matter(model, pool, symmetry, kept, xs);
+            let what = if unstable && !merge.drawn {
+                format!("{what}, and the kept state run again went on differently too: a renaming of the values the store drew")
+            } else {
+                what
+            };
             return (
                 checked,
                 Some((
-                    merge.symmetric,
+                    MergeKind {
+                        symmetric: merge.symmetric,
+                        drawn: merge.drawn || unstable,
+                    },
                     format!(
                         "two states {what} took as one went on differently: the state after {:?} (server time {}) and the one after {:?} (server time {})",
                         kept.1, kept.0.now, merge.path, merge.state.now

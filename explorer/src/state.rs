@@ -7,6 +7,7 @@ use harness::contract::{Reply, StoreError};
 use harness::gate::Exchange;
 use serde_json::Value;
 
+use crate::drawn::Canon;
 use crate::property::Property;
 
 pub use model::explore::{Action, Op, Tick};
@@ -106,6 +107,10 @@ pub(crate) struct Pending {
     /// nothing but its own commands has touched the server since (no other
     /// instance's command, no move of time): a refusal must leave them so.
     pub quiet_since: Option<u64>,
+    /// The keys when it was invoked as the fingerprint read them
+    /// ([`keys_print`]): a state and its shift in time, or its renaming of
+    /// drawn values, invoked it on keys that print alike.
+    pub quiet_print: u64,
     /// The keys its connection `WATCH`es (the gate keeps its transaction,
     /// `harness::gate::Gate::emulate_transactions`).
     pub watch: Watch,
@@ -206,6 +211,7 @@ impl Pending {
             contended,
             full_seen,
             quiet_since,
+            quiet_print,
         } = invoked;
         Pending {
             op,
@@ -215,6 +221,7 @@ impl Pending {
             delivered: Vec::new(),
             full_seen,
             quiet_since,
+            quiet_print,
             watch: Watch::default(),
         }
     }
@@ -227,6 +234,7 @@ impl Pending {
             contended: self.contended,
             full_seen: self.full_seen,
             quiet_since: self.quiet_since,
+            quiet_print: self.quiet_print,
         }
     }
 }
@@ -242,6 +250,20 @@ pub(crate) fn keys_digest(keys: &[KeyDump]) -> u64 {
         k.logical.hash(&mut h);
         k.expire_at.hash(&mut h);
     }
+    h.finish()
+}
+
+/// The keys of `state` as its fingerprint reads them (times relative to
+/// now, drawn values up to a renaming), alone.
+pub(crate) fn keys_print(state: &State) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut canon = Canon::new(state.drawn.as_deref());
+    state.hash_keys(
+        &mut h,
+        !state.absolute_times,
+        crate::FAR_PAST_MS,
+        &mut canon,
+    );
     h.finish()
 }
 
@@ -347,6 +369,9 @@ pub struct State {
     /// level-by-level search meets every state first at its least depth,
     /// see [`crate::search`]).
     pub(crate) steps: usize,
+    /// The values learnt as drawn at random by the store, which the
+    /// fingerprint reads up to a renaming ([`crate::drawn`]); `None`: none.
+    pub(crate) drawn: Option<std::sync::Arc<crate::drawn::Values>>,
 }
 
 /// Times within this distance of now are read relative to it.
@@ -471,20 +496,27 @@ fn hash_item<H: Hasher>(item: &[u8], now: i64, far_ms: i64, relative: bool, h: &
 /// server holds the same content in them, whatever their encoding.
 impl Hash for Logical {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        self.hash_at(0, i64::MAX, false, h);
+        self.hash_at(0, i64::MAX, false, h, &mut Canon::new(None));
     }
 }
 
 impl Logical {
     /// Hashes the content, times near now relative to it (`relative`).
-    fn hash_at<H: Hasher>(&self, now: i64, far_ms: i64, relative: bool, h: &mut H) {
+    fn hash_at<H: Hasher>(
+        &self,
+        now: i64,
+        far_ms: i64,
+        relative: bool,
+        h: &mut H,
+        canon: &mut Canon,
+    ) {
         match self {
             Logical::Items { kind, items } => {
                 0u8.hash(h);
                 kind.hash(h);
                 items.len().hash(h);
                 for item in items {
-                    hash_item(item, now, far_ms, relative, h);
+                    canon.hash(item, h, &mut |b, h| hash_item(b, now, far_ms, relative, h));
                 }
             }
             Logical::Exact(bytes) => {
@@ -534,11 +566,37 @@ impl State {
             absolute_times: false,
             lost_reply: false,
             steps: 0,
+            drawn: None,
         }
     }
 
-    /// Hashes the state with times relative to now (`relative`), or absolute.
+    /// Hashes the state with times relative to now (`relative`), or
+    /// absolute, and the values the store drew up to a renaming.
     pub(crate) fn hash_with<H: Hasher>(&self, h: &mut H, relative: bool, far_ms: i64) {
+        let values = self.drawn.as_deref();
+        self.hash_reading(h, relative, far_ms, &mut Canon::new(values));
+    }
+
+    /// Hashes the state as its fingerprint does, but every drawn value as
+    /// its bytes: two states the fingerprint merges differ here when they
+    /// differ by a renaming of drawn values (in time too, or not).
+    pub(crate) fn hash_bytes<H: Hasher>(&self, h: &mut H) {
+        let relative = !self.absolute_times;
+        self.hash_reading(h, relative, crate::FAR_PAST_MS, &mut Canon::new(None));
+    }
+
+    /// Hashes the keys as [`State::hash_with`] reads them.
+    fn hash_keys<H: Hasher>(&self, h: &mut H, relative: bool, far_ms: i64, canon: &mut Canon) {
+        let now = if relative { self.now } else { 0 };
+        let far = if relative { far_ms } else { i64::MAX };
+        for k in &self.keys {
+            canon.hash(&k.name, h, &mut |b, h| b.hash(h));
+            k.expire_at.map(|t| rel(t, now, far)).hash(h);
+            k.logical.hash_at(now, far, relative, h, canon);
+        }
+    }
+
+    fn hash_reading<H: Hasher>(&self, h: &mut H, relative: bool, far_ms: i64, canon: &mut Canon) {
         let now = if relative { self.now } else { 0 };
         if !relative {
             self.now.hash(h);
@@ -546,11 +604,7 @@ impl State {
         let far = if relative { far_ms } else { i64::MAX };
         self.full.hash(h);
         self.lost_reply.hash(h);
-        for k in &self.keys {
-            k.name.hash(h);
-            k.expire_at.map(|t| rel(t, now, far)).hash(h);
-            k.logical.hash_at(now, far, relative, h);
-        }
+        self.hash_keys(h, relative, far_ms, canon);
         for i in &self.insts {
             i.skew_ms.hash(h);
             i.held.hash(h);
@@ -573,9 +627,12 @@ impl State {
                     match p.quiet_since {
                         None => 0u8.hash(h),
                         Some(d) if d == keys_digest(&self.keys) => 1u8.hash(h),
-                        Some(d) => {
+                        // The keys it was invoked on, as read then: not
+                        // their bytes, which a shift in time or a renaming
+                        // of drawn values changes.
+                        Some(_) => {
                             2u8.hash(h);
-                            d.hash(h);
+                            p.quiet_print.hash(h);
                         }
                     }
                     // The replies, not the commands: a deterministic store's
@@ -586,7 +643,9 @@ impl State {
                     // read answers the server's `TIME`): read like a key's.
                     p.delivered.len().hash(h);
                     for e in &p.delivered {
-                        hash_item(e.reply.as_bytes(), now, far, relative, h);
+                        canon.hash(e.reply.as_bytes(), h, &mut |b, h| {
+                            hash_item(b, now, far, relative, h)
+                        });
                     }
                     // A watch the next EXEC would find modified: only
                     // where a key is watched (the states of a store that

@@ -249,6 +249,7 @@ pub(crate) fn renamed(state: &State, perm: &[usize]) -> State {
         absolute_times: state.absolute_times,
         lost_reply: state.lost_reply,
         steps: state.steps,
+        drawn: state.drawn.clone(),
     };
     let to = |i: usize| perm.get(i).copied().unwrap_or(i);
     for g in &mut s.ghost {

@@ -19,6 +19,7 @@ use harness::server::{ManagedServer, ServerKind, ServerOptions};
 use harness::store::{Hello, StoreClient, StoreFactory};
 use redis::aio::MultiplexedConnection;
 
+use crate::drawn::Probe;
 use crate::judge;
 use crate::local::Local;
 use crate::state::{
@@ -156,6 +157,8 @@ pub struct Shared {
     /// The kind of server every world starts: the run's (`certify
     /// --server`); `None` for the default binary.
     pub server: Option<ServerKind>,
+    /// What the store draws at random, learnt ([`crate::drawn`]).
+    pub(crate) drawn: crate::drawn::Drawn,
 }
 
 impl Shared {
@@ -207,6 +210,7 @@ impl Shared {
             fresh_checked: std::sync::Mutex::new(Vec::new()),
             first_difference: std::sync::Mutex::new(None),
             server,
+            drawn: crate::drawn::Drawn::default(),
         })
     }
 
@@ -285,6 +289,9 @@ struct Inner {
     holds: Option<Keyspace>,
     /// The server is full now (`maxmemory` 1 byte).
     full: bool,
+    /// The step now running is a probe's second run ([`crate::drawn`]):
+    /// it probes no further.
+    probing: bool,
 }
 
 /// The request instance `i` sends for `op` in `state`.
@@ -365,6 +372,7 @@ impl World {
                 server,
                 holds: None,
                 full: false,
+                probing: false,
             })),
             shared,
             runtime,
@@ -863,6 +871,7 @@ impl Inner {
             delivered,
             full_seen,
             quiet_since,
+            quiet_print,
             mut watch,
         } = pending;
         let req = request(next, i, op);
@@ -914,7 +923,7 @@ impl Inner {
             Some((exchange, _)) => {
                 let mut script = delivered.clone();
                 script.push(exchange.clone());
-                gate.replay(script);
+                gate.replay_guessing(script, replayed);
             }
             // An empty script holds every command, as `Mode::Hold` does,
             // and clears the divergence of a wrong guess just retried: left
@@ -957,6 +966,28 @@ impl Inner {
             ));
         }
         let first = first?;
+        // What the operation sent a value drawn at random in, renamed by
+        // the replay: the recorded value was drawn.
+        self.shared.drawn.renamed(&gate.renamed());
+        let again = match (&first, &guessed) {
+            (Step::Held(h), None) => {
+                let probe = !self.probing;
+                self.shared.drawn.held(op, replayed, &h.command, probe) == Probe::Again
+            }
+            _ => false,
+        };
+        if again {
+            // First seen at this place of an operation: stopped before it
+            // reaches the server, and run again to see whether it draws
+            // something there.
+            if let Step::Held(h) = first {
+                self.abandon(i, h, task, clock_ms).await;
+            }
+            self.probing = true;
+            let out = Box::pin(self.deliver_on_store(next, i, retry, false)).await;
+            self.probing = false;
+            return out;
+        }
         let answered_from_cache = gate.replay_remaining() == 0 && gate.recording().len() > replayed;
         let (exchange, after) = if let Some((exchange, outcome)) =
             guessed.filter(|_| answered_from_cache)
@@ -1101,6 +1132,7 @@ impl Inner {
                     delivered,
                     full_seen,
                     quiet_since,
+                    quiet_print,
                     watch,
                 });
                 next.note = Note {

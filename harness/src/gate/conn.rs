@@ -263,8 +263,16 @@ impl Conn<'_> {
                     } else {
                         raw
                     };
+                    // The server and the recording see the values the store
+                    // drew as the replay renamed them (`super::drawn`).
                     let command = Command { args: request.args };
-                    self.start(command, wire).await?;
+                    let renamed = self.shared.to_recorded(command.clone());
+                    let wire = if renamed == command {
+                        wire
+                    } else {
+                        encode_request(&renamed.args)
+                    };
+                    self.start(renamed, wire).await?;
                 }
                 Pending::Drain(left) => {
                     let left = *left;
@@ -515,9 +523,12 @@ impl Conn<'_> {
         Ok(())
     }
 
+    /// Sends `bytes` to the client, the recorded values renamed back to the
+    /// ones the store drew (`super::drawn`; lengths are kept).
     async fn send_client(&mut self, bytes: &[u8]) -> Result<(), End> {
+        let renamed = self.shared.to_store(bytes);
         self.client_write
-            .write_all(bytes)
+            .write_all(renamed.as_deref().unwrap_or(bytes))
             .await
             .map_err(|_| End::ClientClosed)
     }

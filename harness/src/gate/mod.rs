@@ -42,6 +42,7 @@
 //! and oneshot channels.
 
 mod conn;
+pub mod drawn;
 pub mod drive;
 pub mod resp;
 pub mod transaction;
@@ -441,6 +442,11 @@ struct State {
     script: VecDeque<Exchange>,
     /// The index in the original script of `script.front()`.
     script_index: usize,
+    /// Script indices from this one on must match byte for byte (a guess).
+    exact_from: usize,
+    /// The values the store drew this replay, renamed to the recorded ones
+    /// (see [`drawn`]).
+    renaming: drawn::Renaming,
     divergence: Option<Divergence>,
     faults: Vec<FaultRule>,
     /// [`Gate::partition`]: every command, set-up ones too, is black-holed.
@@ -673,12 +679,33 @@ impl Gate {
     /// connection is reset, and the rest of the script is dropped. Set-up
     /// commands ([`is_setup`]) pass through as always. Replaces any earlier
     /// script and clears an earlier divergence.
+    ///
+    /// A command that differs from the script's only in values the store
+    /// drew at random ([`drawn`]: a uuid per operation, say) matches it: from
+    /// then until the next replay the gate renames the store's value to the
+    /// recorded one in every command and back in every reply.
     pub fn replay(&self, script: Vec<Exchange>) {
+        self.replay_guessing(script, usize::MAX);
+    }
+
+    /// [`Gate::replay`], where the exchanges from `guess_at` on are a
+    /// guess at what the store sends next (not what it sent before): they
+    /// match only byte for byte, never up to a renaming (a recorded value
+    /// need not be fresh in the state the guess is made in).
+    pub fn replay_guessing(&self, script: Vec<Exchange>, guess_at: usize) {
         let mut state = self.state();
         state.script = script.into();
         state.script_index = 0;
+        state.exact_from = guess_at;
+        state.renaming = drawn::Renaming::default();
         state.divergence = None;
         state.mode = Mode::Hold;
+    }
+
+    /// The values the store drew that the current replay renamed: (the
+    /// store's, the recorded), as [`drawn::Renaming::pairs`].
+    pub fn renamed(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        self.state().renaming.pairs().to_vec()
     }
 
     /// Keeps each connection's transaction at the gate (see
@@ -858,21 +885,22 @@ impl Shared {
         if state.stopped {
             return Admission::Stopped;
         }
-        if let Some(expected) = state.script.front() {
-            if expected.command == *command {
-                let exchange = expected.clone();
-                state.script.pop_front();
-                state.script_index += 1;
-                let reply = exchange.reply.clone();
-                state.recording.push(exchange);
-                drop(state);
-                self.changed.notify_waiters();
-                return Admission::Answer(reply);
+        if let Some(expected) = state.script.front().map(|e| e.command.clone()) {
+            let exact = state.script_index >= state.exact_from;
+            if expected == *command || (!exact && state.renaming.unify(&expected, command)) {
+                if let Some(exchange) = state.script.pop_front() {
+                    state.script_index += 1;
+                    let reply = exchange.reply.clone();
+                    state.recording.push(exchange);
+                    drop(state);
+                    self.changed.notify_waiters();
+                    return Admission::Answer(reply);
+                }
             }
             let divergence = Divergence {
                 connection,
                 index: state.script_index,
-                expected: expected.command.clone(),
+                expected,
                 got: command.clone(),
             };
             tracing::info!(%divergence, connection, "gate replay diverged");
@@ -936,6 +964,22 @@ impl Shared {
             }
         }
         Some(fault)
+    }
+
+    /// `command` as the server and the recording must see it: the values
+    /// the store drew renamed to the recorded ones ([`Gate::replay`]).
+    pub(crate) fn to_recorded(&self, command: Command) -> Command {
+        let state = lock(&self.state);
+        if state.renaming.is_empty() {
+            return command;
+        }
+        state.renaming.to_recorded(&command)
+    }
+
+    /// Bytes for the store: the recorded values renamed back to its own.
+    pub(crate) fn to_store(&self, bytes: &[u8]) -> Option<Vec<u8>> {
+        let state = lock(&self.state);
+        (!state.renaming.is_empty()).then(|| state.renaming.to_store(bytes))
     }
 
     /// Records an exchange that went through the server.

@@ -101,6 +101,9 @@ impl Default for SkewFigures {
             symmetry_failure: None,
             memory_checked: 0,
             memory_failure: None,
+            drawn_values: 0,
+            drawn_merges: 0,
+            drawn_failure: None,
         }
     }
 }
@@ -204,6 +207,20 @@ pub struct SkewFigures {
     /// operation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_failure: Option<String>,
+    /// Values the store drew at random (a uuid per operation, say), learnt
+    /// by the end of this search: states that differ only by a renaming
+    /// of them are one (0 for a store that draws nothing).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub drawn_values: usize,
+    /// States taken as one by that renaming alone (met again with other
+    /// drawn values).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub drawn_merges: usize,
+    /// Why reading drawn values up to a renaming was given up, if it was
+    /// (two states it took as one went on differently; this row is the
+    /// search run again reading every byte).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drawn_failure: Option<String>,
 }
 
 fn is_zero(n: &usize) -> bool {
