@@ -123,3 +123,37 @@ fn a_take_split_into_a_read_and_a_write_fails_the_race_and_the_explorer() {
     assert_eq!(code, Some(1), "{report}");
     assert_eq!(verdict_of(&report, "explorer.one-live-holder"), "fail");
 }
+
+/// Issue 40, item 3: a take that draws a uuid per operation (an argument of
+/// its script, written into the record, then read back) is explored like
+/// any other store: every lease search passes, none gives up a reduction,
+/// and the uuids are what was learnt as drawn.
+#[test]
+fn a_take_that_draws_a_uuid_per_operation_passes_the_lease_explorer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, report) = certify(
+        "fixtures/adapters/node/uuid_take.js",
+        &[
+            "--suite",
+            "explorer",
+            "--check",
+            "explorer.one-live-holder",
+            "--depth",
+            "5",
+            "--walks",
+            "0",
+        ],
+        &dir.path().join("r"),
+    );
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(verdict_of(&report, "explorer.one-live-holder"), "pass");
+    let rows = report["stats"]["explorer"]["per_skew"]
+        .as_array()
+        .expect("the searches");
+    assert!(!rows.is_empty());
+    for row in rows {
+        assert!(row["drawn_values"].as_u64() > Some(0), "{row}");
+        assert!(row.get("drawn_failure").is_none(), "{row}");
+        assert!(row.get("shift_failure").is_none(), "{row}");
+    }
+}

@@ -174,10 +174,21 @@ fn draws_matter(
 
 /// What a step did, in words, for a merge that went on differently.
 fn went_on(state: &State) -> String {
+    // A script's text says nothing here, and its arguments are at the end.
+    let short = |c: &String| -> String {
+        let chars: Vec<char> = c.chars().collect();
+        if chars.len() <= 160 {
+            return c.clone();
+        }
+        let head: String = chars[..40].iter().collect();
+        let tail: String = chars[chars.len() - 100..].iter().collect();
+        format!("{head}…{tail}")
+    };
     let sent = if state.note.commands.is_empty() {
         "sent nothing".to_string()
     } else {
-        format!("sent `{}`", state.note.commands.join("`, `"))
+        let commands: Vec<String> = state.note.commands.iter().map(short).collect();
+        format!("sent `{}`", commands.join("`, `"))
     };
     match &state.note.answer {
         Some(answer) => format!("{sent} and answered {answer:?}"),
