@@ -428,6 +428,25 @@ fn hash_value<H: Hasher>(v: &Value, now: i64, far_ms: i64, h: &mut H) {
     }
 }
 
+/// The instant (ms) a `TIME` reply spells (`*2 $… seconds $… micros`, RESP2
+/// or RESP3), when it falls on a whole millisecond, as the virtual clock's
+/// do; `None` for anything else.
+fn time_reply_ms(reply: &[u8]) -> Option<i64> {
+    let text = std::str::from_utf8(reply).ok()?;
+    let mut lines = text.split("\r\n");
+    if lines.next()? != "*2" {
+        return None;
+    }
+    let mut field = || -> Option<i64> {
+        lines.next()?.strip_prefix('$')?;
+        canonical_int(lines.next()?.as_bytes())
+    };
+    let (secs, micros) = (field()?, field()?);
+    (micros % 1000 == 0 && (0..1_000_000).contains(&micros))
+        .then(|| secs.checked_mul(1000)?.checked_add(micros / 1000))
+        .flatten()
+}
+
 /// The integer `bytes` spell in canonical decimal (no sign but `-`, no
 /// leading zero, no space), if they do: only such text reads as a time, so
 /// `"0012"` and `"12"`, which the server holds as different bytes, never
@@ -643,6 +662,17 @@ impl State {
                     // read answers the server's `TIME`): read like a key's.
                     p.delivered.len().hash(h);
                     for e in &p.delivered {
+                        // `TIME` answers seconds and microseconds apart:
+                        // read as the one instant they spell.
+                        let instant = e
+                            .command
+                            .is("TIME")
+                            .then(|| time_reply_ms(e.reply.as_bytes()));
+                        if let (true, Some(Some(ms))) = (relative, instant) {
+                            4u8.hash(h);
+                            rel(ms, now, far).hash(h);
+                            continue;
+                        }
                         canon.hash(e.reply.as_bytes(), h, &mut |b, h| {
                             hash_item(b, now, far, relative, h)
                         });
@@ -1138,6 +1168,32 @@ fn describe(next: &Next) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_time_reply_reads_as_the_instant_it_spells() {
+        let reply = |secs: &str, micros: &str| {
+            format!(
+                "*2\r\n${}\r\n{secs}\r\n${}\r\n{micros}\r\n",
+                secs.len(),
+                micros.len()
+            )
+        };
+        assert_eq!(
+            time_reply_ms(reply("2000000000", "379000").as_bytes()),
+            Some(2_000_000_000_379)
+        );
+        assert_eq!(
+            time_reply_ms(reply("2000000000", "0").as_bytes()),
+            Some(2_000_000_000_000)
+        );
+        // Not on a whole millisecond, not TIME's shape: no instant.
+        assert_eq!(
+            time_reply_ms(reply("2000000000", "379001").as_bytes()),
+            None
+        );
+        assert_eq!(time_reply_ms(b"$2\r\n12\r\n"), None);
+        assert_eq!(time_reply_ms(b"*2\r\n$1\r\nx\r\n$1\r\n0\r\n"), None);
+    }
     use crate::world::logical;
 
     const NOW: i64 = 2_000_000_000_000;
