@@ -9,7 +9,7 @@
 //! is forwarded to the server.
 //!
 //! **Scheduled and set-up commands.** Connection set-up and introspection
-//! ([`is_setup`]: `HELLO`, `AUTH`, `SELECT`, `CLIENT …`, `SCRIPT …`, `PING`,
+//! ([`is_setup`]: `HELLO`, `AUTH`, `SELECT`, `CLIENT …`, `SCRIPT …`, `FUNCTION …`, `PING`,
 //! …) always pass straight through and are neither held, recorded nor
 //! replayed, so that client-library chatter (redis-py's `HELLO 3`, script
 //! loading after `NOSCRIPT`) never changes a schedule. Every other command
@@ -371,8 +371,8 @@ pub enum GateError {
 /// `MULTI`, …) is scheduled.
 pub fn is_setup(command: &Command) -> bool {
     const SETUP: &[&str] = &[
-        "HELLO", "AUTH", "SELECT", "CLIENT", "SCRIPT", "COMMAND", "PING", "INFO", "CONFIG",
-        "READONLY", "RESET", "ECHO", "QUIT", "MONITOR",
+        "HELLO", "AUTH", "SELECT", "CLIENT", "SCRIPT", "FUNCTION", "COMMAND", "PING", "INFO",
+        "CONFIG", "READONLY", "RESET", "ECHO", "QUIT", "MONITOR",
     ];
     SETUP.iter().any(|name| command.is(name)) || is_subscription(command)
 }
