@@ -172,6 +172,12 @@ pub struct ExplorerBench {
     /// take minutes each unfolded).
     #[arg(long, default_value_t = 5, value_parser = sized(Bounds::new(0, 40, "")))]
     three_depth: usize,
+    /// Instead of the figures above: the lease search of this store (as
+    /// `certify --store` takes it; repeatable) beside the built-in store's,
+    /// at --depth under every clock skew, no walks: wall seconds, states,
+    /// verdict and the ratio of the walls.
+    #[arg(long = "store", value_name = "STORE")]
+    stores: Vec<crate::store_spec::StoreSpec>,
 }
 
 /// The clap parser of `--seconds`: 0.05 to 600.
@@ -208,6 +214,9 @@ pub async fn run(bench: Bench) -> anyhow::Result<ExitCode> {
         Bench::Linearizability(args) => return Ok(linearizability(args)),
         Bench::Certify(args) => return certify(args),
     };
+    if !args.stores.is_empty() {
+        return beside_builtin(&args).await;
+    }
     let server = ManagedServer::start(ServerOptions::default())
         .await
         .context("cannot start the managed Redis server")?;
@@ -388,6 +397,65 @@ pub async fn run(bench: Bench) -> anyhow::Result<ExitCode> {
     );
     if args.three_depth > 0 {
         reduction(&args, factory, workdir.path()).await?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `bench explorer --store`: each store's lease search beside the built-in
+/// store's, at the same sizes (--depth, every skew, no walks, --threads).
+async fn beside_builtin(args: &ExplorerBench) -> anyhow::Result<ExitCode> {
+    let workdir = tempfile::tempdir()?;
+    let config = explorer::ExplorerConfig {
+        depth: args.depth,
+        walks: 0,
+        seed: 1,
+        threads: args.threads,
+        skews: explorer::skews(),
+        ..Default::default()
+    };
+    println!(
+        "storeproof bench explorer: the lease search at depth {}, {} skews, {} threads, no walks",
+        args.depth,
+        config.skews.len(),
+        args.threads
+    );
+    let builtin: Arc<dyn StoreFactory> =
+        Arc::new(RedisStoreFactory::new(workdir.path().join("kept.sqlite")));
+    let base = timed(builtin, config.clone()).await?;
+    let row = |name: &str, run: &Timed| {
+        let rows = &run.outcome.figures.per_skew;
+        let failed: Vec<&str> = run
+            .outcome
+            .checks
+            .iter()
+            .filter(|c| c.verdict == harness::Verdict::Fail)
+            .map(|c| c.id.as_str())
+            .collect();
+        println!(
+            "  {name:<40} {:>6.1}s  {:>8} states ({:>7} unique), drawn values {}, failed: {}",
+            run.wall,
+            rows.iter().map(|r| r.states).sum::<usize>(),
+            rows.iter().map(|r| r.unique_states).sum::<usize>(),
+            rows.iter().map(|r| r.drawn_values).max().unwrap_or(0),
+            if failed.is_empty() {
+                "nothing".to_string()
+            } else {
+                failed.join(", ")
+            }
+        );
+    };
+    row("builtin:redis", &base);
+    for (k, spec) in args.stores.iter().enumerate() {
+        let dir = workdir.path().join(format!("store-{k}"));
+        std::fs::create_dir_all(&dir)?;
+        let factory = spec.factory(&dir, Duration::from_secs(10), None);
+        let run = timed(factory, config.clone()).await?;
+        row(&spec.to_string(), &run);
+        println!(
+            "  {:<40} {:.1}x the built-in store's wall time",
+            "",
+            run.wall / base.wall.max(1e-9)
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -127,6 +127,45 @@ fn certify_on_a_managed_server_passes_with_a_full_report() {
     insta::assert_snapshot!("certify_stdout", stdout);
 }
 
+/// `bench explorer --store`: a store's lease search beside the built-in
+/// store's, each with its wall time, states and failures, and the ratio;
+/// a sabotage's failure shows in its row.
+#[test]
+fn the_explorer_benchmark_sets_a_store_beside_the_builtin_one() {
+    let out = storeproof(
+        &[
+            "bench",
+            "explorer",
+            "--depth",
+            "4",
+            "--threads",
+            "1",
+            "--store",
+            "sabotage:read-then-write-take",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.contains(" states (")).collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    assert!(
+        rows[0].contains("builtin:redis") && rows[0].contains("failed: nothing"),
+        "{stdout}"
+    );
+    assert!(
+        rows[1].contains("sabotage:read-then-write-take")
+            && rows[1].contains("explorer.one-live-holder"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("x the built-in store's wall time"),
+        "{stdout}"
+    );
+    let bad = storeproof(&["bench", "explorer", "--store", "nonsense"], &[]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
 #[test]
 fn the_explorer_benchmark_prints_its_figures() {
     let out = storeproof(
