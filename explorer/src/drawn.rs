@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use harness::gate::drawn::{drawn_like, tokens, Renaming};
 use harness::gate::Command;
 
-use crate::state::Op;
+use model::explore::Op;
 
 /// Where in an operation's run a command is sent: the operation, how many
 /// commands it sent before, the command's name and arity.

@@ -56,6 +56,7 @@ mod model;
 mod property;
 mod queue;
 mod rate;
+mod reading;
 mod run;
 mod scope;
 mod search;
