@@ -116,7 +116,7 @@ impl QueueGhost {
     }
 
     /// Hashes what the ghost knows, times relative to `now` through `rel`
-    /// (an ended promise is just ended).
+    /// (an ended promise is just ended, unless it ends at `now`).
     pub(crate) fn hash_at<H: Hasher>(&self, now: i64, rel: &dyn Fn(i64) -> i64, h: &mut H) {
         self.acks.hash(h);
         for s in &self.saved {
@@ -139,8 +139,10 @@ impl QueueGhost {
             c.seq.hash(h);
             c.after.hash(h);
             c.completed.hash(h);
+            // Ended, ending at this very instant (where a complete races
+            // the claim's expiry, see `answered`), or still to end.
             for t in [c.valid_until, c.may_hold_until] {
-                (t > now).hash(h);
+                t.cmp(&now).hash(h);
                 if t > now {
                     rel(t).hash(h);
                 }
