@@ -592,6 +592,26 @@ mod tests {
         s
     }
 
+    /// A claim ending at the very instant of now is where a complete races
+    /// its expiry: never read like one that ended before (which all read
+    /// alike).
+    #[test]
+    fn a_claim_ending_now_is_told_apart_from_one_that_ended() {
+        let s = answer(&saved(), 0, Op::Claim, claimed(0, 1));
+        let now = START + 5_000;
+        let ending = |t: i64| {
+            let mut q = s.queue.clone();
+            q.claims[0].valid_until = t;
+            q.claims[0].may_hold_until = t;
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            q.hash_at(now, &|x| x - now, &mut h);
+            std::hash::Hasher::finish(&h)
+        };
+        assert_ne!(ending(now), ending(now - 5));
+        assert_eq!(ending(now - 5), ending(now - 50));
+        assert_ne!(ending(now), ending(now + 5));
+    }
+
     #[test]
     fn a_second_live_claim_of_one_child_breaks_one_claim_holder() {
         let s = answer(&saved(), 0, Op::Claim, claimed(0, 1));
