@@ -85,20 +85,19 @@ fn hash_value<H: Hasher>(v: &Value, now: i64, far_ms: i64, h: &mut H) {
     }
 }
 
-/// The instant (ms) a `TIME` reply spells (`*2 $… seconds $… micros`, RESP2
-/// or RESP3), when it falls on a whole millisecond, as the virtual clock's
-/// do; `None` for anything else.
+/// The instant (ms) a `TIME` reply spells (an array of two bulk strings,
+/// seconds and microseconds, RESP2 or RESP3), when it falls on a whole
+/// millisecond, as the virtual clock's do; `None` for anything else. The
+/// reply has a request's shape: the gate's request parser reads it.
 pub(crate) fn time_reply_ms(reply: &[u8]) -> Option<i64> {
-    let text = std::str::from_utf8(reply).ok()?;
-    let mut lines = text.split("\r\n");
-    if lines.next()? != "*2" {
+    if reply.first() != Some(&b'*') {
         return None;
     }
-    let mut field = || -> Option<i64> {
-        lines.next()?.strip_prefix('$')?;
-        canonical_int(lines.next()?.as_bytes())
+    let parsed = harness::gate::resp::parse_request(reply).ok()??;
+    let [secs, micros] = parsed.args.as_slice() else {
+        return None;
     };
-    let (secs, micros) = (field()?, field()?);
+    let (secs, micros) = (canonical_int(secs)?, canonical_int(micros)?);
     (micros % 1000 == 0 && (0..1_000_000).contains(&micros))
         .then(|| secs.checked_mul(1000)?.checked_add(micros / 1000))
         .flatten()

@@ -288,6 +288,12 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool, shift: Shift
         }
         let mut next_level: Vec<(State, Vec<Action>)> = Vec::new();
         let mut merges: Vec<Merge> = Vec::new();
+        // With no value read as drawn, the fingerprint reads every byte:
+        // no merge can be a renaming's, and no state is hashed twice.
+        let reads_drawn = {
+            let values = model.shared.drawn.values();
+            values.len() > 0 && values.on()
+        };
         for ((k, action), next) in jobs.into_iter().zip(nexts) {
             out.states += 1;
             // Counted before the merge: a clean refusal leads back to a
@@ -317,7 +323,7 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool, shift: Shift
                 let shifted = !model.absolute_times && absolute(kept) != absolute(&next);
                 // A merge the renaming of drawn values made (a shift in
                 // time too, or not) is that renaming's to answer for.
-                let drawn = !symmetric && bytes(kept) != bytes(&next);
+                let drawn = !symmetric && reads_drawn && bytes(kept) != bytes(&next);
                 if drawn {
                     out.drawn_merges += 1;
                 }

@@ -5,11 +5,13 @@
 //! (`FUNCTION LOAD` at connect, `FCALL` per take) passes every check, and
 //! its twin that ignores expiry is caught.
 
+mod common;
+
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use explorer::{explore, ExplorerConfig, ExplorerOutcome};
-use harness::contract::{Call, ErrorKind, Reply, StoreError};
+use harness::contract::{Call, Reply, StoreError};
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 use harness::Verdict;
 use redis::aio::MultiplexedConnection;
@@ -72,13 +74,6 @@ struct FunctionsClient {
     prefix: String,
 }
 
-fn failed(e: redis::RedisError) -> StoreError {
-    match e.code() {
-        Some("OOM") => StoreError::new(ErrorKind::StoreFull, e.to_string()),
-        _ => StoreError::new(ErrorKind::Unavailable, e.to_string()),
-    }
-}
-
 #[async_trait]
 impl StoreClient for FunctionsClient {
     async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
@@ -95,7 +90,7 @@ impl StoreClient for FunctionsClient {
             .arg(call.args["ttl_ms"].as_i64().unwrap_or_default())
             .query_async(&mut self.conn)
             .await
-            .map_err(failed)?;
+            .map_err(common::failed)?;
         let number = |i: usize| {
             answer
                 .get(i)
@@ -128,11 +123,7 @@ impl StoreFactory for Functions {
         clock_ms: i64,
     ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
         let (info, inner) = self.inner.connect(hello, clock_ms).await?;
-        let mut conn = redis::Client::open(hello.redis_url.as_str())
-            .map_err(failed)?
-            .get_multiplexed_async_connection()
-            .await
-            .map_err(failed)?;
+        let mut conn = common::connection(&hello.redis_url).await?;
         // Loaded at connect, as scripts are: a set-up command.
         redis::cmd("FUNCTION")
             .arg("LOAD")
@@ -140,7 +131,7 @@ impl StoreFactory for Functions {
             .arg(LIBRARY.replace("LIVE", self.live))
             .query_async::<String>(&mut conn)
             .await
-            .map_err(failed)?;
+            .map_err(common::failed)?;
         Ok((
             info,
             Box::new(FunctionsClient {
@@ -206,10 +197,6 @@ fn a_take_written_as_a_redis_function_passes_and_its_twin_without_expiry_is_caug
         inner: kept(),
         live: NO_EXPIRY,
     }));
-    let stuck = flawed
-        .checks
-        .iter()
-        .find(|c| c.id == "explorer.no-tree-stuck")
-        .expect("the check");
+    let stuck = common::check(&flawed, "explorer.no-tree-stuck");
     assert_eq!(stuck.verdict, Verdict::Fail, "{}", stuck.reason);
 }

@@ -7,6 +7,8 @@
 //! Its twin that compares the drawn token where it should compare expiry
 //! is caught.
 
+mod common;
+
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -78,13 +80,6 @@ struct TokenClient {
     script: String,
 }
 
-fn failed(e: redis::RedisError) -> StoreError {
-    match e.code() {
-        Some("OOM") => StoreError::new(ErrorKind::StoreFull, e.to_string()),
-        _ => StoreError::new(ErrorKind::Unavailable, e.to_string()),
-    }
-}
-
 impl TokenClient {
     /// The take's script with a token, then a read-back of the record.
     async fn take(&mut self, tree: &str, holder: &str, ttl_ms: i64) -> Result<Reply, StoreError> {
@@ -102,7 +97,7 @@ impl TokenClient {
             .arg(&token)
             .query_async(&mut self.conn)
             .await
-            .map_err(failed)?;
+            .map_err(common::failed)?;
         let number = |i: usize| {
             answer
                 .get(i)
@@ -131,7 +126,7 @@ impl TokenClient {
             .arg("op")
             .query_async(&mut self.conn)
             .await
-            .map_err(failed)?;
+            .map_err(common::failed)?;
         if held_by.as_deref() == Some(holder) && mine.as_deref() != Some(token.as_str()) {
             return Err(StoreError::new(
                 ErrorKind::Unavailable,
@@ -169,11 +164,7 @@ impl StoreFactory for TokenStore {
         clock_ms: i64,
     ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
         let (info, inner) = self.inner.connect(hello, clock_ms).await?;
-        let conn = redis::Client::open(hello.redis_url.as_str())
-            .map_err(failed)?
-            .get_multiplexed_async_connection()
-            .await
-            .map_err(failed)?;
+        let conn = common::connection(&hello.redis_url).await?;
         Ok((
             info,
             Box::new(TokenClient {
@@ -258,13 +249,7 @@ fn explored_as_its_fixed_twin(read_back: bool) {
             );
         }
     }
-    for c in &drawn.checks {
-        if c.id.contains("race-reached") {
-            assert_ne!(c.verdict, Verdict::Fail, "{}: {}", c.id, c.reason);
-            continue;
-        }
-        assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
-    }
+    common::passes_but_unreached_races(&drawn);
     let fixed = run(Token::Fixed, EXPIRY, read_back, 6);
     assert_eq!(unique_states(&drawn), unique_states(&fixed));
     let row = &drawn.figures.per_skew[0];
@@ -273,11 +258,7 @@ fn explored_as_its_fixed_twin(read_back: bool) {
         row.drawn_failure.is_none() && row.shift_failure.is_none(),
         "{row:?}"
     );
-    let pass = drawn
-        .checks
-        .iter()
-        .find(|c| c.id == "explorer.one-live-holder")
-        .expect("the check");
+    let pass = common::check(&drawn, "explorer.one-live-holder");
     assert!(
         pass.reason.contains("values the store drew"),
         "{}",
@@ -303,11 +284,7 @@ fn a_token_argument_of_one_script_is_explored_as_its_fixed_twin() {
 #[test]
 fn a_take_that_trusts_the_token_over_the_expiry_is_caught() {
     let outcome = run(Token::Drawn, TOKEN_ONLY, true, 6);
-    let holder = outcome
-        .checks
-        .iter()
-        .find(|c| c.id == "explorer.one-live-holder")
-        .expect("the check");
+    let holder = common::check(&outcome, "explorer.one-live-holder");
     assert_eq!(holder.verdict, Verdict::Fail, "{}", holder.reason);
 }
 
@@ -331,10 +308,6 @@ fn a_store_that_orders_what_it_draws_is_searched_again_reading_every_byte() {
         }
         assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
     }
-    let pass = outcome
-        .checks
-        .iter()
-        .find(|c| c.id == "explorer.one-live-holder")
-        .expect("the check");
+    let pass = common::check(&outcome, "explorer.one-live-holder");
     assert!(pass.reason.contains("was given up"), "{}", pass.reason);
 }

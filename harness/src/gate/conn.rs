@@ -266,13 +266,13 @@ impl Conn<'_> {
                     // The server and the recording see the values the store
                     // drew as the replay renamed them (`super::drawn`).
                     let command = Command { args: request.args };
-                    let renamed = self.shared.to_recorded(command.clone());
-                    let wire = if renamed == command {
-                        wire
-                    } else {
-                        encode_request(&renamed.args)
-                    };
-                    self.start(renamed, wire).await?;
+                    match self.shared.to_recorded(&command) {
+                        Some(renamed) => {
+                            let wire = encode_request(&renamed.args);
+                            self.start(renamed, wire).await?
+                        }
+                        None => self.start(command, wire).await?,
+                    }
                 }
                 Pending::Drain(left) => {
                     let left = *left;

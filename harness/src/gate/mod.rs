@@ -966,14 +966,15 @@ impl Shared {
         Some(fault)
     }
 
-    /// `command` as the server and the recording must see it: the values
-    /// the store drew renamed to the recorded ones ([`Gate::replay`]).
-    pub(crate) fn to_recorded(&self, command: Command) -> Command {
+    /// `command` as the server and the recording must see it, when that
+    /// differs from what the store sent: the values the store drew renamed
+    /// to the recorded ones ([`Gate::replay`]); `None` when nothing is.
+    pub(crate) fn to_recorded(&self, command: &Command) -> Option<Command> {
         let state = lock(&self.state);
         if state.renaming.is_empty() {
-            return command;
+            return None;
         }
-        state.renaming.to_recorded(&command)
+        Some(state.renaming.to_recorded(command)).filter(|renamed| renamed != command)
     }
 
     /// Bytes for the store: the recorded values renamed back to its own.
