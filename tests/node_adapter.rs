@@ -20,6 +20,16 @@ fn store(script: &str) -> String {
 
 /// `storeproof certify` of `script` with `args`: its exit code and report.
 fn certify(script: &str, args: &[&str], out: &Path) -> (Option<i32>, Value) {
+    certify_with(script, args, &[], out)
+}
+
+/// [`certify`] with `env` set for storeproof and the adapters it starts.
+fn certify_with(
+    script: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    out: &Path,
+) -> (Option<i32>, Value) {
     assert!(
         Path::new(NODE_PATH).join("redis/package.json").is_file(),
         "node-redis is not under {NODE_PATH}: run scripts/setup"
@@ -30,7 +40,7 @@ fn certify(script: &str, args: &[&str], out: &Path) -> (Option<i32>, Value) {
         "certify", "--seed", "7", "--store", &store, "--out", &out_dir,
     ];
     all.extend_from_slice(args);
-    let output = common::storeproof_in(None, &all, &[]);
+    let output = common::storeproof_in(None, &all, env);
     (output.status.code(), common::read_report(out))
 }
 
@@ -156,4 +166,47 @@ fn a_take_that_draws_a_uuid_per_operation_passes_the_lease_explorer() {
         assert!(row.get("drawn_failure").is_none(), "{row}");
         assert!(row.get("shift_failure").is_none(), "{row}");
     }
+}
+
+/// A take written as an optimistic transaction on node-redis (WATCH, TIME
+/// and the record read, MULTI, HSET, EXEC, retried when aborted: six
+/// commands, fixtures/adapters/designs/watch_take.js) passes the lease
+/// explorer, its takeover race reached in the search of whole operations
+/// (the PASS says so), and its twin that forgets the WATCH is caught
+/// granting a second live holder.
+#[test]
+fn a_take_in_a_watch_transaction_passes_and_its_twin_without_the_watch_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--suite",
+        "explorer",
+        "--check",
+        "explorer.one-live-holder",
+        "--check",
+        "explorer.zombie-renew-race-reached",
+        "--depth",
+        "5",
+        "--walks",
+        "0",
+    ];
+    let script = "fixtures/adapters/designs/watch_take.js";
+    let (code, report) = certify(script, &args, &dir.path().join("ok"));
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(
+        verdict_of(&report, "explorer.zombie-renew-race-reached"),
+        "pass"
+    );
+    let holder = report["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["id"] == "explorer.one-live-holder"))
+        .expect("the check");
+    assert_eq!(holder["verdict"], "pass", "{holder}");
+    let reason = holder["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("every schedule of whole operations"),
+        "{reason}"
+    );
+    let (code, report) = certify_with(script, &args, &[("FLAW", "1")], &dir.path().join("flawed"));
+    assert_eq!(code, Some(1), "{report}");
+    assert_eq!(verdict_of(&report, "explorer.one-live-holder"), "fail");
 }

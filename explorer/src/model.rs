@@ -73,6 +73,13 @@ pub struct LeaseModel {
     /// given the same request, clock and replies (a trial checked, a
     /// counterexample confirmed).
     pub recompute: bool,
+    /// Whole operations: an operation in flight runs to its answer, its
+    /// commands back to back, before anything else happens, and its
+    /// commands after the first spend no depth. The schedules of a store
+    /// of one command an operation; for a store of several, the races
+    /// between whole operations that the interleaved search, which spends
+    /// a step on every command, cannot reach within its depth.
+    pub whole_operations: bool,
 }
 
 impl LeaseModel {
@@ -80,6 +87,16 @@ impl LeaseModel {
     pub fn possible(&self, state: &State, out: &mut Vec<Action>) {
         if state.harness_error.is_some() || !state.violations.is_empty() {
             return;
+        }
+        if self.whole_operations {
+            let busy = state
+                .insts
+                .iter()
+                .position(|i| !i.crashed && i.pending.is_some());
+            if let Some(i) = busy {
+                out.push(Action::Continue(i));
+                return;
+            }
         }
         if state.steps >= self.max_steps {
             // Past the depth, the operations in flight run to their answers,
@@ -198,7 +215,26 @@ impl LeaseModel {
             lost_replies: self.lost_replies,
             fresh_processes: self.fresh_processes,
             recompute: true,
+            whole_operations: self.whole_operations,
         }
+    }
+
+    /// This model with whole operations ([`LeaseModel::whole_operations`]).
+    pub fn with_whole_operations(&self) -> LeaseModel {
+        LeaseModel {
+            whole_operations: true,
+            recompute: self.recompute,
+            ..self.recomputing()
+        }
+    }
+
+    /// What `action` spends of the depth: one step, but none for an
+    /// operation's next command when operations run whole.
+    fn spent(&self, action: Action, mut next: State) -> State {
+        if self.whole_operations && matches!(action, Action::Continue(_)) {
+            next.steps = next.steps.saturating_sub(1);
+        }
+        next
     }
 
     /// The initial state: an empty keyspace, one idle instance per skew.
@@ -213,7 +249,7 @@ impl LeaseModel {
     pub fn step_on(&self, world: &mut World, state: &State, action: Action) -> State {
         world.set_fresh(self.fresh_processes);
         world.set_recompute(self.recompute);
-        world.step(state, action)
+        self.spent(action, world.step(state, action))
     }
 
     /// The next state, computed on this thread's world.
@@ -225,7 +261,7 @@ impl LeaseModel {
             w.set_recompute(self.recompute);
             w.step(state, action)
         }) {
-            Ok(next) => next,
+            Ok(next) => self.spent(action, next),
             Err(e) => {
                 let mut next = state.clone();
                 next.harness_error = Some(e);
@@ -273,6 +309,7 @@ mod tests {
             lost_replies: false,
             fresh_processes: false,
             recompute: false,
+            whole_operations: false,
         };
         let init = model.initial();
         let died = model.step(&init, Action::Start(0, Op::Read));

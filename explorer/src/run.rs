@@ -18,7 +18,7 @@ use harness::{CheckResult, Verdict};
 
 use crate::model::{drop_world, LeaseModel};
 use crate::property::Property;
-use crate::search::{search, Pool, ShiftCheck};
+use crate::search::{search, Pool, Searched, ShiftCheck};
 use crate::state::{Action, Op, State, Tick};
 use crate::walk::{play, rng_for, shrink, walk};
 use crate::world::{request, Shared, Speed};
@@ -676,6 +676,7 @@ pub fn explore_part(
             lost_replies: config.lost_replies,
             fresh_processes: false,
             recompute: false,
+            whole_operations: false,
         };
         let shift = ShiftCheck {
             seed: config.seed ^ (index as u64),
@@ -732,6 +733,19 @@ pub fn explore_part(
             shift_checked += searched.shift_checked;
             memory_checked += searched.memory_checked;
         }
+        // Races the interleaved search left unreached: sought again among
+        // schedules of whole operations, as deep in operations.
+        let whole = whole_operations(&model, pool, config.fail_fast, shift, races, &searched);
+        if let Some(w) = &whole {
+            progress(&format!(
+                "explorer: {}, second clock {skew:+} ms{three}: a race unreached in {} steps of single commands; whole operations, {} steps deep: {} states ({} unique)",
+                contract.name(),
+                model.max_steps,
+                model.max_steps,
+                w.states,
+                w.unique_states
+            ));
+        }
         saw_unsupported(&searched.unsupported);
         if let Some(level) = searched.stopped_at {
             not_explored.push(format!(
@@ -743,27 +757,33 @@ pub fn explore_part(
             "exhaustive search of the {} contract{three}, second clock {skew:+} ms",
             contract.name()
         );
-        for property in Property::always(contract)
-            .iter()
-            .copied()
-            .chain([Property::HarnessOk])
-        {
-            let Some(d) = searched.discoveries.get(&property) else {
-                continue;
-            };
-            if findings.iter().any(|f| f.property == property) {
-                continue;
+        let whole_model = whole.as_ref().map(|_| model.with_whole_operations());
+        let found = [(&model, Some(&searched), found_in.clone())]
+            .into_iter()
+            .chain(
+                whole_model
+                    .as_ref()
+                    .map(|m| (m, whole.as_ref(), format!("{found_in}, whole operations"))),
+            );
+        for (m, s, found_in) in found {
+            let Some(s) = s else { continue };
+            for property in Property::always(contract)
+                .iter()
+                .copied()
+                .chain([Property::HarnessOk])
+            {
+                let Some(d) = s.discoveries.get(&property) else {
+                    continue;
+                };
+                if findings.iter().any(|f| f.property == property) {
+                    continue;
+                }
+                findings.push(finding(m, property, &d.actions, &d.state, found_in.clone()));
             }
-            findings.push(finding(
-                &model,
-                property,
-                &d.actions,
-                &d.state,
-                found_in.clone(),
-            ));
         }
         for race in races {
-            if !searched.discoveries.contains_key(race) {
+            let reached = |s: &Searched| s.discoveries.contains_key(race);
+            if !reached(&searched) && !whole.as_ref().is_some_and(reached) {
                 unreached.push((k, *race, skew));
             }
         }
@@ -824,6 +844,7 @@ pub fn explore_part(
         row.shift_failure = shift_failure;
         row.symmetry_failure = symmetry_failure;
         row.drawn_failure = drawn_failure;
+        row.whole_operations_states = whole.as_ref().map_or(0, |w| w.unique_states);
         row.drawn_merges = searched.drawn_merges;
         row.drawn_values = model.shared.drawn.values().len();
         row.violating_states_cut = searched.violating_states_cut;
@@ -896,6 +917,7 @@ pub fn explore_part(
             lost_replies: config.lost_replies,
             fresh_processes: false,
             recompute: false,
+            whole_operations: false,
         };
         let w = walk(&model, config.walk_steps, &mut rng);
         walk_steps += w.actions.len();
@@ -1015,6 +1037,38 @@ pub fn explore_part(
 }
 
 /// Seconds to the millisecond, as the figures show them.
+/// The search of whole operations ([`LeaseModel::whole_operations`]) for
+/// `races` that `searched`, the interleaved search of `model`, left
+/// unreached: `None` when it reached them all, stopped early (fail fast,
+/// the harness's trouble) or ran whole operations already. A store of one
+/// command an operation reaches in the interleaved search whatever this
+/// one would, so only a store of several pays for it.
+fn whole_operations(
+    model: &LeaseModel,
+    pool: &mut Pool,
+    fail_fast: bool,
+    shift: ShiftCheck,
+    races: &[Property],
+    searched: &Searched,
+) -> Option<Searched> {
+    let unreached = races.iter().any(|r| !searched.discoveries.contains_key(r));
+    let stopped = searched.stopped_at.is_some()
+        || searched.discoveries.contains_key(&Property::HarnessOk)
+        || (fail_fast
+            && Property::always(model.contract)
+                .iter()
+                .any(|p| searched.discoveries.contains_key(p)));
+    if !unreached || stopped || model.whole_operations {
+        return None;
+    }
+    Some(search(
+        &model.with_whole_operations(),
+        pool,
+        fail_fast,
+        shift,
+    ))
+}
+
 pub(crate) fn millis(secs: f64) -> f64 {
     (secs * 1000.0).round() / 1000.0
 }
@@ -1082,6 +1136,7 @@ pub fn replay_schedule_on(
         // remembered from another schedule.
         fresh_processes: true,
         recompute: true,
+        whole_operations: false,
     };
     let (_, last) = play(&model, &schedule.actions);
     let (_, rendered, _) = replay_path(&model, &schedule.actions);

@@ -47,6 +47,19 @@ pub(crate) fn scope(
             config.three_depth
         ));
     }
+    let whole = figures
+        .per_skew
+        .iter()
+        .filter(|r| r.whole_operations_states > 0)
+        .filter(|r| r.contract == contract.unwrap_or(Contract::Lease).name())
+        .count();
+    if whole > 0 {
+        // Not a reduction: a second search, of other schedules.
+        scope.push_str(&format!(
+            ", and, for the {whole} search{} that left a race unreached (the store's operations take several commands each), every schedule of whole operations (an operation's commands back to back) as many operations deep",
+            if whole == 1 { "" } else { "es" }
+        ));
+    }
     if let Some(step) = step {
         scope.push_str(&format!(" ({step})"));
     }

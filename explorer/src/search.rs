@@ -17,6 +17,15 @@
 //! the first discovery of every property are the same for any `threads`.
 //! (Keying the dedupe on state + budget would be complete too, but explores
 //! the same state once per depth it is met at.)
+//!
+//! When operations run whole ([`LeaseModel::whole_operations`]) an
+//! operation's later commands spend no budget, so a level is one action,
+//! not one unit of budget, and a state can be met again at a deeper level
+//! with more budget left (fewer choices, more commands: an operation that
+//! took more commands on that path). Such a state is explored again from
+//! there (`Searched::budget_revisits`); one met again with no more budget
+//! left is merged as before. When every action spends a step, levels and
+//! budget are one and nothing is revisited.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hasher;
@@ -95,6 +104,10 @@ pub struct Searched {
     /// in words: the search stopped at that level (it is to be run again
     /// reading every byte).
     pub drawn_failure: Option<String>,
+    /// States met again with more of the depth budget left than when they
+    /// were kept (only when operations run whole: their commands spend
+    /// none): explored again from there, so nothing within it is lost.
+    pub budget_revisits: usize,
 }
 
 /// A pool of worlds, one per worker thread, kept for a whole exploration
@@ -303,14 +316,21 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool, shift: Shift
                 out.full_refusals += 1;
             }
             let fingerprint = symmetry.fingerprint(&next);
-            if let Some(&(kept_level, kept_index)) = seen.get(&fingerprint) {
-                let kept = if kept_level == depth {
+            let met = seen.get(&fingerprint).copied();
+            let kept_at = met.map(|(kept_level, kept_index)| {
+                if kept_level == depth {
                     &next_level[kept_index].0
                 } else if kept_level + 1 == depth {
                     &level[kept_index].0
                 } else {
                     &levels[kept_level][kept_index].0
-                };
+                }
+            });
+            let revisit = kept_at.is_some_and(|kept| next.steps < kept.steps);
+            if revisit {
+                out.budget_revisits += 1;
+            }
+            if let (Some(kept), Some((kept_level, kept_index)), false) = (kept_at, met, revisit) {
                 let symmetric = symmetry.folds() && kept.fingerprint() != next.fingerprint();
                 if symmetric {
                     out.symmetric_merges += 1;
@@ -327,7 +347,10 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool, shift: Shift
                 if drawn {
                     out.drawn_merges += 1;
                 }
-                if checking && depth < model.max_steps && goes_on && (shifted || symmetric || drawn)
+                if checking
+                    && next.steps < model.max_steps
+                    && goes_on
+                    && (shifted || symmetric || drawn)
                 {
                     let mut path = level[k].1.clone();
                     path.push(action);
@@ -343,9 +366,11 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool, shift: Shift
                 continue;
             }
             seen.insert(fingerprint, (depth, next_level.len()));
-            out.unique_states += 1;
+            if !revisit {
+                out.unique_states += 1;
+            }
             out.max_depth = depth;
-            if !next.violations.is_empty() && depth < model.max_steps {
+            if !next.violations.is_empty() && next.steps < model.max_steps {
                 // No successors (see `LeaseModel::possible`): what the other
                 // properties were checked on ends here.
                 out.violating_states_cut += 1;

@@ -1289,8 +1289,13 @@ impl Inner {
         let mut on_trial = false;
         if let Some((mut client, out)) = answered {
             let alive = !matches!(&out, Err(e) if e.kind == ErrorKind::AdapterFailed);
-            // Only the held command was refused: the store sent nothing else.
-            let clean = alive && refused(&gate) == 1;
+            // Nothing the store sent after the held command reached the
+            // server: every command was refused (a store that cleans up
+            // after the failure, `DISCARD` say, sends more than one). A
+            // transaction it left open is the gate's, reset before the
+            // next operation.
+            let refusals = refused(&gate);
+            let clean = alive && (1..REFUSALS).contains(&refusals);
             let keeps = !client.remembers() || self.trial();
             kept = if clean && keeps && self.shared.speed.keep_after_abandon {
                 // Kept on trial if it may remember the operation abandoned.
@@ -1302,7 +1307,7 @@ impl Inner {
                         .await
                         .unwrap_or(false)
                     // The reconnect sent no scheduled command either.
-                    && refused(&gate) == 1
+                    && refused(&gate) == refusals
             };
             if kept {
                 self.clients[i] = Some(client);

@@ -197,7 +197,7 @@ fn a_take_in_an_optimistic_transaction_passes() {
             );
         }
     }
-    common::passes_but_unreached_races(&outcome);
+    common::passes(&outcome);
     assert_eq!(
         outcome.figures.cache.differed, 0,
         "{:?}",

@@ -67,6 +67,7 @@ mod conn;
 mod corrupt;
 mod crash_named;
 mod explorer_named;
+pub use explorer_named::read_back;
 mod lua_patch;
 mod oom_swallowed;
 mod queue_rate_races;

@@ -36,6 +36,14 @@ pub fn check<'a>(outcome: &'a ExplorerOutcome, id: &str) -> &'a CheckResult {
         .unwrap_or_else(|| panic!("no check {id}"))
 }
 
+/// Every check passed, the races included: a take of several commands
+/// reaches them in the search of whole operations.
+pub fn passes(outcome: &ExplorerOutcome) {
+    for c in &outcome.checks {
+        assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
+    }
+}
+
 /// Every check passed, but the takeover races, which a take of several
 /// commands may not reach within a test's depth: those are never failed.
 pub fn passes_but_unreached_races(outcome: &ExplorerOutcome) {

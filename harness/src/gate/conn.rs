@@ -50,6 +50,9 @@ enum Pending {
         drain: usize,
         /// It answers a command queued in a transaction the gate keeps.
         queued: bool,
+        /// The first error among the skipped replies of a transaction sent
+        /// whole: a queued command the server refused at `EXEC` time.
+        refused_by: Option<Vec<u8>>,
     },
     /// Replies to drop before the next request is read.
     Drain(usize),
@@ -209,23 +212,34 @@ impl Conn<'_> {
                         self.send_client(&frame).await?;
                         continue;
                     }
-                    if let Pending::AwaitReply { skip, .. } = &mut self.pending {
+                    if let Pending::AwaitReply {
+                        skip, refused_by, ..
+                    } = &mut self.pending
+                    {
                         if *skip > 0 {
                             *skip -= 1;
+                            if frame.first() == Some(&b'-') && refused_by.is_none() {
+                                *refused_by = Some(frame);
+                            }
                             continue;
                         }
                     }
-                    let (record, drop_reply, drain, queued) =
+                    let (record, drop_reply, drain, queued, refused_by) =
                         match std::mem::replace(&mut self.pending, Pending::Idle) {
                             Pending::AwaitReply {
                                 record,
                                 drop_reply,
                                 drain,
                                 queued,
+                                refused_by,
                                 ..
-                            } => (record, drop_reply, drain, queued),
-                            _ => (None, false, 0, false), // matched above: cannot happen
+                            } => (record, drop_reply, drain, queued, refused_by),
+                            _ => (None, false, 0, false, None), // matched above: cannot happen
                         };
+                    let frame = match refused_by {
+                        Some(cause) => super::transaction::aborted_at_exec(frame, &cause),
+                        None => frame,
+                    };
                     if queued {
                         self.transaction.queued_reply(&frame);
                     }
@@ -316,6 +330,7 @@ impl Conn<'_> {
                     skip: 0,
                     drain: 0,
                     queued: false,
+                    refused_by: None,
                 };
             }
             return Ok(());
@@ -415,6 +430,7 @@ impl Conn<'_> {
             skip,
             drain,
             queued,
+            refused_by: None,
         };
         Ok(())
     }

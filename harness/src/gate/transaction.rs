@@ -84,6 +84,25 @@ pub fn open_transaction<'a>(
 const OK: &[u8] = b"+OK\r\n";
 const EXECABORT: &[u8] = b"-EXECABORT Transaction discarded because of previous errors.\r\n";
 
+/// `EXEC`'s reply when the transaction the gate sent whole had a queued
+/// command refused (`cause`, its error reply): a write refused by a server
+/// that filled up after the command was queued. The client saw `+QUEUED`
+/// when it queued it, so Redis itself would reject the `EXEC` with the
+/// cause (`-EXECABORT Transaction discarded because of: OOM …`), not with
+/// the "previous errors" a client hears only after an error it was shown.
+/// Any other reply is returned as it is.
+pub(crate) fn aborted_at_exec(reply: Vec<u8>, cause: &[u8]) -> Vec<u8> {
+    if !reply.starts_with(b"-EXECABORT") {
+        return reply;
+    }
+    let cause = cause.strip_prefix(b"-").unwrap_or(cause);
+    let cause = cause.strip_suffix(b"\r\n").unwrap_or(cause);
+    let mut out = b"-EXECABORT Transaction discarded because of: ".to_vec();
+    out.extend_from_slice(cause);
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
 impl Transaction {
     /// Notes a set-up command: `HELLO 3` makes nulls RESP3's, `HELLO 2`
     /// RESP2's.
@@ -192,6 +211,20 @@ mod tests {
         let command = Command::new(args.iter().copied());
         let wire = encode_request(&command.args);
         tx.live(&command, &wire, dirty)
+    }
+
+    #[test]
+    fn an_exec_aborted_by_a_refused_queued_command_names_the_cause() {
+        let oom = b"-OOM command not allowed when used memory > 'maxmemory'.\r\n";
+        let told = aborted_at_exec(EXECABORT.to_vec(), oom);
+        assert_eq!(
+            told,
+            b"-EXECABORT Transaction discarded because of: OOM command not allowed when used memory > 'maxmemory'.\r\n"
+        );
+        assert_eq!(
+            aborted_at_exec(b"*1\r\n:1\r\n".to_vec(), oom),
+            b"*1\r\n:1\r\n"
+        );
     }
 
     #[test]

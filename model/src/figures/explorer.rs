@@ -103,6 +103,7 @@ impl Default for SkewFigures {
             memory_failure: None,
             drawn_values: 0,
             drawn_merges: 0,
+            whole_operations_states: 0,
             drawn_failure: None,
         }
     }
@@ -216,6 +217,11 @@ pub struct SkewFigures {
     /// drawn values).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub drawn_merges: usize,
+    /// Unique states of the search of whole operations (each operation's
+    /// commands back to back, spending one step), run when the search of
+    /// single commands left a race unreached (0: not run).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub whole_operations_states: usize,
     /// Why reading drawn values up to a renaming was given up, if it was
     /// (two states it took as one went on differently; this row is the
     /// search run again reading every byte).
