@@ -48,6 +48,7 @@
 //!   played and judged as scenarios, failures shrunk.
 
 mod claim_cost;
+mod commute;
 mod fenced;
 mod generated;
 mod judge;
