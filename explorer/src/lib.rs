@@ -50,6 +50,7 @@
 //! - `suite`: the explorer as a [`harness::Suite`], what `certify` runs.
 
 mod drawn;
+mod fused;
 mod judge;
 mod local;
 mod model;

@@ -6,11 +6,13 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use harness::contract::Contract;
 
-use crate::state::{Action, Op, State, Tick};
+use crate::fused::{Upcoming, FREE_COMMANDS};
+use crate::state::{Action, Op, Pending, State, Tick};
 use crate::world::{idle, nearest_expiry, Shared, World};
 
 thread_local! {
@@ -98,6 +100,9 @@ impl LeaseModel {
                 return;
             }
         }
+        if self.fused(state, out) {
+            return;
+        }
         if state.steps >= self.max_steps {
             // Past the depth, the operations in flight run to their answers,
             // nothing else happening, their commands in every order: an
@@ -165,14 +170,7 @@ impl LeaseModel {
                 out.push(Action::Crash(i));
             }
         }
-        if nearest_expiry(state).is_some() {
-            for d in [-1, 0, 1] {
-                out.push(Action::Tick(Tick::NearestExpiry(d)));
-            }
-        }
-        out.push(Action::Tick(Tick::HalfLease));
-        out.push(Action::Tick(Tick::Lease));
-        out.push(Action::Tick(Tick::LongPause));
+        ticks(state, out);
         // The server fills up between any two commands, and room comes back
         // (a copy of a store with no Redis wire has no server to fill).
         if self.shared.factory.keeps_state_in_redis() {
@@ -182,6 +180,39 @@ impl LeaseModel {
                 Action::Fill
             });
         }
+    }
+
+    /// The reduction of [`crate::fused`]: when an instance's next command
+    /// only its own connection sees, that command is the step, with what
+    /// it does not commute with (a fill or free of the server for a queued
+    /// command, a move of time for `TIME`) and its own loss offered beside
+    /// it. `false` when no instance's next command is such.
+    fn fused(&self, state: &State, out: &mut Vec<Action>) -> bool {
+        let Some((i, p)) = state.insts.iter().enumerate().find_map(|(i, inst)| {
+            let p = inst.pending.as_ref().filter(|_| !inst.crashed)?;
+            free(p).then_some((i, p))
+        }) else {
+            return false;
+        };
+        out.push(Action::Continue(i));
+        if self.loses_replies(state) && p.op.writes() {
+            out.push(Action::Lose(i, p.op));
+        }
+        if state.steps >= self.max_steps {
+            return true;
+        }
+        match p.upcoming {
+            Upcoming::Queued if self.shared.factory.keeps_state_in_redis() => {
+                out.push(if state.full {
+                    Action::Free
+                } else {
+                    Action::Fill
+                });
+            }
+            Upcoming::Clock => ticks(state, out),
+            _ => {}
+        }
+        true
     }
 
     /// Whether a reply may be lost from `state` on: asked for, none lost
@@ -230,9 +261,39 @@ impl LeaseModel {
 
     /// What `action` spends of the depth: one step, but none for an
     /// operation's next command when operations run whole.
-    fn spent(&self, action: Action, mut next: State) -> State {
-        if self.whole_operations && matches!(action, Action::Continue(_)) {
+    ///
+    /// A command run free by the reduction of [`crate::fused`] is charged
+    /// later, by the operation's next command that costs (or its lost
+    /// reply): a schedule that ran it before the depth ran out paid for it
+    /// there too. Never when the operation ends first (its answer came
+    /// with it, or it crashed): a schedule may have left it to the drain
+    /// past the depth, or never run it.
+    fn spent(&self, state: &State, action: Action, mut next: State) -> State {
+        let (i, lost) = match action {
+            Action::Continue(i) => (i, false),
+            Action::Lose(i, _) => (i, true),
+            _ => return next,
+        };
+        if self.whole_operations {
+            if !lost {
+                next.steps = next.steps.saturating_sub(1);
+            }
+            return next;
+        }
+        let Some(before) = state.insts[i].pending.as_ref() else {
+            return next;
+        };
+        if !lost && free(before) {
+            self.shared.fused_steps.fetch_add(1, Ordering::Relaxed);
             next.steps = next.steps.saturating_sub(1);
+            if let Some(p) = next.insts[i].pending.as_mut() {
+                p.deferred = before.deferred + 1;
+            }
+            return next;
+        }
+        next.steps += before.deferred;
+        if let Some(p) = next.insts[i].pending.as_mut() {
+            p.deferred = 0;
         }
         next
     }
@@ -249,7 +310,7 @@ impl LeaseModel {
     pub fn step_on(&self, world: &mut World, state: &State, action: Action) -> State {
         world.set_fresh(self.fresh_processes);
         world.set_recompute(self.recompute);
-        self.spent(action, world.step(state, action))
+        self.spent(state, action, world.step(state, action))
     }
 
     /// The next state, computed on this thread's world.
@@ -261,7 +322,7 @@ impl LeaseModel {
             w.set_recompute(self.recompute);
             w.step(state, action)
         }) {
-            Ok(next) => self.spent(action, next),
+            Ok(next) => self.spent(state, action, next),
             Err(e) => {
                 let mut next = state.clone();
                 next.harness_error = Some(e);
@@ -271,6 +332,23 @@ impl LeaseModel {
     }
 }
 
+/// Whether `p`'s next command runs free ([`crate::fused`]).
+fn free(p: &Pending) -> bool {
+    p.upcoming != Upcoming::Other && p.delivered.len() < FREE_COMMANDS
+}
+
+/// The moves of time possible in `state`.
+fn ticks(state: &State, out: &mut Vec<Action>) {
+    if nearest_expiry(state).is_some() {
+        for d in [-1, 0, 1] {
+            out.push(Action::Tick(Tick::NearestExpiry(d)));
+        }
+    }
+    out.push(Action::Tick(Tick::HalfLease));
+    out.push(Action::Tick(Tick::Lease));
+    out.push(Action::Tick(Tick::LongPause));
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
@@ -278,6 +356,91 @@ mod tests {
     use harness::store::external::ExternalStoreFactory;
 
     use super::*;
+
+    /// A model of two instances on a store that is never started.
+    fn model_of(max_steps: usize) -> LeaseModel {
+        let store = Arc::new(ExternalStoreFactory::new(
+            "false".to_string(),
+            std::env::temp_dir(),
+        ));
+        LeaseModel {
+            run: 80_002,
+            shared: Shared::new(store, "sp:model-fused:".into(), None),
+            skews: vec![0, 0],
+            start_ms: crate::run::START_MS,
+            max_steps,
+            absolute_times: false,
+            contract: Contract::Lease,
+            symmetric: false,
+            lost_replies: false,
+            fresh_processes: false,
+            recompute: false,
+            whole_operations: false,
+        }
+    }
+
+    /// Instance 0 in the middle of a take whose next command is `upcoming`.
+    fn taking(model: &LeaseModel, upcoming: Upcoming) -> State {
+        let mut s = model.initial();
+        let mut p = Pending::started(Op::Take, crate::judge::invoked(&s, 0, Op::Take));
+        p.upcoming = upcoming;
+        s.insts[0].pending = Some(p);
+        s
+    }
+
+    /// The reduction of `crate::fused`: a command only its connection sees
+    /// is the only step of any instance, beside what it does not commute
+    /// with (a fill of the server for a queued command, time for `TIME`);
+    /// it costs nothing until the operation's next command that costs.
+    #[test]
+    fn a_command_only_its_connection_sees_is_the_step_with_what_it_does_not_commute_with() {
+        let model = model_of(4);
+        let mut out = Vec::new();
+        model.possible(&taking(&model, Upcoming::Other), &mut out);
+        assert!(out.contains(&Action::Start(1, Op::Take)), "{out:?}");
+        assert!(out.contains(&Action::Crash(0)), "{out:?}");
+        for (upcoming, beside) in [
+            (Upcoming::Local, vec![]),
+            (Upcoming::Queued, vec![Action::Fill]),
+            (
+                Upcoming::Clock,
+                vec![
+                    Action::Tick(Tick::HalfLease),
+                    Action::Tick(Tick::Lease),
+                    Action::Tick(Tick::LongPause),
+                ],
+            ),
+        ] {
+            let mut out = Vec::new();
+            model.possible(&taking(&model, upcoming), &mut out);
+            let mut want = vec![Action::Continue(0)];
+            want.extend(beside);
+            assert_eq!(out, want, "{upcoming:?}");
+        }
+        // Free now, charged by the operation's next command that costs.
+        let before = taking(&model, Upcoming::Local);
+        let mut next = before.clone();
+        next.steps += 1;
+        let next = model.spent(&before, Action::Continue(0), next);
+        assert_eq!(next.steps, 0);
+        let deferred = next.insts[0].pending.as_ref().map(|p| p.deferred);
+        assert_eq!(deferred, Some(1));
+        let mut after = next.clone();
+        after.steps += 1;
+        if let Some(p) = after.insts[0].pending.as_mut() {
+            p.upcoming = Upcoming::Other;
+        }
+        let mut charged = after.clone();
+        charged.steps += 1;
+        let charged = model.spent(&after, Action::Continue(0), charged);
+        assert_eq!(charged.steps, 3);
+        // Unless the operation ended first.
+        let mut ended = after.clone();
+        ended.insts[0].pending = None;
+        let mut crashed = ended.clone();
+        crashed.steps += 1;
+        assert_eq!(model.spent(&after, Action::Crash(0), crashed).steps, 2);
+    }
 
     /// An adapter that dies is the harness's trouble, naming the instance
     /// and the request, never a property the store broke; and the dead

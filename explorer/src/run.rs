@@ -969,6 +969,7 @@ pub fn explore_part(
         ..ExplorerFigures::default()
     };
     let mut figures = figures;
+    figures.fused_steps = shared.fused_steps.load(Ordering::Relaxed);
     figures.cache.answered = shared.cache_answers.load(Ordering::Relaxed);
     figures.cache.verified = shared.cache_checked.load(Ordering::Relaxed);
     figures.cache.differed = shared.cache_differed.load(Ordering::Relaxed);
@@ -1455,6 +1456,8 @@ mod tests {
             quiet_since: None,
             quiet_print: 0,
             watch: Default::default(),
+            upcoming: Default::default(),
+            deferred: 0,
         });
         path.push((Action::Start(1, Op::Take), s.clone()));
         // Time moves; b's take then answers busy.
@@ -1488,6 +1491,8 @@ mod tests {
             quiet_since: None,
             quiet_print: 0,
             watch: Default::default(),
+            upcoming: Default::default(),
+            deferred: 0,
         });
         path.push((Action::Start(0, Op::Renew), s.clone()));
         s.insts[0].pending = None;

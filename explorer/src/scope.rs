@@ -24,6 +24,7 @@ pub(crate) fn scope(
         time_reading(figures, config),
         symmetry_reading(figures, config),
         drawn_reading(figures, config),
+        fused_reading(figures),
         behaviour_reading(config),
     ]
     .into_iter()
@@ -131,6 +132,18 @@ fn drawn_reading(figures: &ExplorerFigures, config: &ExplorerConfig) -> Option<S
 
 /// How steps were taken from the store's recorded behaviour, in words:
 /// `None` with the caches off.
+/// The partial-order reduction of commands only an operation's own
+/// connection sees ([`crate::fused`]), in words: `None` when the store sent
+/// none.
+fn fused_reading(figures: &ExplorerFigures) -> Option<String> {
+    (figures.fused_steps > 0).then(|| {
+        format!(
+            "an operation's commands that only its own connection sees (MULTI, a command queued in a transaction, UNWATCH, DISCARD; TIME, with time moving or not) ran as soon as they were next, costing no step ({} such steps): they commute with every other instance's command (a queued one not with the server filling, kept beside it), so each schedule is one of those moved, its answers alike and each operation answering no later",
+            figures.fused_steps
+        )
+    })
+}
+
 fn behaviour_reading(config: &ExplorerConfig) -> Option<String> {
     if !config.cache {
         return None;

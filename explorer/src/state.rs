@@ -93,6 +93,12 @@ pub(crate) struct Pending {
     /// The keys its connection `WATCH`es (the gate keeps its transaction,
     /// `harness::gate::Gate::emulate_transactions`).
     pub watch: Watch,
+    /// What its next command is, for the reduction of [`crate::fused`]
+    /// (not fingerprinted: it follows from the replies).
+    pub upcoming: crate::fused::Upcoming,
+    /// Commands it ran free since its last step that cost one: charged to
+    /// the depth by its next command that costs ([`crate::fused`]).
+    pub deferred: usize,
 }
 
 /// The keys an operation's connection watches, each with the digest of
@@ -202,6 +208,8 @@ impl Pending {
             quiet_since,
             quiet_print,
             watch: Watch::default(),
+            upcoming: crate::fused::Upcoming::Other,
+            deferred: 0,
         }
     }
 

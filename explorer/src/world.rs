@@ -122,6 +122,9 @@ pub struct Shared {
     /// request, clock and replies, and the command's cached outcome: no
     /// call to the store, no round trip.
     pub behaviour_answers: AtomicU64,
+    /// Steps of an operation's own connection taken at once, costing no
+    /// depth ([`crate::fused`]).
+    pub fused_steps: AtomicU64,
     /// Commands found in the cache once the store sent them (they still
     /// went to the server, the snapshot after was saved).
     pub cache_hits: AtomicU64,
@@ -198,6 +201,7 @@ impl Shared {
             cache: TransitionCache::checking(seed, one_in),
             cache_answers: AtomicU64::new(0),
             behaviour_answers: AtomicU64::new(0),
+            fused_steps: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
             restores_skipped: AtomicU64::new(0),
             refreshes: AtomicU64::new(0),
@@ -813,14 +817,16 @@ impl Inner {
             .unwrap_or_default();
         match after {
             Next::Answer(out) => answered(next, i, pending.op, req, out, text, invoked),
-            Next::Send(_) => {
+            Next::Send(more) => {
                 let mut watch = pending.watch.clone();
                 if let Some(e) = delivered.last() {
                     watch.delivered(&e.command, &next.keys);
                 }
+                let upcoming = crate::fused::upcoming(&delivered, &more);
                 next.insts[i].pending = Some(Pending {
                     delivered,
                     watch,
+                    upcoming,
                     ..pending
                 });
                 next.note = Note {
@@ -873,6 +879,8 @@ impl Inner {
             quiet_since,
             quiet_print,
             mut watch,
+            upcoming: _,
+            deferred,
         } = pending;
         let req = request(next, i, op);
         let gate = self.gates[i].clone();
@@ -1123,6 +1131,7 @@ impl Inner {
                 let mut delivered = delivered;
                 watch.delivered(&exchange.command, &next.keys);
                 delivered.push(exchange);
+                let upcoming = crate::fused::upcoming(&delivered, &more.command);
                 self.abandon(i, more, task, clock_ms).await;
                 next.insts[i].pending = Some(Pending {
                     op,
@@ -1134,6 +1143,8 @@ impl Inner {
                     quiet_since,
                     quiet_print,
                     watch,
+                    upcoming,
+                    deferred,
                 });
                 next.note = Note {
                     commands: text,

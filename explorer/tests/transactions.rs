@@ -198,6 +198,17 @@ fn a_take_in_an_optimistic_transaction_passes() {
         }
     }
     common::passes(&outcome);
+    // MULTI, the queued HSET and UNWATCH ran as soon as they were next,
+    // and every PASS says so (explorer/src/fused.rs).
+    assert!(outcome.figures.fused_steps > 0, "{:?}", outcome.figures);
+    let holder = common::check(&outcome, "explorer.one-live-holder");
+    assert!(
+        holder
+            .reason
+            .contains("an operation's commands that only its own connection sees"),
+        "{}",
+        holder.reason
+    );
     assert_eq!(
         outcome.figures.cache.differed, 0,
         "{:?}",

@@ -38,6 +38,15 @@ pub struct ExplorerFigures {
     /// against the real server.
     #[serde(default)]
     pub cache: CacheFigures,
+    /// Steps of an operation's own connection (`MULTI`, a queued command,
+    /// `TIME`, …) taken as soon as they were next, costing no depth: the
+    /// explorer's partial-order reduction (0: the store sent none).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub fused_steps: u64,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The transition cache (server state, time and input to reply and keys

@@ -89,6 +89,7 @@ impl ExplorerFigures {
                 differed: parts.iter().map(|p| p.cache.differed).sum(),
                 first_difference: parts.iter().find_map(|p| p.cache.first_difference.clone()),
             },
+            fused_steps: parts.iter().map(|p| p.fused_steps).sum(),
         }
     }
 }
