@@ -267,6 +267,10 @@ pub struct Savings {
     /// Operations abandoned between two commands whose adapter process
     /// was not kept (a new one connected for the instance's next step).
     pub abandoned_processes: u64,
+    /// Adapter processes started to run an operation again where it first
+    /// sends a command, to learn what it draws per process (a fresh one
+    /// draws anew; see `Drawn`).
+    pub probe_processes: u64,
 }
 
 pub use harness::counterexample::{
@@ -1013,6 +1017,7 @@ pub fn explore_part(
         cache_entries: shared.cache.len(),
         refreshes: shared.refreshes.load(Ordering::Relaxed),
         abandoned_processes: shared.abandoned_processes.load(Ordering::Relaxed),
+        probe_processes: shared.probe_processes.load(Ordering::Relaxed),
     };
     ExplorerOutcome {
         checks: checks(

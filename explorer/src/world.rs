@@ -137,6 +137,8 @@ pub struct Shared {
     /// not kept (it remembers and cannot reconnect, it failed, or it sent
     /// more than the refused command): a new process each.
     pub abandoned_processes: AtomicU64,
+    /// Processes started to probe an operation again ([`crate::run::Savings`]).
+    pub probe_processes: AtomicU64,
     /// Cached outcomes compared with what the server did for the same
     /// input in the same state (the seeded sample, and every entry met
     /// again when its input went to the server anyway).
@@ -206,6 +208,7 @@ impl Shared {
             restores_skipped: AtomicU64::new(0),
             refreshes: AtomicU64::new(0),
             abandoned_processes: AtomicU64::new(0),
+            probe_processes: AtomicU64::new(0),
             cache_checked: AtomicU64::new(0),
             cache_differed: AtomicU64::new(0),
             memory_trusted: std::sync::atomic::AtomicBool::new(speed.trial),
@@ -991,6 +994,12 @@ impl Inner {
             if let Step::Held(h) = first {
                 self.abandon(i, h, task, clock_ms).await;
             }
+            // On a fresh process: a value drawn once per process (a client
+            // token, as lock libraries name their owner) differs between
+            // processes only, and a kept process would send it again.
+            self.clients[i] = None;
+            self.on_trial[i] = false;
+            self.shared.probe_processes.fetch_add(1, Ordering::Relaxed);
             self.probing = true;
             let out = Box::pin(self.deliver_on_store(next, i, retry, false)).await;
             self.probing = false;
