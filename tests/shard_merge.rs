@@ -12,11 +12,31 @@ use serde_json::Value;
 
 /// The run every report here is of: small, seeded, every suite that is
 /// sharded by parts (conformance checks, explorer skews and walks, crash
-/// kill rounds).
+/// kill rounds). The explorer's checks of two contracts, lease and queue:
+/// the rate limits' search, three times theirs in a debug build, shards
+/// by skew as theirs do.
 const RUN: &[&str] = &[
     "certify",
     "--suite",
     "conformance,explorer,crash",
+    "--check",
+    "conformance.",
+    "--check",
+    "crash.",
+    "--check",
+    "explorer.queue.",
+    "--check",
+    "explorer.exploration-complete",
+    "--check",
+    "explorer.one-live-holder",
+    "--check",
+    "explorer.epoch-monotonic",
+    "--check",
+    "explorer.zombie-",
+    "--check",
+    "explorer.no-tree-stuck",
+    "--check",
+    "explorer.answered",
     "--depth",
     "4",
     // Deep enough for both of the queue's races.
