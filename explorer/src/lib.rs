@@ -49,6 +49,7 @@
 //! - `property`: what is looked for, each named once with its check;
 //! - `suite`: the explorer as a [`harness::Suite`], what `certify` runs.
 
+mod cache;
 mod drawn;
 mod fused;
 mod judge;

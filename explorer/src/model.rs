@@ -317,7 +317,7 @@ impl LeaseModel {
     pub fn step(&self, state: &State, action: Action) -> State {
         // Every world has a gate per possible instance: a world serves both
         // the two-instance search and the three-instance walks.
-        match with_world(self.run, &self.shared, crate::run::MAX_INSTANCES, |w| {
+        match with_world(self.run, &self.shared, crate::world::MAX_INSTANCES, |w| {
             w.set_fresh(self.fresh_processes);
             w.set_recompute(self.recompute);
             w.step(state, action)
@@ -367,7 +367,7 @@ mod tests {
             run: 80_002,
             shared: Shared::new(store, "sp:model-fused:".into(), None),
             skews: vec![0, 0],
-            start_ms: crate::run::START_MS,
+            start_ms: crate::state::START_MS,
             max_steps,
             absolute_times: false,
             contract: Contract::Lease,
@@ -464,7 +464,7 @@ mod tests {
             run,
             shared: Shared::new(store, "sp:model-dead:".into(), None),
             skews: vec![0, 0],
-            start_ms: crate::run::START_MS,
+            start_ms: crate::state::START_MS,
             max_steps: 4,
             absolute_times: false,
             contract: Contract::Lease,

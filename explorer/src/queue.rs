@@ -173,7 +173,7 @@ pub(crate) fn possible(state: &State, i: usize, out: &mut Vec<Op>) {
 
 /// The request instance `i` sends for queue operation `op` in `state`.
 pub(crate) fn request(state: &State, i: usize, op: Op) -> Request {
-    let instance = crate::symmetry::holder(i).to_string();
+    let instance = crate::state::holder(i).to_string();
     match op {
         Op::Save(k) => Request::QueueSave {
             child: child_name(k),
@@ -299,7 +299,7 @@ pub(crate) fn answered(
     op: Op,
     reply: &Reply,
     asked_at: i64,
-    invoked: crate::judge::Invoked,
+    invoked: crate::state::Invoked,
 ) {
     let acked_before = invoked.acked_before;
     let contended = invoked.contended;

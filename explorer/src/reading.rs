@@ -210,6 +210,35 @@ impl Logical {
     }
 }
 
+/// A key's content as the fingerprint reads it, byte for byte: hash fields
+/// sorted, a set sorted, a zset as (member, score) pairs in rank order, a
+/// string or a list in order; any other type (a stream: entries, last id,
+/// consumer groups) by its exact `DUMP` bytes, which hold all of it.
+pub(crate) fn logical(kind: &str, items: Vec<Vec<u8>>, dump: &[u8]) -> Logical {
+    let items = match kind {
+        "hash" => {
+            let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(items.len() / 2);
+            let mut it = items.into_iter();
+            while let (Some(f), Some(v)) = (it.next(), it.next()) {
+                pairs.push((f, v));
+            }
+            pairs.sort();
+            pairs.into_iter().flat_map(|(f, v)| [f, v]).collect()
+        }
+        "set" => {
+            let mut members = items;
+            members.sort();
+            members
+        }
+        "string" | "list" | "zset" => items,
+        _ => return Logical::Exact(dump.to_vec()),
+    };
+    Logical::Items {
+        kind: kind.to_string(),
+        items,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@
 use harness::contract::Contract;
 use harness::figures::ExplorerFigures;
 
-use crate::run::ExplorerConfig;
+use crate::run::config::ExplorerConfig;
 
 /// The scope of what held for `contract`'s checks (the lease's for a check
 /// of no contract): the schedules searched and walked, then each reduction

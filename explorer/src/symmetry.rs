@@ -14,17 +14,10 @@
 //! (searching again without it) at the first pair that goes on differently,
 //! as it does for the relative reading of times (see [`crate::search`]).
 
+use crate::reading::logical;
 use crate::state::{keys_digest, KeyDump, Logical, State};
-use crate::world::logical;
 
-/// The holder name instance `i` sends (and its name in `hello`): the same
-/// length for every instance, and text no store writes by chance.
-pub(crate) fn holder(i: usize) -> &'static str {
-    ["sp_inst_a", "sp_inst_b", "sp_inst_c", "sp_inst_d"]
-        .get(i)
-        .copied()
-        .unwrap_or("sp_inst_x")
-}
+pub(crate) use crate::state::holder;
 
 /// What every holder name starts with; the letter after it names the instance.
 const STEM: &[u8] = b"sp_inst_";

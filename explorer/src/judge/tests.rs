@@ -1,0 +1,419 @@
+//! Unit tests of `judge`.
+
+//! Hand-written states and answers, each judged once: for every property
+//! an input that must pass and one that must fail.
+
+use super::*;
+use crate::state::Pending;
+use crate::world::request;
+
+const START: i64 = 1_000_000;
+
+/// Two idle instances, the second `skew` ms off, at `START`.
+fn two(skew: i64) -> State {
+    State::initial(START, &[0, skew])
+}
+
+fn grant(instance: usize, epoch: i64, valid_until: i64) -> Grant {
+    Grant {
+        instance,
+        epoch,
+        valid_until,
+        may_hold_until: valid_until,
+        released: false,
+    }
+}
+
+/// Instance `i` in flight with `op`, invoked in `state` as it is now.
+fn in_flight(state: &mut State, i: usize, op: Op) {
+    state.insts[i].pending = Some(Pending::started(op, invoked(state, i, op)));
+}
+
+/// The state after instance `i`'s `op`, invoked with `inv`, is answered
+/// `out` in `state`.
+fn answer_with(
+    state: &State,
+    i: usize,
+    op: Op,
+    out: Result<Reply, StoreError>,
+    inv: Invoked,
+) -> State {
+    let mut next = state.clone();
+    answered(&mut next, i, op, &request(state, i, op), &out, inv);
+    next
+}
+
+/// The state after instance `i`'s `op`, invoked in `state` itself (an
+/// operation of one command), is answered `out`.
+fn answer(state: &State, i: usize, op: Op, out: Result<Reply, StoreError>) -> State {
+    answer_with(state, i, op, out, invoked(state, i, op))
+}
+
+fn granted(epoch: i64) -> Result<Reply, StoreError> {
+    Ok(Reply::Granted {
+        epoch,
+        expires_at_ms: START + LEASE_MS,
+    })
+}
+
+fn busy() -> Result<Reply, StoreError> {
+    Ok(Reply::Busy {
+        holder: "b".into(),
+        epoch: 1,
+        expires_at_ms: START,
+    })
+}
+
+fn only(state: &State) -> Vec<Property> {
+    state.violations.iter().map(|(p, _)| *p).collect()
+}
+
+#[test]
+fn a_take_of_a_free_tree_is_granted_and_believed() {
+    let next = answer(&two(0), 0, Op::Take, granted(1));
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+    assert_eq!(next.insts[0].held, Some(1));
+    assert_eq!(next.ghost.len(), 1);
+    assert_eq!(next.ghost[0].valid_until, START + LEASE_MS);
+    assert!(next.harness_error.is_none());
+}
+
+#[test]
+fn a_take_answered_later_than_asked_may_hold_until_a_lease_after_its_answer() {
+    // b's take of two commands was asked at START and decided (answered)
+    // 5 ms later: the store may count the lease from its answer.
+    let mut s = two(0);
+    let inv = invoked(&s, 1, Op::Take);
+    s.now = START + 5;
+    let next = answer_with(&s, 1, Op::Take, granted(1), inv);
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+    assert_eq!(next.ghost[0].valid_until, START + LEASE_MS);
+    assert_eq!(next.ghost[0].may_hold_until, START + 5 + LEASE_MS);
+    // a is refused after b's promise but within what the store may
+    // rightly hold: mutual exclusion, not a stuck tree.
+    let mut within = next.clone();
+    within.now = START + LEASE_MS + 1;
+    let refused = answer(&within, 0, Op::Take, busy());
+    assert!(refused.violations.is_empty(), "{:?}", refused.violations);
+    // Refused after that too: the tree is stuck.
+    let mut after = next;
+    after.now = START + 5 + LEASE_MS + 1;
+    let refused = answer(&after, 0, Op::Take, busy());
+    assert_eq!(only(&refused), vec![Property::NoTreeStuck]);
+}
+
+#[test]
+fn one_live_holder_fails_on_a_second_grant_while_the_first_is_live() {
+    // a's take was invoked before b's grant was acknowledged (concurrent
+    // with it: no epoch order is owed), and b's lease is still live.
+    let mut s = two(0);
+    let inv = invoked(&s, 0, Op::Take);
+    s.ghost.push(grant(1, 1, START + 500));
+    let next = answer_with(&s, 0, Op::Take, granted(2), inv);
+    assert_eq!(only(&next), vec![Property::OneLiveHolder]);
+    let why = next.violation(Property::OneLiveHolder).unwrap();
+    assert!(
+        why.contains("a (epoch 2") && why.contains("b (epoch 1"),
+        "{why}"
+    );
+}
+
+#[test]
+fn one_live_holder_passes_once_the_first_lease_ran_out() {
+    let mut s = two(0);
+    let inv = invoked(&s, 0, Op::Take);
+    s.ghost.push(grant(1, 1, START));
+    let next = answer_with(&s, 0, Op::Take, granted(2), inv);
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+}
+
+#[test]
+fn one_live_holder_passes_while_the_first_holder_is_releasing() {
+    // b asked to release: it no longer relies on its lease.
+    let mut s = two(0);
+    s.ghost.push(grant(1, 1, START + 500));
+    s.insts[1].held = Some(1);
+    in_flight(&mut s, 1, Op::Release);
+    let next = answer(&s, 0, Op::Take, granted(2));
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+}
+
+#[test]
+fn one_live_holder_fails_on_a_renew_that_outlives_a_concurrent_grant() {
+    // a renews its expired epoch 1; b was granted epoch 2 while a's
+    // renew was in flight (not a zombie: not known before it asked).
+    let mut s = two(0);
+    s.ghost.push(grant(0, 1, START));
+    s.insts[0].held = Some(1);
+    let inv = invoked(&s, 0, Op::Take);
+    s.ghost.push(grant(1, 2, START + 800));
+    let renewed = Ok(Reply::Renewed {
+        expires_at_ms: START + LEASE_MS,
+    });
+    let next = answer_with(&s, 0, Op::Renew, renewed.clone(), inv);
+    assert_eq!(only(&next), vec![Property::OneLiveHolder]);
+    assert!(!next.zombie_renew_reached);
+    assert_eq!(next.ghost[0].valid_until, START + LEASE_MS);
+    // Without b's grant the renew is just a renew.
+    let mut alone = two(0);
+    alone.ghost.push(grant(0, 1, START + 100));
+    alone.insts[0].held = Some(1);
+    let next = answer(&alone, 0, Op::Renew, renewed);
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+    assert_eq!(next.insts[0].held, Some(1));
+}
+
+#[test]
+fn epoch_monotonic_fails_on_an_epoch_not_above_an_earlier_grant() {
+    let mut s = two(0);
+    s.ghost.push(Grant {
+        released: true,
+        ..grant(1, 3, START + 500)
+    });
+    let next = answer(&s, 0, Op::Take, granted(3));
+    assert_eq!(only(&next), vec![Property::EpochMonotonic]);
+    let next = answer(&s, 0, Op::Take, granted(2));
+    assert!(next.broke(Property::EpochMonotonic));
+    let next = answer(&s, 0, Op::Take, granted(4));
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+}
+
+#[test]
+fn epoch_monotonic_owes_no_order_to_a_grant_acknowledged_in_flight() {
+    let mut s = two(0);
+    let inv = invoked(&s, 0, Op::Take);
+    s.ghost.push(Grant {
+        released: true,
+        ..grant(1, 3, START + 500)
+    });
+    let next = answer_with(&s, 0, Op::Take, granted(2), inv);
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+}
+
+/// a believes it holds epoch 1; b was granted epoch 2 before a asks.
+fn superseded() -> State {
+    let mut s = two(0);
+    s.ghost.push(grant(0, 1, START - 1));
+    s.ghost.push(grant(1, 2, START + 900));
+    s.insts[0].held = Some(1);
+    s.insts[1].held = Some(2);
+    s
+}
+
+#[test]
+fn zombie_refused_fails_when_a_superseded_renew_succeeds() {
+    let renewed = Ok(Reply::Renewed {
+        expires_at_ms: START + LEASE_MS,
+    });
+    let next = answer(&superseded(), 0, Op::Renew, renewed);
+    assert!(next.broke(Property::ZombieRefused), "{:?}", next.violations);
+    assert!(next.zombie_renew_reached);
+}
+
+#[test]
+fn zombie_refused_passes_when_a_superseded_renew_is_lost() {
+    let lost = Ok(Reply::Lost {
+        holder: Some("b".into()),
+        epoch: Some(2),
+    });
+    let next = answer(&superseded(), 0, Op::Renew, lost);
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+    assert_eq!(next.insts[0].held, None);
+    // The race was reached, whatever the answer.
+    assert!(next.zombie_renew_reached);
+    assert!(!next.zombie_release_reached);
+}
+
+#[test]
+fn zombie_refused_fails_when_a_superseded_release_succeeds() {
+    let next = answer(&superseded(), 0, Op::Release, Ok(Reply::Released {}));
+    assert_eq!(only(&next), vec![Property::ZombieRefused]);
+    assert!(next.zombie_release_reached);
+    // b's newer grant is untouched in the ghost.
+    assert!(!next.ghost[1].released);
+}
+
+#[test]
+fn zombie_refused_passes_when_a_superseded_release_is_not_held() {
+    let next = answer(&superseded(), 0, Op::Release, Ok(Reply::NotHeld {}));
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+    assert!(next.zombie_release_reached);
+    assert!(!next.zombie_renew_reached);
+    assert_eq!(next.insts[0].held, None);
+}
+
+#[test]
+fn a_release_of_ones_own_epoch_is_no_zombie_and_ends_its_grant() {
+    let mut s = two(0);
+    s.ghost.push(grant(0, 1, START + 500));
+    s.insts[0].held = Some(1);
+    let next = answer(&s, 0, Op::Release, Ok(Reply::Released {}));
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+    assert!(!next.zombie_release_reached);
+    assert!(next.ghost[0].released);
+    assert_eq!(next.insts[0].held, None);
+}
+
+#[test]
+fn the_races_are_not_reached_when_the_newer_grant_came_in_flight() {
+    // b's epoch 2 was acknowledged after a's renew and release were
+    // invoked: a did not know it was superseded.
+    let s = superseded();
+    let inv = Invoked {
+        acked_before: 1,
+        ..invoked(&s, 0, Op::Take)
+    };
+    let lost = Ok(Reply::Lost {
+        holder: None,
+        epoch: None,
+    });
+    let next = answer_with(&s, 0, Op::Renew, lost, inv);
+    assert!(!next.zombie_renew_reached);
+    let next = answer_with(&s, 0, Op::Release, Ok(Reply::NotHeld {}), inv);
+    assert!(!next.zombie_release_reached);
+}
+
+#[test]
+fn no_tree_stuck_fails_on_a_busy_take_of_a_tree_never_taken() {
+    let next = answer(&two(0), 0, Op::Take, busy());
+    assert_eq!(only(&next), vec![Property::NoTreeStuck]);
+    let why = next.violation(Property::NoTreeStuck).unwrap();
+    assert!(why.contains("no lease had ever been granted"), "{why}");
+}
+
+#[test]
+fn no_tree_stuck_fails_on_a_busy_take_after_every_lease_ran_out() {
+    let mut s = two(0);
+    s.ghost.push(grant(1, 1, START - 1));
+    let next = answer(&s, 0, Op::Take, busy());
+    assert!(next.broke(Property::NoTreeStuck));
+    // At the very instant it runs out the lease may still hold.
+    let mut s = two(0);
+    s.ghost.push(grant(1, 1, START));
+    let next = answer(&s, 0, Op::Take, busy());
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+}
+
+#[test]
+fn no_tree_stuck_passes_while_someone_else_may_hold_the_tree() {
+    // A live lease.
+    let mut s = two(0);
+    s.ghost.push(grant(1, 1, START + 500));
+    assert!(answer(&s, 0, Op::Take, busy()).violations.is_empty());
+    // Another take in flight.
+    let mut s = two(0);
+    in_flight(&mut s, 1, Op::Take);
+    assert!(answer(&s, 0, Op::Take, busy()).violations.is_empty());
+    // One a crash interrupted, for a lease from the crash.
+    let mut s = two(0);
+    in_flight(&mut s, 1, Op::Take);
+    crashed(&mut s, 1);
+    assert_eq!(s.unacked_until, Some(START + LEASE_MS));
+    assert!(answer(&s, 0, Op::Take, busy()).violations.is_empty());
+    // ... but not beyond it.
+    s.now = START + LEASE_MS + 1;
+    assert!(answer(&s, 0, Op::Take, busy()).broke(Property::NoTreeStuck));
+}
+
+#[test]
+fn a_crashed_release_gives_its_lease_up_but_may_hold_until_its_promise() {
+    let mut s = two(0);
+    s.ghost.push(grant(0, 1, START + 700));
+    s.insts[0].held = Some(1);
+    in_flight(&mut s, 0, Op::Release);
+    crashed(&mut s, 0);
+    assert!(s.ghost[0].released);
+    assert_eq!(s.unacked_until, Some(START + 700));
+    assert!(s.insts[0].crashed && s.insts[0].pending.is_none());
+    assert_eq!(s.insts[0].held, None);
+}
+
+#[test]
+fn contention_seen_in_flight_sticks_to_the_operation() {
+    let mut s = two(0);
+    in_flight(&mut s, 0, Op::Take);
+    assert!(!s.insts[0].pending.as_ref().unwrap().contended);
+    in_flight(&mut s, 1, Op::Take);
+    stepped(&mut s);
+    assert!(s.insts[0].pending.as_ref().unwrap().contended);
+    // b's take ends: a's take still saw it.
+    s.insts[1].pending = None;
+    stepped(&mut s);
+    assert!(s.insts[0].pending.as_ref().unwrap().contended);
+}
+
+#[test]
+fn answered_fails_on_an_error_from_the_store() {
+    let refused = Err(StoreError::new(ErrorKind::Unavailable, "gone"));
+    let next = answer(&two(0), 0, Op::Read, refused);
+    assert_eq!(only(&next), vec![Property::Answered]);
+    assert!(next.harness_error.is_none());
+    assert!(discovers(&next, Property::Answered));
+    assert!(!discovers(&next, Property::HarnessOk));
+}
+
+#[test]
+fn an_unsupported_answer_is_no_violation_and_changes_no_belief() {
+    let mut s = two(0);
+    s.ghost.push(grant(0, 1, START + 500));
+    s.insts[0].held = Some(1);
+    let no = || Err(StoreError::new(ErrorKind::Unsupported, "no renew here"));
+    let next = answer(&s, 0, Op::Renew, no());
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+    assert!(next.harness_error.is_none());
+    assert!(Property::ALL.iter().all(|p| !discovers(&next, *p)));
+    assert_eq!(next.insts[0].held, Some(1));
+    assert_eq!(next.ghost[0].valid_until, START + 500);
+    assert_eq!(
+        next.unsupported(),
+        &[(Op::Renew, "no renew here".to_string())]
+    );
+    // Recorded once per operation, and part of the fingerprint.
+    let again = answer(&next, 0, Op::Renew, no());
+    assert_eq!(again.unsupported().len(), 1);
+    assert_ne!(next.fingerprint(), s.fingerprint());
+    // A take answered unsupported grants nothing.
+    let next = answer(&two(0), 1, Op::Take, no());
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+    assert!(next.ghost.is_empty() && next.insts[1].held.is_none());
+}
+
+#[test]
+fn answered_passes_on_a_reply() {
+    let next = answer(&two(0), 0, Op::Read, Ok(Reply::Lease(None)));
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+    assert!(!discovers(&next, Property::Answered));
+}
+
+#[test]
+fn a_dead_adapter_is_the_harness_trouble_not_a_store_failure() {
+    let died = Err(StoreError::new(ErrorKind::AdapterFailed, "exited"));
+    let next = answer(&two(0), 0, Op::Take, died);
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+    let why = next.harness_error.as_deref().unwrap();
+    assert!(
+        why.contains("instance a") && why.contains("lease.take"),
+        "{why}"
+    );
+    assert!(discovers(&next, Property::HarnessOk));
+    assert!(Property::always(Contract::Lease)
+        .iter()
+        .all(|p| !discovers(&next, *p)));
+}
+
+#[test]
+fn discovers_reads_the_races_reached() {
+    let s = superseded();
+    for race in Property::races(Contract::Lease) {
+        assert!(!discovers(&s, *race));
+    }
+    let lost = Ok(Reply::Lost {
+        holder: None,
+        epoch: None,
+    });
+    let next = answer(&s, 0, Op::Renew, lost);
+    assert!(discovers(&next, Property::ZombieRenewRace));
+    assert!(!discovers(&next, Property::ZombieReleaseRace));
+    let next = answer(&s, 0, Op::Release, Ok(Reply::NotHeld {}));
+    assert!(discovers(&next, Property::ZombieReleaseRace));
+}

@@ -1,0 +1,722 @@
+//! Delivering an instance's next command: from what the store did before
+//! (the behaviour cache), on the store with the command held at the gate,
+//! with its reply lost, or stopped between two commands (abandoned).
+
+use super::*;
+
+impl Inner {
+    /// Delivers the next command of instance `i`'s operation `op`, whose first
+    /// commands `delivered` already reached the server (their effects are in
+    /// the restored keyspace): they are answered from the recording.
+    ///
+    /// With the cache, when the store sent a command last time it was given
+    /// the same request and replies (at any clock), and the cache holds that
+    /// command's outcome in this server state, the gate is told to answer it
+    /// from the cache: if the store sends exactly those bytes it gets the
+    /// server's recorded reply with no round trip; if it sends others (its
+    /// clock mattered), the guess is dropped and the step runs again
+    /// against the server (`guess` false).
+    pub(super) async fn deliver(
+        &mut self,
+        next: &mut State,
+        i: usize,
+        pending: Pending,
+        guess: bool,
+    ) -> Result<(), String> {
+        let pending = if self.shared.speed.cache && guess && !self.recompute {
+            let req = request(next, i, pending.op);
+            let invoked = pending.invoked();
+            match self.replayed_behaviour(next, i, pending, &req, invoked) {
+                Ok(()) => return Ok(()),
+                Err(pending) => pending,
+            }
+        } else {
+            pending
+        };
+        Box::pin(self.deliver_on_store(next, i, pending, guess)).await
+    }
+
+    /// Computes instance `i`'s step `pending` from what the store did
+    /// before given the same request, clock and replies, when the command
+    /// it sent then has a cached outcome in this server state: no call to
+    /// the store, no round trip. A store's operation is a function of what
+    /// it is given (the replay of an operation's first commands relies on
+    /// it, and a seeded sample of such steps always runs the store to
+    /// check it, [`TransitionCache::behaviour`]). `Err` gives `pending`
+    /// back, nothing changed, when something is not recorded.
+    pub(super) fn replayed_behaviour(
+        &mut self,
+        next: &mut State,
+        i: usize,
+        pending: Pending,
+        req: &Request,
+        invoked: judge::Invoked,
+    ) -> Result<(), Pending> {
+        let cache = &self.shared.cache;
+        let trusted = self.shared.trusts_memory();
+        let first = behaviour_key(i, req, &pending.delivered, pending.clock_ms);
+        let Some(Next::Send(command)) = cache.behaviour(&first, trusted) else {
+            return Err(pending);
+        };
+        let input = Input::Command {
+            instance: i,
+            command: crate::state::cache_command(&pending.delivered, pending.watch.dirty, &command),
+            full: next.full,
+        };
+        let Some(outcome) = cache.get(&next.keys, next.now, &input) else {
+            return Err(pending);
+        };
+        if cache.would_check(&next.keys, next.now, &input, &outcome) {
+            return Err(pending);
+        }
+        let Some(reply) = outcome.reply.clone() else {
+            return Err(pending);
+        };
+        let exchange = harness::gate::Exchange { command, reply };
+        let mut delivered = pending.delivered.clone();
+        delivered.push(exchange);
+        let then = behaviour_key(i, req, &delivered, pending.clock_ms);
+        let Some(after) = cache.behaviour(&then, trusted) else {
+            return Err(pending);
+        };
+        self.shared
+            .behaviour_answers
+            .fetch_add(1, Ordering::Relaxed);
+        next.keys = outcome.keys.clone();
+        let text = delivered
+            .last()
+            .map(|e| vec![format!("{}", e.command)])
+            .unwrap_or_default();
+        match after {
+            Next::Answer(out) => answered(next, i, pending.op, req, out, text, invoked),
+            Next::Send(more) => {
+                let mut watch = pending.watch.clone();
+                if let Some(e) = delivered.last() {
+                    watch.delivered(&e.command, &next.keys);
+                }
+                let upcoming = crate::fused::upcoming(&delivered, &more);
+                next.insts[i].pending = Some(Pending {
+                    delivered,
+                    watch,
+                    upcoming,
+                    ..pending
+                });
+                next.note = Note {
+                    commands: text,
+                    answer: None,
+                };
+            }
+        }
+        Ok(())
+    }
+
+    /// Records what instance `i`'s operation did next given `key` (on its
+    /// client as it is now: on trial or not). A record it contradicts,
+    /// where a process kept on trial did either, is what that process
+    /// remembered: the exploration stops trusting such processes. Between
+    /// processes not on trial it is the store's own choice (a name drawn
+    /// at random): the record is used no more.
+    pub(super) fn record_behaviour(&mut self, i: usize, key: BehaviourKey, next: Next) {
+        if matches!(&next, Next::Answer(Err(e)) if e.kind == ErrorKind::AdapterFailed) {
+            return;
+        }
+        let on_trial = self.on_trial[i];
+        if let Some((difference, true)) = self.shared.cache.behaved(key, next, on_trial) {
+            self.shared.distrust(format!(
+                "instance {}'s operation, given the same request, clock and replies, {difference}",
+                instance_name(i)
+            ));
+        }
+    }
+
+    /// [`Inner::deliver`] on the store: the operation runs on its client.
+    pub(super) async fn deliver_on_store(
+        &mut self,
+        next: &mut State,
+        i: usize,
+        pending: Pending,
+        guess: bool,
+    ) -> Result<(), String> {
+        let lazy = self.shared.speed.lazy();
+        let use_cache = self.shared.speed.cache;
+        let retry = pending.clone();
+        let invoked = pending.invoked();
+        let Pending {
+            op,
+            clock_ms,
+            acked_before,
+            contended,
+            delivered,
+            full_seen,
+            quiet_since,
+            quiet_print,
+            mut watch,
+            upcoming: _,
+            deferred,
+        } = pending;
+        let req = request(next, i, op);
+        let gate = self.gates[i].clone();
+        // The run starts from the operation's first command: no
+        // transaction is open until the replay opens it again.
+        gate.reset_transactions();
+        gate.set_watch_dirty(watch.dirty);
+        let client = match self.client(i, clock_ms).await {
+            Ok(_) => self.clients[i].take().ok_or("no client")?,
+            Err(e) => return Err(e),
+        };
+        gate.clear_recording();
+        gate.clear_faults();
+        let replayed = delivered.len();
+        let guess_key = GuessKey {
+            instance: i,
+            request: serde_json::to_string(&req).unwrap_or_default(),
+            delivered: delivered
+                .iter()
+                .map(|e| (e.command.clone(), e.reply.clone()))
+                .collect(),
+        };
+        // The command guessed and its cached outcome in this server state.
+        let guessed = if use_cache && guess {
+            self.shared.cache.guess(&guess_key).and_then(|command| {
+                let input = Input::Command {
+                    instance: i,
+                    command: crate::state::cache_command(&delivered, watch.dirty, &command),
+                    full: next.full,
+                };
+                let outcome = self.shared.cache.get(&next.keys, next.now, &input)?;
+                // An entry in the sample is not answered from the cache:
+                // the command goes to the server, which must agree with it.
+                if self
+                    .shared
+                    .cache
+                    .would_check(&next.keys, next.now, &input, &outcome)
+                {
+                    return None;
+                }
+                let reply = outcome.reply.clone()?;
+                Some((harness::gate::Exchange { command, reply }, outcome))
+            })
+        } else {
+            None
+        };
+        match &guessed {
+            Some((exchange, _)) => {
+                let mut script = delivered.clone();
+                script.push(exchange.clone());
+                gate.replay_guessing(script, replayed);
+            }
+            // An empty script holds every command, as `Mode::Hold` does,
+            // and clears the divergence of a wrong guess just retried: left
+            // on the gate it would judge this re-run by the guessed command
+            // (another skew's clock) and call the store not deterministic.
+            None => gate.replay(delivered.clone()),
+        }
+        let mut task = start_operation(client, req.to_call(), clock_ms);
+        // Wait for the command to deliver (or for an answer without one).
+        let first = next_event(&gate, &mut task).await;
+        if let Some(d) = gate.divergence() {
+            if guessed.is_some() && d.index == replayed {
+                // Not the store's fault: the guess was wrong (its command
+                // depends on its clock). Its connection was reset; whatever
+                // it sends until its operation ends is reset too, never
+                // sent, and a fresh client runs the step against the server.
+                self.shared.cache.saw(guess_key, &d.got);
+                gate.inject(FaultRule::always(Fault::ResetBeforeSend));
+                gate.set_mode(Mode::PassThrough);
+                // An operation that answered already has nothing to wait for.
+                let ended = matches!(first, Ok(Step::Answered(..)));
+                if !ended && tokio::time::timeout(STEP_TIMEOUT, &mut task).await.is_err() {
+                    task.abort();
+                    let _ = task.await;
+                }
+                gate.clear_faults();
+                // Not needed if every reset held, but a restore is cheap.
+                self.holds = None;
+                return Box::pin(self.deliver(next, i, retry, false)).await;
+            }
+            gate.release_all();
+            task.abort();
+            if self.remembered(i, &d) {
+                self.holds = None;
+                return Box::pin(self.deliver(next, i, retry, guess)).await;
+            }
+            return Err(format!(
+                "the store is not deterministic: instance {} {d}",
+                instance_name(i)
+            ));
+        }
+        let first = first?;
+        // What the operation sent a value drawn at random in, renamed by
+        // the replay: the recorded value was drawn.
+        self.shared.drawn.renamed(&gate.renamed());
+        let again = match (&first, &guessed) {
+            (Step::Held(h), None) => {
+                let probe = !self.probing;
+                self.shared.drawn.held(op, replayed, &h.command, probe) == Probe::Again
+            }
+            _ => false,
+        };
+        if again {
+            // First seen at this place of an operation: stopped before it
+            // reaches the server, and run again to see whether it draws
+            // something there.
+            if let Step::Held(h) = first {
+                self.abandon(i, h, task, clock_ms).await;
+            }
+            // On a fresh process: a value drawn once per process (a client
+            // token, as lock libraries name their owner) differs between
+            // processes only, and a kept process would send it again.
+            self.clients[i] = None;
+            self.on_trial[i] = false;
+            self.shared.probe_processes.fetch_add(1, Ordering::Relaxed);
+            self.probing = true;
+            let out = Box::pin(self.deliver_on_store(next, i, retry, false)).await;
+            self.probing = false;
+            return out;
+        }
+        let answered_from_cache = gate.replay_remaining() == 0 && gate.recording().len() > replayed;
+        let (exchange, after) = if let Some((exchange, outcome)) =
+            guessed.filter(|_| answered_from_cache)
+        {
+            // The store sent the guessed command and got the cached reply:
+            // the server was not touched.
+            self.shared.cache_answers.fetch_add(1, Ordering::Relaxed);
+            next.keys = outcome.keys.clone();
+            (exchange, first)
+        } else {
+            if gate.replay_remaining() > 0 {
+                // Answered before the script ran out: nothing is left to answer.
+                gate.replay(Vec::new());
+            }
+            let held = match first {
+                Step::Answered(client, out) => {
+                    self.answered_unsent(next, i, (op, &req, invoked), client, out);
+                    return Ok(());
+                }
+                Step::Held(h) => h,
+            };
+            let input = Input::Command {
+                instance: i,
+                command: crate::state::cache_command(&delivered, watch.dirty, &held.command),
+                full: next.full,
+            };
+            let before = next.keys.clone();
+            let cached = if use_cache {
+                self.shared.cache.saw(guess_key, &held.command);
+                self.shared.cache.get(&next.keys, next.now, &input)
+            } else {
+                None
+            };
+            if lazy {
+                self.ensure(next).await?;
+                // What the command does to it is known once read back.
+                self.holds = None;
+            }
+            self.rt();
+            gate.release(held.id).map_err(|e| e.to_string())?;
+            if !gate.wait_recorded(replayed + 1, STEP_TIMEOUT).await {
+                task.abort();
+                return Err(format!(
+                    "instance {}'s command {} got no reply within {}s",
+                    instance_name(i),
+                    held.command,
+                    STEP_TIMEOUT.as_secs()
+                ));
+            }
+            let exchange = gate
+                .recording()
+                .last()
+                .cloned()
+                .ok_or("the gate recorded nothing")?;
+            if lazy {
+                // An entry in the sample: its keys after are read back
+                // and compared too.
+                let check = cached
+                    .as_ref()
+                    .filter(|hit| {
+                        self.shared
+                            .cache
+                            .claim_check(&before, next.now, &input, hit)
+                    })
+                    .cloned();
+                match cached {
+                    Some(hit) if check.is_none() && hit.agrees(&held.command, &exchange.reply) => {
+                        // The server did what the cache says: no read back.
+                        self.shared.cache_hits.fetch_add(1, Ordering::Relaxed);
+                        next.keys = hit.keys.clone();
+                        self.holds = Some(keyspace_of(&hit.keys));
+                    }
+                    _ => {
+                        let clean = self.snapshot(next).await?;
+                        // A cached reply the server no longer gives is
+                        // counted and said, whether or not it was in
+                        // the sample: the server went on as it did now.
+                        let compared = match (&cached, &check) {
+                            (_, Some(hit)) => Some(hit.differs(
+                                Some((&held.command, &exchange.reply)),
+                                clean.then_some(next.keys.as_slice()),
+                            )),
+                            (Some(hit), None) => {
+                                Some(hit.differs(Some((&held.command, &exchange.reply)), None))
+                            }
+                            (None, None) => None,
+                        };
+                        if let Some(difference) = compared {
+                            self.shared.checked(difference.map(|d| {
+                                format!(
+                                    "instance {}'s `{}` at server time {}: {d}",
+                                    instance_name(i),
+                                    held.command,
+                                    next.now
+                                )
+                            }));
+                        }
+                        if use_cache && clean {
+                            self.shared.cache.put(
+                                &before,
+                                next.now,
+                                input,
+                                Outcome::new(Some(exchange.reply.clone()), next.keys.clone()),
+                            );
+                        }
+                    }
+                }
+            }
+            (exchange, next_event(&gate, &mut task).await?)
+        };
+        let text = vec![format!("{}", exchange.command)];
+        if use_cache {
+            let then = match &after {
+                Step::Answered(_, out) => Next::Answer(out.clone()),
+                Step::Held(more) => Next::Send(more.command.clone()),
+            };
+            let first = behaviour_key(i, &req, &delivered, clock_ms);
+            self.record_behaviour(i, first, Next::Send(exchange.command.clone()));
+            let mut with = delivered.clone();
+            with.push(exchange.clone());
+            self.record_behaviour(i, behaviour_key(i, &req, &with, clock_ms), then);
+        }
+        match after {
+            Step::Answered(client, out) => {
+                self.keep(i, client, &out);
+                gate.set_mode(Mode::PassThrough);
+                answered(next, i, op, &req, out, text, invoked);
+            }
+            Step::Held(more) => {
+                // The operation has more commands: remember what was
+                // delivered and abandon this run of it (the held command is
+                // refused, never sent).
+                let mut delivered = delivered;
+                watch.delivered(&exchange.command, &next.keys);
+                delivered.push(exchange);
+                let upcoming = crate::fused::upcoming(&delivered, &more.command);
+                self.abandon(i, more, task, clock_ms).await;
+                next.insts[i].pending = Some(Pending {
+                    op,
+                    clock_ms,
+                    acked_before,
+                    contended,
+                    delivered,
+                    full_seen,
+                    quiet_since,
+                    quiet_print,
+                    watch,
+                    upcoming,
+                    deferred,
+                });
+                next.note = Note {
+                    commands: text,
+                    answer: None,
+                };
+            }
+        }
+        Ok(())
+    }
+
+    /// Delivers the next command of instance `i`'s operation `pending` and
+    /// loses its reply: the server applies it, the gate closes the client's
+    /// connection instead of answering. The operation then runs to its end
+    /// with nothing else happening, its later commands (a retry on a
+    /// connection of its own, as client libraries do) going straight to the
+    /// server. Its answer is judged like any other; `unavailable` (the
+    /// outcome unknown, docs/PROTOCOL.md §4) ends it without an answer, which
+    /// may have taken effect or not ([`judge::ended_unanswered`]). The client
+    /// is not kept: the next operation starts on a fresh one.
+    pub(super) async fn deliver_lost(
+        &mut self,
+        next: &mut State,
+        i: usize,
+        pending: Pending,
+    ) -> Result<(), String> {
+        let retry = pending.clone();
+        let invoked = pending.invoked();
+        let Pending {
+            op,
+            clock_ms,
+            delivered,
+            watch,
+            ..
+        } = pending;
+        let req = request(next, i, op);
+        let gate = self.gates[i].clone();
+        gate.reset_transactions();
+        gate.set_watch_dirty(watch.dirty);
+        self.client(i, clock_ms).await?;
+        let client = self.clients[i].take().ok_or("no client")?;
+        self.used[i] = false;
+        gate.clear_recording();
+        gate.clear_faults();
+        let replayed = delivered.len();
+        gate.replay(delivered);
+        let mut task = start_operation(client, req.to_call(), clock_ms);
+        let first = next_event(&gate, &mut task).await;
+        if let Some(d) = gate.divergence() {
+            gate.release_all();
+            task.abort();
+            if self.remembered(i, &d) {
+                self.holds = None;
+                return Box::pin(self.deliver_lost(next, i, retry)).await;
+            }
+            return Err(format!(
+                "the store is not deterministic: instance {} {d}",
+                instance_name(i)
+            ));
+        }
+        let held = match first? {
+            Step::Answered(client, out) => {
+                // Answered before a command of its own: no reply to lose.
+                self.answered_unsent(next, i, (op, &req, invoked), client, out);
+                return Ok(());
+            }
+            Step::Held(h) => h,
+        };
+        self.ensure(next).await?;
+        self.holds = None;
+        self.rt();
+        gate.inject(FaultRule::once(Fault::DropReplyAfterApply));
+        // The fault applies to the released command; whatever the
+        // operation sends after it goes through.
+        gate.release(held.id).map_err(|e| e.to_string())?;
+        gate.set_mode(Mode::PassThrough);
+        let out = match tokio::time::timeout(STEP_TIMEOUT, &mut task).await {
+            Ok(Ok((_, out))) => out,
+            _ => {
+                task.abort();
+                let _ = task.await;
+                gate.clear_faults();
+                return Err(format!(
+                    "instance {}'s {} did not end within {}s after its reply was lost",
+                    instance_name(i),
+                    req.op(),
+                    STEP_TIMEOUT.as_secs()
+                ));
+            }
+        };
+        gate.clear_faults();
+        let commands: Vec<String> = gate
+            .recording()
+            .iter()
+            .skip(replayed)
+            .enumerate()
+            .map(|(k, e)| {
+                if k == 0 {
+                    format!("{} (its reply lost: connection closed)", e.command)
+                } else {
+                    e.command.to_string()
+                }
+            })
+            .collect();
+        self.snapshot(next).await?;
+        match &out {
+            Err(e) if e.kind == ErrorKind::Unavailable => {
+                judge::ended_unanswered(next, i, op, clock_ms);
+                next.note = Note {
+                    commands,
+                    answer: Some(out),
+                };
+            }
+            _ => answered(next, i, op, &req, out, commands, invoked),
+        }
+        Ok(())
+    }
+
+    /// Abandons instance `i`'s operation `task`, whose next command `held`
+    /// waits at its gate: that command is refused with an error reply, never
+    /// sent, and so is every other scheduled command until the operation
+    /// answered (a store that retries must not reach the server behind the
+    /// explorer's back). Refused rather than reset, the connection stays
+    /// open and in step, so the adapter needs no new connection.
+    ///
+    /// The instance is kept for the next step only if it answered having
+    /// sent nothing but the refused command, and then either it keeps
+    /// nothing between operations (`stateless`, [`StoreClient::remembers`]
+    /// false) or, asked to [reconnect](StoreClient::reconnect), it made
+    /// itself as good as a fresh one with set-up commands alone: its next
+    /// operation then sends exactly what a new instance's would, so no
+    /// answer and no state count changes. Otherwise it is dropped (an
+    /// adapter's process killed) and a new one connects when the slot is
+    /// next used ([`Inner::client`]): an adapter process per abandoned
+    /// operation is what made read-then-write adapters slow to explore
+    /// (issue 12), never a wrong verdict.
+    pub(super) async fn abandon(
+        &mut self,
+        i: usize,
+        held: Held,
+        mut task: Operation,
+        clock_ms: i64,
+    ) {
+        let gate = self.gates[i].clone();
+        refuse_every_command(&gate);
+        let _ = gate.release(held.id);
+        // Nothing is held from now on: a retry is refused at once.
+        gate.set_mode(Mode::PassThrough);
+        let answered = match tokio::time::timeout(STEP_TIMEOUT, &mut task).await {
+            Ok(Ok((client, out))) => Some((client, out)),
+            _ => {
+                // No answer: the process goes with the task, before the
+                // faults are cleared.
+                task.abort();
+                let _ = task.await;
+                None
+            }
+        };
+        let mut kept = false;
+        let mut on_trial = false;
+        if let Some((mut client, out)) = answered {
+            let alive = !matches!(&out, Err(e) if e.kind == ErrorKind::AdapterFailed);
+            // Nothing the store sent after the held command reached the
+            // server: every command was refused (a store that cleans up
+            // after the failure, `DISCARD` say, sends more than one). A
+            // transaction it left open is the gate's, reset before the
+            // next operation.
+            let refusals = refused(&gate);
+            let clean = alive && (1..REFUSALS).contains(&refusals);
+            let keeps = !client.remembers() || self.trial();
+            kept = if clean && keeps && self.shared.speed.keep_after_abandon {
+                // Kept on trial if it may remember the operation abandoned.
+                on_trial = client.remembers();
+                true
+            } else {
+                clean
+                    && tokio::time::timeout(STEP_TIMEOUT, client.reconnect(clock_ms))
+                        .await
+                        .unwrap_or(false)
+                    // The reconnect sent no scheduled command either.
+                    && refused(&gate) == refusals
+            };
+            if kept {
+                self.clients[i] = Some(client);
+            }
+        }
+        if !kept {
+            self.shared
+                .abandoned_processes
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        gate.clear_faults();
+        self.used[i] = false;
+        self.on_trial[i] = on_trial;
+    }
+
+    /// `client` of instance `i`, asked to [reconnect](StoreClient::reconnect)
+    /// with set-up commands alone (any other command is refused, never sent):
+    /// `None` if it could not, or sent something else (it is dropped, and a
+    /// new instance connects).
+    pub(super) async fn refreshed(
+        &mut self,
+        i: usize,
+        mut client: Box<dyn StoreClient>,
+        clock_ms: i64,
+    ) -> Option<Box<dyn StoreClient>> {
+        let gate = self.gates[i].clone();
+        refuse_every_command(&gate);
+        gate.set_mode(Mode::PassThrough);
+        let reconnected = tokio::time::timeout(STEP_TIMEOUT, client.reconnect(clock_ms))
+            .await
+            .unwrap_or(false);
+        let clean = refused(&gate) == 0;
+        gate.clear_faults();
+        self.shared.refreshes.fetch_add(1, Ordering::Relaxed);
+        (reconnected && clean).then_some(client)
+    }
+
+    /// Instance `i`'s operation answered without sending a scheduled
+    /// command: its client is kept, its gate lets everything through, and
+    /// the answer is judged.
+    pub(super) fn answered_unsent(
+        &mut self,
+        next: &mut State,
+        i: usize,
+        (op, req, invoked): (Op, &Request, judge::Invoked),
+        client: Box<dyn StoreClient>,
+        out: Result<Reply, StoreError>,
+    ) {
+        self.keep(i, client, &out);
+        self.gates[i].set_mode(Mode::PassThrough);
+        answered(next, i, op, req, out, vec![], invoked);
+    }
+
+    /// Keeps instance `i`'s client for the next step, unless its adapter
+    /// failed: a dead adapter answers every later call with its failure, and
+    /// the next state explored on this world must start from a live
+    /// instance (a fresh one connects then).
+    pub(super) fn keep(
+        &mut self,
+        i: usize,
+        client: Box<dyn StoreClient>,
+        out: &Result<Reply, StoreError>,
+    ) {
+        let dead = matches!(out, Err(e) if e.kind == ErrorKind::AdapterFailed);
+        self.clients[i] = (!dead).then_some(client);
+        self.used[i] = true;
+    }
+}
+
+/// What instance `i`'s operation `req`, invoked at `clock_ms`, is given
+/// before its next event: the replies to the commands `delivered`.
+pub(super) fn behaviour_key(
+    i: usize,
+    req: &Request,
+    delivered: &[harness::gate::Exchange],
+    clock_ms: i64,
+) -> BehaviourKey {
+    BehaviourKey {
+        given: GuessKey {
+            instance: i,
+            request: serde_json::to_string(req).unwrap_or_default(),
+            delivered: delivered
+                .iter()
+                .map(|e| (e.command.clone(), e.reply.clone()))
+                .collect(),
+        },
+        clock_ms,
+    }
+}
+
+/// Refusals that no store spends: the rule stays in force until cleared,
+/// and what is left of it counts the refusals made ([`refused`]).
+const REFUSALS: u32 = u32::MAX;
+
+/// Has `gate` refuse every scheduled command (set-up commands pass) until
+/// its faults are cleared.
+pub(super) fn refuse_every_command(gate: &Gate) {
+    gate.inject(FaultRule::always(Fault::RefuseBeforeSend).times(REFUSALS));
+}
+
+/// How many commands `gate` refused since [`refuse_every_command`].
+pub(super) fn refused(gate: &Gate) -> u32 {
+    gate.faults()
+        .iter()
+        .find(|r| r.fault == Fault::RefuseBeforeSend)
+        .and_then(|r| r.times)
+        .map_or(u32::MAX, |left| REFUSALS - left)
+}
+
+/// Waits until the gate holds a command or the operation answers; a
+/// timeout lets every held command go (the operation is abandoned).
+pub(super) async fn next_event(gate: &Gate, task: &mut Operation) -> Result<Step, String> {
+    next_step(gate, task).await.map_err(|e| {
+        gate.release_all();
+        format!("the operation {e}")
+    })
+}
