@@ -96,6 +96,21 @@ fn a_blind_retry_after_a_lost_reply_fails_linearizability_and_its_replay_after_a
     let (code, v) = certify_faults("sabotage:blind-retry", dir.path());
     assert_eq!(code, Some(1), "{v:?}");
     assert_eq!(verdict(&v, "faults.lease-linearizable"), "fail", "{v:?}");
+    // The failure explains itself: the answer no order explains, and what
+    // it would have had to be after the longest order that explains the rest.
+    let report = read_report(&dir.path().join("report"));
+    let reason = report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["id"] == "faults.lease-linearizable")
+        .and_then(|c| c["reason"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        reason.contains("answered") && reason.contains("it would have had to answer"),
+        "{reason}"
+    );
     let replay = dir
         .path()
         .join("report/replays/faults.lease-linearizable.json");

@@ -58,6 +58,8 @@ use model::contract::{Reply, Request};
 use model::History;
 
 use crate::ops::{answer_of, Answer};
+
+mod explain;
 pub use model::findings::linearizable::{Linearizability, Step, TreeVerdict};
 use serde::{Deserialize, Serialize};
 
@@ -645,6 +647,8 @@ struct Prepared<'a> {
     ops: &'a [LeaseOp],
     reqs: Vec<Req>,
     seen: Vec<Seen>,
+    /// Holder names by their interned id.
+    holders: Vec<String>,
 }
 
 enum Search {
@@ -815,7 +819,16 @@ impl<'a> Prepared<'a> {
             reqs.push(req);
             seen.push(s);
         }
-        Prepared { ops, reqs, seen }
+        let mut names = vec![String::new(); holders.len()];
+        for (name, id) in holders {
+            names[id as usize] = name;
+        }
+        Prepared {
+            ops,
+            reqs,
+            seen,
+            holders: names,
+        }
     }
 
     /// Searches the operations whose invoke comes before event `cut` (all
@@ -1175,6 +1188,7 @@ impl<'a> Prepared<'a> {
             at_event,
             op_event: me.invoke_event,
             concurrent,
+            why: self.explain(&longest, i),
             longest_partial: self.steps(&longest, false),
         }
     }
@@ -1312,7 +1326,22 @@ mod tests {
         let mut h = H::default();
         h.take("a", "t", 100, 0).take("b", "t", 100, 0);
         h.granted("a", 1, 100, 1).granted("b", 2, 101, 2);
-        assert_fails(&h.verdict("t"), 3);
+        let v = h.verdict("t");
+        assert_fails(&v, 3);
+        // Why, in words: the grant no order explains, the lease as the
+        // longest order left it, and what the take had to answer.
+        assert_eq!(
+            why(&v),
+            "b's lease.take (event 1) answered granted (epoch 2, until 101); after the longest order the search found that explains the replies before it (a's lease.take), the lease was held by a (epoch 1) until 100, so between 0 and 2 it would have had to answer busy (a, epoch 1, until 100)"
+        );
+    }
+
+    /// The explanation of a verdict no order explains.
+    fn why(v: &TreeVerdict) -> &str {
+        match v {
+            TreeVerdict::NotLinearizable { why: Some(why), .. } => why,
+            other => panic!("no explanation: {other:?}"),
+        }
     }
 
     #[test]
@@ -1378,7 +1407,15 @@ mod tests {
             Reply::Renewed { expires_at_ms: 200 },
             100,
         );
-        assert_fails(&h.verdict("t"), 3);
+        let v = h.verdict("t");
+        assert_fails(&v, 3);
+        assert!(
+            why(&v).ends_with(
+                "so between 100 and 100 it would have had to answer lost (the lease had expired)"
+            ),
+            "{}",
+            why(&v)
+        );
         // Within its window the renew may have run just before expiry.
         let mut h = H::default();
         h.take("a", "t", 100, 0).granted("a", 1, 100, 0);

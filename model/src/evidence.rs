@@ -585,6 +585,7 @@ mod tests {
                     op_event: 0,
                     concurrent: vec![],
                     longest_partial: vec![step],
+                    why: Some("b's lease.take answered granted; it had to be busy".into()),
                 },
             )]),
             trees: 1,

@@ -386,6 +386,7 @@ mod tests {
                 op_event: 8,
                 concurrent: vec![6],
                 longest_partial: Vec::new(),
+                why: None,
             },
         )
         .expect("a violation");

@@ -48,6 +48,10 @@ pub enum TreeVerdict {
         concurrent: Vec<usize>,
         /// The longest partial linearization the search found in that prefix.
         longest_partial: Vec<Step>,
+        /// Why, in words: the lease as the longest partial linearization
+        /// left it, and what the operation would have had to answer on it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        why: Option<String>,
     },
     /// The search ran out of its step budget: the checker cannot tell.
     Undecided {
@@ -115,8 +119,21 @@ impl super::Findings for Linearizability {
         super::Checked::Holds
     }
 
+    /// The count, and why the first tree no order explains is so.
     fn summary(&self) -> String {
-        let bad = self.not_linearizable().len();
-        format!("{} trees, {bad} not linearizable", self.trees.len())
+        let broken = self.not_linearizable();
+        let counts = format!(
+            "{} trees, {} not linearizable",
+            self.trees.len(),
+            broken.len()
+        );
+        let first = broken.iter().find_map(|(tree, t)| match t {
+            TreeVerdict::NotLinearizable { why: Some(why), .. } => Some((tree, why)),
+            _ => None,
+        });
+        match first {
+            Some((tree, why)) => format!("{counts}; {tree}: {why}"),
+            None => counts,
+        }
     }
 }

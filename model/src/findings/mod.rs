@@ -81,6 +81,7 @@ mod tests {
             op_event: 2,
             concurrent: vec![1],
             longest_partial: Vec::new(),
+            why: None,
         };
         let out_of_budget = TreeVerdict::Undecided { steps: 9 };
         let fine = TreeVerdict::Linearizable { order: Vec::new() };

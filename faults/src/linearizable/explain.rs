@@ -1,0 +1,221 @@
+//! Why a reply is one no order explains, in words: the lease as the longest
+//! order the search found left it, and the answer the failing operation
+//! would have had to give on it within its window (docs/PROTOCOL.md §4.2).
+//! Only that one order is described: others the search tried failed too,
+//! each at this reply or before it.
+
+use super::*;
+
+impl Prepared<'_> {
+    /// The failing operation `i`'s story after `longest`, the longest
+    /// partial linearization of the failing prefix: `None` when that order
+    /// cannot be replayed (it always can: it is one the search built).
+    pub(super) fn explain(&self, longest: &Order, i: usize) -> Option<String> {
+        let mut s = State {
+            rec: None,
+            zone: Zone::start(),
+        };
+        let mut before = Vec::new();
+        for &(j, took, _, _) in longest {
+            if j == i {
+                break;
+            }
+            let op = &self.ops[j];
+            let next = match &self.seen[j] {
+                Seen::Unknown if !took => continue,
+                Seen::Unknown => step_unknown(&s, self.reqs[j], op.invoked_ms),
+                seen => step_replied(&s, self.reqs[j], seen, op.invoked_ms, op.completed_ms)
+                    .into_iter()
+                    .next(),
+            };
+            s = next?;
+            before.push(format!(
+                "{}'s {}{}",
+                op.instance,
+                op.op,
+                if matches!(self.seen[j], Seen::Unknown) {
+                    " (its reply lost, taking effect)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        let me = &self.ops[i];
+        // Instants never go back along the order: not before the last step.
+        let lo = match (me.invoked_ms, s.zone.earliest(NOW)) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        let window = Window {
+            lo,
+            hi: me.completed_ms,
+        };
+        let answered = me.reply.as_ref().map_or("nothing".to_string(), reply_words);
+        let order = if before.is_empty() {
+            "with nothing before it that explains the replies so far".to_string()
+        } else {
+            format!(
+                "after the longest order the search found that explains the replies before it ({})",
+                before.join(", ")
+            )
+        };
+        Some(format!(
+            "{}'s {} (event {}) answered {answered}; {order}, the lease was {}, so between {} and {} it would have had to answer {}",
+            me.instance,
+            me.op,
+            me.invoke_event,
+            self.record_words(s.rec),
+            instant(window.lo),
+            instant(window.hi),
+            self.expected(s.rec, self.reqs[i], window),
+        ))
+    }
+
+    fn holder(&self, id: u32) -> &str {
+        self.holders
+            .get(id as usize)
+            .map_or("an unknown holder", String::as_str)
+    }
+
+    /// The record in words.
+    fn record_words(&self, rec: Option<Record>) -> String {
+        let Some(r) = rec else {
+            return "never taken".to_string();
+        };
+        let epoch = if r.exact {
+            format!("epoch {}", r.epoch)
+        } else {
+            format!("an epoch of at least {}", r.epoch)
+        };
+        if r.released {
+            return format!("released by {} ({epoch})", self.holder(r.holder));
+        }
+        match r.expiry {
+            Expiry::At(x) => format!("held by {} ({epoch}) until {x}", self.holder(r.holder)),
+            Expiry::AfterT(ttl) => format!(
+                "held by {} ({epoch}) until {ttl} ms after an instant not known (a reply lost)",
+                self.holder(r.holder)
+            ),
+        }
+    }
+
+    /// The answers the contract allows `req` on `rec` within `w`.
+    fn expected(&self, rec: Option<Record>, req: Req, w: Window) -> String {
+        let live = rec.filter(|r| !r.released);
+        let until = live.map(|r| match r.expiry {
+            Expiry::At(x) => Some(x),
+            Expiry::AfterT(_) => None,
+        });
+        // Live over the whole window, over none of it, or it expires inside.
+        let lives = match until {
+            None => Life::Never,
+            Some(None) => Life::Unknown,
+            Some(Some(x)) if w.lo.is_some_and(|lo| x <= lo) => Life::Never,
+            Some(Some(x)) if w.hi.is_none_or(|hi| x > hi) => Life::Always(x),
+            Some(Some(x)) => Life::Until(x),
+        };
+        let floor = rec.map_or(0, |r| r.epoch);
+        let holder = live.map_or("", |r| self.holder(r.holder));
+        let epoch = live.map_or(0, |r| r.epoch);
+        let granted = format!("granted with an epoch above {floor}");
+        match req {
+            Req::Take { .. } => match lives {
+                Life::Never => granted,
+                Life::Always(x) => format!("busy ({holder}, epoch {epoch}, until {x})"),
+                Life::Until(x) => {
+                    format!("busy ({holder}, epoch {epoch}, until {x}) before {x}, or {granted} from {x} on")
+                }
+                Life::Unknown => format!("busy ({holder}) or, once that lease expired, {granted}"),
+            },
+            Req::Renew {
+                holder: h,
+                epoch: e,
+                ..
+            } => {
+                let mine = live.is_some_and(|r| r.holder == h && (!r.exact || r.epoch == e));
+                match lives {
+                    _ if !mine => format!("lost (the lease is not {}'s epoch {e})", self.holder(h)),
+                    Life::Never => "lost (the lease had expired)".to_string(),
+                    Life::Always(_) => "renewed".to_string(),
+                    Life::Until(x) => format!("renewed before {x}, or lost from {x} on"),
+                    Life::Unknown => "renewed, or lost once it expired".to_string(),
+                }
+            }
+            Req::Release {
+                holder: h,
+                epoch: e,
+            } => {
+                let mine = live.is_some_and(|r| r.holder == h && (!r.exact || r.epoch == e));
+                if mine {
+                    "released (or not_held, had it expired)".to_string()
+                } else {
+                    "not_held".to_string()
+                }
+            }
+            Req::Read => match (rec, lives) {
+                (None, _) => "no lease".to_string(),
+                (_, Life::Never) => "a lease that is not live".to_string(),
+                (_, Life::Always(x)) => format!("{holder}'s live lease (epoch {epoch}, until {x})"),
+                (_, Life::Until(x)) => {
+                    format!("{holder}'s live lease (epoch {epoch}, until {x}) before {x}, or one not live from {x} on")
+                }
+                (_, Life::Unknown) => format!("{holder}'s lease, live or not"),
+            },
+        }
+    }
+}
+
+/// The instants an operation may take effect at.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    lo: Option<i64>,
+    hi: Option<i64>,
+}
+
+/// How the live lease's expiry falls against a window.
+enum Life {
+    /// Not live at any instant of it (none, released, or expired before).
+    Never,
+    /// Live over all of it, until this instant.
+    Always(i64),
+    /// Live until this instant inside it.
+    Until(i64),
+    /// Its expiry is not known (a lost reply's grant or renew).
+    Unknown,
+}
+
+fn instant(t: Option<i64>) -> String {
+    t.map_or("an instant not known".to_string(), |t| t.to_string())
+}
+
+/// A reply in the words the expected answers use.
+fn reply_words(r: &Reply) -> String {
+    match r {
+        Reply::Granted {
+            epoch,
+            expires_at_ms,
+        } => format!("granted (epoch {epoch}, until {expires_at_ms})"),
+        Reply::Busy {
+            holder,
+            epoch,
+            expires_at_ms,
+        } => format!("busy ({holder}, epoch {epoch}, until {expires_at_ms})"),
+        Reply::Renewed { expires_at_ms } => format!("renewed (until {expires_at_ms})"),
+        Reply::Lost { holder, epoch } => match (holder, epoch) {
+            (Some(h), Some(e)) => format!("lost ({h} holds epoch {e})"),
+            _ => "lost".to_string(),
+        },
+        Reply::Released {} => "released".to_string(),
+        Reply::NotHeld {} => "not_held".to_string(),
+        Reply::Lease(None) => "no lease".to_string(),
+        Reply::Lease(Some(v)) => format!(
+            "{}'s lease (epoch {}, until {}, {})",
+            v.holder.as_deref().unwrap_or("nobody"),
+            v.epoch,
+            v.expires_at_ms
+                .map_or("no expiry".to_string(), |x| x.to_string()),
+            if v.live { "live" } else { "not live" }
+        ),
+        other => format!("{other:?}"),
+    }
+}
