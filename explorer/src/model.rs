@@ -357,15 +357,13 @@ mod tests {
 
     use super::*;
 
-    /// A model of two instances on a store that is never started.
-    fn model_of(max_steps: usize) -> LeaseModel {
-        let store = Arc::new(ExternalStoreFactory::new(
-            "false".to_string(),
-            std::env::temp_dir(),
-        ));
+    /// A model of two instances, run `run` (one no exploration of this
+    /// process takes), on `command`'s adapter under `prefix`.
+    fn model_of(run: u64, command: String, prefix: &str, max_steps: usize) -> LeaseModel {
+        let store = Arc::new(ExternalStoreFactory::new(command, std::env::temp_dir()));
         LeaseModel {
-            run: 80_002,
-            shared: Shared::new(store, "sp:model-fused:".into(), None),
+            run,
+            shared: Shared::new(store, prefix.into(), None),
             skews: vec![0, 0],
             start_ms: crate::state::START_MS,
             max_steps,
@@ -394,7 +392,8 @@ mod tests {
     /// it costs nothing until the operation's next command that costs.
     #[test]
     fn a_command_only_its_connection_sees_is_the_step_with_what_it_does_not_commute_with() {
-        let model = model_of(4);
+        // The store is never started: only what is offered is asked.
+        let model = model_of(80_002, "false".into(), "sp:model-fused:", 4);
         let mut out = Vec::new();
         model.possible(&taking(&model, Upcoming::Other), &mut out);
         assert!(out.contains(&Action::Start(1, Op::Take)), "{out:?}");
@@ -451,29 +450,12 @@ mod tests {
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("../fixtures/adapters/explorer-tests/jedis_like_lock.py");
         // -S: no site packages (the adapter needs none): it starts fast.
-        let store = Arc::new(ExternalStoreFactory::new(
-            format!(
-                "JEDIS_LIKE_DIE_ON=lease.read python3 -S {}",
-                script.display()
-            ),
-            std::env::temp_dir(),
-        ));
-        // A run id no exploration of this process takes.
+        let command = format!(
+            "JEDIS_LIKE_DIE_ON=lease.read python3 -S {}",
+            script.display()
+        );
         let run = 80_001;
-        let model = LeaseModel {
-            run,
-            shared: Shared::new(store, "sp:model-dead:".into(), None),
-            skews: vec![0, 0],
-            start_ms: crate::state::START_MS,
-            max_steps: 4,
-            absolute_times: false,
-            contract: Contract::Lease,
-            symmetric: false,
-            lost_replies: false,
-            fresh_processes: false,
-            recompute: false,
-            whole_operations: false,
-        };
+        let model = model_of(run, command, "sp:model-dead:", 4);
         let init = model.initial();
         let died = model.step(&init, Action::Start(0, Op::Read));
         let why = died
