@@ -678,11 +678,14 @@ impl Inner {
                 prefix: self.shared.prefix.clone(),
                 opt_out: self.shared.opt_out.clone(),
             };
-            let (_, client) = self
-                .shared
-                .factory
-                .connect(&hello, now)
-                .await
+            // A process starts when the harness needs one, not at a step
+            // of the schedule: its set-up (a `FUNCTION LOAD`, say) runs on
+            // a server with room, which is then full again if it was.
+            let full = self.full;
+            self.make_full(false).await?;
+            let connected = self.shared.factory.connect(&hello, now).await;
+            self.make_full(full).await?;
+            let (_, client) = connected
                 .map_err(|e| format!("instance {} could not connect: {e}", instance_name(i)))?;
             self.clients[i] = Some(client);
         }
