@@ -7,6 +7,9 @@
 //! judged on passes — the generated sequences too, which follow its choice
 //! instead of demanding a grant.
 
+#[path = "../../tests/common/python.rs"]
+mod python;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -22,7 +25,7 @@ const GENERATED_CASES: u32 = 24;
 fn adapter() -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../fixtures/adapters/lock_style/lock_style_adapter.py");
-    format!("python3 {}", path.display())
+    format!("{} {}", python::python(), path.display())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

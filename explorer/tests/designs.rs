@@ -66,12 +66,16 @@ const NO_EXPIRY: &str = "rec[2] and rec[4] ~= '1'";
 struct Functions {
     inner: RedisStoreFactory,
     live: &'static str,
+    /// Its clients say they may remember (as an adapter's process does),
+    /// so the explorer starts fresh ones, in whatever state it is in.
+    remembers: bool,
 }
 
 struct FunctionsClient {
     inner: Box<dyn StoreClient>,
     conn: MultiplexedConnection,
     prefix: String,
+    remembers: bool,
 }
 
 #[async_trait]
@@ -109,6 +113,10 @@ impl StoreClient for FunctionsClient {
             expires_at_ms: number(2),
         })
     }
+
+    fn remembers(&self) -> bool {
+        self.remembers
+    }
 }
 
 #[async_trait]
@@ -138,6 +146,7 @@ impl StoreFactory for Functions {
                 inner,
                 conn,
                 prefix: hello.prefix.clone(),
+                remembers: self.remembers,
             }),
         ))
     }
@@ -189,6 +198,7 @@ fn a_take_written_as_a_redis_function_passes_and_its_twin_without_expiry_is_caug
     let correct = run(Arc::new(Functions {
         inner: kept(),
         live: EXPIRY,
+        remembers: false,
     }));
     for c in &correct.checks {
         assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
@@ -196,7 +206,41 @@ fn a_take_written_as_a_redis_function_passes_and_its_twin_without_expiry_is_caug
     let flawed = run(Arc::new(Functions {
         inner: kept(),
         live: NO_EXPIRY,
+        remembers: false,
     }));
     let stuck = common::check(&flawed, "explorer.no-tree-stuck");
     assert_eq!(stuck.verdict, Verdict::Fail, "{}", stuck.reason);
+}
+
+/// A process the harness starts (here: a client that may remember, as an
+/// adapter's process may, and a fresh one for each probe of an operation's
+/// place) sets itself up on a server with room: its `FUNCTION LOAD` is the harness's doing, not a step
+/// of the schedule, so a server the schedule filled does not refuse it and
+/// leave the checks undecided ("could not connect: OOM").
+#[test]
+fn a_function_loaded_at_connect_is_loaded_even_when_the_schedule_filled_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Functions {
+        inner: RedisStoreFactory::new(dir.path().join("kept.sqlite")),
+        live: EXPIRY,
+        remembers: true,
+    });
+    // At seed 3 (and 2) an operation's place is first met on a full
+    // server, and its probe starts a fresh process there: without the room
+    // made for its set-up, every check was undecided ("instance a could
+    // not connect: store_full").
+    let config = ExplorerConfig {
+        depth: 4,
+        walks: 20,
+        seed: 3,
+        threads: 1,
+        skews: vec![0],
+        ..Default::default()
+    };
+    let outcome = explore(store, None, "sp:designs:".into(), &config, &mut |l| {
+        eprintln!("{l}")
+    });
+    for c in &outcome.checks {
+        assert_eq!(c.verdict, Verdict::Pass, "{}: {}", c.id, c.reason);
+    }
 }

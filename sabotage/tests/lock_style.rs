@@ -5,6 +5,9 @@
 //! store passes every lease check. Tried through the example adapter over the
 //! real protocol, so the adapter's reply parser is what is tested.
 
+#[path = "../../tests/common/python.rs"]
+mod python;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -24,7 +27,8 @@ async fn a_store_answering_nulls_for_a_lease_that_is_not_live_passes_every_lease
         .join("../fixtures/adapters/python/storeproof_adapter.py");
     let store = ExternalStoreFactory::new(
         format!(
-            "STOREPROOF_ADAPTER_NULL_DEAD_LEASES=1 python3 {}",
+            "STOREPROOF_ADAPTER_NULL_DEAD_LEASES=1 {} {}",
+            python::python(),
             adapter.display()
         ),
         dir.path().to_path_buf(),
