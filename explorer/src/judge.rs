@@ -295,7 +295,8 @@ pub(crate) fn answered(
                 );
             }
         }
-        (Op::Take, Ok(Reply::Busy { .. })) => {
+        (Op::Take, Ok(Reply::Busy { holder, epoch, .. })) => {
+            named_as_granted(next, i, req, holder, *epoch);
             let promised = next
                 .ghost
                 .iter()
@@ -346,6 +347,16 @@ pub(crate) fn answered(
                 );
             }
         }
+        (
+            Op::Renew,
+            Ok(Reply::Lost {
+                holder: Some(holder),
+                epoch: Some(epoch),
+            }),
+        ) => {
+            named_as_granted(next, i, req, holder, *epoch);
+            next.insts[i].held = None;
+        }
         (Op::Renew, Ok(_)) => next.insts[i].held = None,
         (Op::Release, Ok(Reply::Released {})) => {
             if zombie {
@@ -367,6 +378,34 @@ pub(crate) fn answered(
         (Op::Release, Ok(_)) => next.insts[i].held = None,
         (_, Ok(_)) => {}
     }
+}
+
+/// A `busy` or `lost` names the live lease's holder and epoch: when that
+/// epoch is one acknowledged as granted, the holder named must be the one
+/// it was granted to (an epoch is granted once: a later grant's is higher).
+/// An epoch not yet acknowledged (a take in flight) is not judged. A store
+/// that reads holder and epoch in separate commands, and answers one
+/// lease's holder with another's epoch, is caught here.
+fn named_as_granted(next: &mut State, i: usize, req: &Request, holder: &str, epoch: i64) {
+    let grants: Vec<usize> = next
+        .ghost
+        .iter()
+        .filter(|g| g.epoch == epoch)
+        .map(|g| g.instance)
+        .collect();
+    if grants.is_empty() || grants.iter().any(|&g| crate::state::holder(g) == holder) {
+        return;
+    }
+    let to = crate::state::holder(grants[0]);
+    next.violate(
+        Property::Answered,
+        format!(
+            "instance {}'s {} named {holder:?} as the holder of epoch {epoch}, but epoch {epoch} was granted to {to:?} (instance {})",
+            instance_name(i),
+            req.op(),
+            instance_name(grants[0])
+        ),
+    );
 }
 
 /// The property an answer to `op` that is not the contract's breaks.

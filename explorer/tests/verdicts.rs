@@ -799,3 +799,35 @@ fn a_take_comparing_expiry_in_whole_seconds_is_caught() {
     assert_eq!(holder.verdict, Verdict::Fail, "{}", holder.reason);
     assert!(!outcome.figures.per_skew[0].absolute_times);
 }
+
+/// A busy take names the live lease's holder and epoch (issue 40, item 5:
+/// payloads judged): a take whose busy answer names the caller instead of
+/// the holder its epoch was granted to fails `explorer.answered`, saying
+/// which epoch was whose; the built-in store's busy answers pass.
+#[test]
+fn a_busy_naming_the_caller_as_holder_fails_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = sabotage::LuaSabotage::with_patches(
+        "busy-names-caller",
+        &[sabotage::LuaPatch {
+            script: "lease_take.lua",
+            find: "return {'busy', rec[1], epoch, rec[3]}",
+            replace: "return {'busy', holder, epoch, rec[3]}",
+        }],
+        builtin(&dir),
+    );
+    assert!(store.error().is_none(), "{:?}", store.error());
+    let outcome = run(Arc::new(store), &config(vec![0], 3, 1));
+    let answered = check(&outcome, "explorer.answered");
+    assert_eq!(answered.verdict, Verdict::Fail, "{}", answered.reason);
+    assert!(
+        answered
+            .reason
+            .contains("as the holder of epoch 1, but epoch 1 was granted to"),
+        "{}",
+        answered.reason
+    );
+    let builtin = run(Arc::new(builtin(&dir)), &config(vec![0], 3, 1));
+    let answered = check(&builtin, "explorer.answered");
+    assert_eq!(answered.verdict, Verdict::Pass, "{}", answered.reason);
+}

@@ -56,9 +56,10 @@ fn granted(epoch: i64) -> Result<Reply, StoreError> {
     })
 }
 
+/// `busy`, naming instance b's epoch 1.
 fn busy() -> Result<Reply, StoreError> {
     Ok(Reply::Busy {
-        holder: "b".into(),
+        holder: crate::state::holder(1).into(),
         epoch: 1,
         expires_at_ms: START,
     })
@@ -213,7 +214,7 @@ fn zombie_refused_fails_when_a_superseded_renew_succeeds() {
 #[test]
 fn zombie_refused_passes_when_a_superseded_renew_is_lost() {
     let lost = Ok(Reply::Lost {
-        holder: Some("b".into()),
+        holder: Some(crate::state::holder(1).into()),
         epoch: Some(2),
     });
     let next = answer(&superseded(), 0, Op::Renew, lost);
@@ -292,6 +293,46 @@ fn no_tree_stuck_fails_on_a_busy_take_after_every_lease_ran_out() {
     s.ghost.push(grant(1, 1, START));
     let next = answer(&s, 0, Op::Take, busy());
     assert!(next.violations.is_empty(), "{:?}", next.violations);
+}
+
+#[test]
+fn answered_fails_on_a_busy_or_lost_naming_another_holder_for_a_granted_epoch() {
+    let mut s = two(0);
+    s.ghost.push(grant(1, 1, START + LEASE_MS));
+    // Epoch 1 is b's: a busy naming it as b's, or naming an epoch not yet
+    // acknowledged, says nothing wrong.
+    assert!(answer(&s, 0, Op::Take, busy()).violations.is_empty());
+    let unacked = Ok(Reply::Busy {
+        holder: crate::state::holder(0).into(),
+        epoch: 2,
+        expires_at_ms: START + LEASE_MS,
+    });
+    let next = answer(&s, 0, Op::Take, unacked);
+    assert!(!next.broke(Property::Answered), "{:?}", next.violations);
+    // One lease's holder with another's epoch.
+    let torn = Ok(Reply::Busy {
+        holder: crate::state::holder(0).into(),
+        epoch: 1,
+        expires_at_ms: START + LEASE_MS,
+    });
+    let next = answer(&s, 0, Op::Take, torn);
+    assert_eq!(only(&next), vec![Property::Answered]);
+    let why = next.violation(Property::Answered).unwrap();
+    assert!(
+        why.contains("epoch 1 was granted to \"sp_inst_b\""),
+        "{why}"
+    );
+    let lost = |holder: usize| {
+        Ok(Reply::Lost {
+            holder: Some(crate::state::holder(holder).into()),
+            epoch: Some(1),
+        })
+    };
+    s.insts[0].held = Some(1);
+    assert!(answer(&s, 0, Op::Renew, lost(1)).violations.is_empty());
+    let next = answer(&s, 0, Op::Renew, lost(0));
+    assert_eq!(only(&next), vec![Property::Answered]);
+    assert_eq!(next.insts[0].held, None);
 }
 
 #[test]
