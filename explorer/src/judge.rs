@@ -376,6 +376,7 @@ pub(crate) fn answered(
             next.insts[i].held = None;
         }
         (Op::Release, Ok(_)) => next.insts[i].held = None,
+        (Op::Read, Ok(Reply::Lease(view))) => read_judged(next, i, req, view.as_ref(), max_epoch),
         (_, Ok(_)) => {}
     }
 }
@@ -406,6 +407,47 @@ fn named_as_granted(next: &mut State, i: usize, req: &Request, holder: &str, epo
             instance_name(grants[0])
         ),
     );
+}
+
+/// A `lease.read` shows the record as it was at some instant while it ran:
+/// its epoch at least every epoch acknowledged as granted before it was
+/// invoked (a tree's epoch only grows), and a live record names its holder
+/// (the one its epoch was granted to, when that grant is acknowledged) and
+/// its expiry. Holder and expiry of a record that is not live are left open
+/// (docs/PROTOCOL.md §4.2: a lock-style store cannot know them).
+fn read_judged(
+    next: &mut State,
+    i: usize,
+    req: &Request,
+    view: Option<&model::contract::LeaseView>,
+    granted_before: i64,
+) {
+    let name = instance_name(i);
+    let epoch = view.map(|v| v.epoch);
+    if granted_before > 0 && epoch.is_none_or(|e| e < granted_before) {
+        let shown = epoch.map_or("no record".to_string(), |e| format!("epoch {e}"));
+        next.violate(
+            Property::Answered,
+            format!(
+                "instance {name}'s {} showed {shown}, but epoch {granted_before} had been granted before it asked: a tree's epoch only grows",
+                req.op()
+            ),
+        );
+    }
+    let Some(view) = view.filter(|v| v.live) else {
+        return;
+    };
+    match (&view.holder, view.expires_at_ms) {
+        (Some(holder), Some(_)) => named_as_granted(next, i, req, holder, view.epoch),
+        _ => next.violate(
+            Property::Answered,
+            format!(
+                "instance {name}'s {} showed a live lease (epoch {}) without its holder or expiry: a live record names both",
+                req.op(),
+                view.epoch
+            ),
+        ),
+    }
 }
 
 /// The property an answer to `op` that is not the contract's breaks.

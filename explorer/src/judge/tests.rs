@@ -335,6 +335,56 @@ fn answered_fails_on_a_busy_or_lost_naming_another_holder_for_a_granted_epoch() 
     assert_eq!(next.insts[0].held, None);
 }
 
+fn read(holder: Option<usize>, epoch: i64, live: bool) -> Result<Reply, StoreError> {
+    Ok(Reply::Lease(Some(model::contract::LeaseView {
+        holder: holder.map(|h| crate::state::holder(h).to_string()),
+        epoch,
+        expires_at_ms: holder.map(|_| START + LEASE_MS),
+        live,
+    })))
+}
+
+#[test]
+fn answered_fails_on_a_read_behind_an_acknowledged_grant_or_naming_another_holder() {
+    let mut s = two(0);
+    s.ghost.push(grant(1, 2, START + LEASE_MS));
+    // The live lease as granted, or a later one not yet acknowledged.
+    assert!(answer(&s, 0, Op::Read, read(Some(1), 2, true))
+        .violations
+        .is_empty());
+    assert!(answer(&s, 0, Op::Read, read(Some(0), 3, true))
+        .violations
+        .is_empty());
+    // Not live: holder and expiry are open.
+    assert!(answer(&s, 0, Op::Read, read(None, 2, false))
+        .violations
+        .is_empty());
+    // Behind the grant acknowledged before the read asked, or no record.
+    let next = answer(&s, 0, Op::Read, read(Some(1), 1, true));
+    assert_eq!(only(&next), vec![Property::Answered]);
+    let why = next.violation(Property::Answered).unwrap();
+    assert!(
+        why.contains("showed epoch 1, but epoch 2 had been granted"),
+        "{why}"
+    );
+    let next = answer(&s, 0, Op::Read, Ok(Reply::Lease(None)));
+    assert!(next
+        .violation(Property::Answered)
+        .unwrap()
+        .contains("no record"));
+    // Live, but another holder's name, or no holder at all.
+    let next = answer(&s, 0, Op::Read, read(Some(0), 2, true));
+    assert_eq!(only(&next), vec![Property::Answered]);
+    let next = answer(&s, 0, Op::Read, read(None, 2, true));
+    assert!(next
+        .violation(Property::Answered)
+        .unwrap()
+        .contains("without its holder"));
+    // Nothing granted yet: no record is right.
+    let next = answer(&two(0), 0, Op::Read, Ok(Reply::Lease(None)));
+    assert!(next.violations.is_empty());
+}
+
 #[test]
 fn no_tree_stuck_passes_while_someone_else_may_hold_the_tree() {
     // A live lease.
