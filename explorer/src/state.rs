@@ -248,6 +248,29 @@ impl Pending {
         }
     }
 
+    /// The operation once `delivered` (what it has sent, ending with the
+    /// command just answered) went to the server, leaving `keys`, and before
+    /// `more`, its next command: the watched keys and the kind of step
+    /// ahead follow.
+    pub(crate) fn advanced(
+        self,
+        delivered: Vec<harness::gate::Exchange>,
+        keys: &[KeyDump],
+        more: &harness::gate::Command,
+    ) -> Pending {
+        let mut watch = self.watch;
+        if let Some(e) = delivered.last() {
+            watch.delivered(&e.command, keys);
+        }
+        let upcoming = crate::fused::upcoming(&delivered, more);
+        Pending {
+            delivered,
+            watch,
+            upcoming,
+            ..self
+        }
+    }
+
     /// What it was invoked with, for judging its answer.
     pub(crate) fn invoked(&self) -> Invoked {
         Invoked {

@@ -90,17 +90,7 @@ impl Inner {
         match after {
             Next::Answer(out) => answered(next, i, pending.op, req, out, text, invoked),
             Next::Send(more) => {
-                let mut watch = pending.watch.clone();
-                if let Some(e) = delivered.last() {
-                    watch.delivered(&e.command, &next.keys);
-                }
-                let upcoming = crate::fused::upcoming(&delivered, &more);
-                next.insts[i].pending = Some(Pending {
-                    delivered,
-                    watch,
-                    upcoming,
-                    ..pending
-                });
+                next.insts[i].pending = Some(pending.advanced(delivered, &next.keys, &more));
                 next.note = Note {
                     commands: text,
                     answer: None,
@@ -144,15 +134,9 @@ impl Inner {
         let Pending {
             op,
             clock_ms,
-            acked_before,
-            contended,
             delivered,
-            full_seen,
-            quiet_since,
-            quiet_print,
-            mut watch,
-            upcoming: _,
-            deferred,
+            watch,
+            ..
         } = pending;
         let req = request(next, i, op);
         let gate = self.gates[i].clone();
@@ -407,23 +391,9 @@ impl Inner {
                 // delivered and abandon this run of it (the held command is
                 // refused, never sent).
                 let mut delivered = delivered;
-                watch.delivered(&exchange.command, &next.keys);
                 delivered.push(exchange);
-                let upcoming = crate::fused::upcoming(&delivered, &more.command);
+                next.insts[i].pending = Some(retry.advanced(delivered, &next.keys, &more.command));
                 self.abandon(i, more, task, clock_ms).await;
-                next.insts[i].pending = Some(Pending {
-                    op,
-                    clock_ms,
-                    acked_before,
-                    contended,
-                    delivered,
-                    full_seen,
-                    quiet_since,
-                    quiet_print,
-                    watch,
-                    upcoming,
-                    deferred,
-                });
                 next.note = Note {
                     commands: text,
                     answer: None,
