@@ -179,15 +179,17 @@ impl Watch {
 /// `command` as the transition cache keys it, after `delivered` on its
 /// connection. The gate keeps transactions (see [`Watch`]): inside one a
 /// command is only queued, and `EXEC` runs what was queued, or nothing when
-/// a watched key was modified (`watch_dirty`). So a command in an open
-/// transaction is keyed apart from the same bytes outside one, and `EXEC`
-/// by every command it runs and the watch; any other command is itself.
+/// a watched key was modified (`watch_dirty`) or a command was refused when
+/// queued (`EXECABORT`, "previous errors", whatever the server holds now).
+/// So a command in an open transaction is keyed apart from the same bytes
+/// outside one, and `EXEC` by every command it runs, whether each was
+/// refused when queued, and the watch; any other command is itself.
 pub(crate) fn cache_command(
     delivered: &[Exchange],
     watch_dirty: bool,
     command: &harness::gate::Command,
 ) -> harness::gate::Command {
-    let open = harness::gate::transaction::open_transaction(delivered.iter().map(|e| &e.command));
+    let open = harness::gate::transaction::open_transaction_by(delivered, |e| &e.command);
     let Some(queued) = open else {
         return command.clone();
     };
@@ -196,9 +198,13 @@ pub(crate) fn cache_command(
         args.push(b"\0storeproof:exec".to_vec());
         args.push(vec![u8::from(watch_dirty)]);
         for q in queued {
+            // The same write queued on a server with room and refused on
+            // a full one: the one `EXEC` runs it, the other aborts.
+            let refused = matches!(q.reply.as_bytes().first(), Some(b'-' | b'!'));
             args.push(b"\0storeproof:queued".to_vec());
-            args.push(q.args.len().to_string().into_bytes());
-            args.extend(q.args.iter().cloned());
+            args.push(vec![u8::from(refused)]);
+            args.push(q.command.args.len().to_string().into_bytes());
+            args.extend(q.command.args.iter().cloned());
         }
     } else {
         args.push(b"\0storeproof:in-transaction".to_vec());
@@ -729,5 +735,39 @@ mod tests {
         let a = holding(NOW, "stream", &[], b"2000000001000-0");
         let b = holding(NOW + 500, "stream", &[], b"2000000001500-0");
         assert_ne!(fp(&a), fp(&b));
+    }
+
+    /// An `EXEC` whose queued write was refused when queued (a full
+    /// server: `EXECABORT`, "previous errors") is another transition than
+    /// the same `EXEC` whose write was queued before the server filled (the
+    /// server refuses it at `EXEC`, naming the cause). Keyed alike, one was
+    /// answered from the other's cache entry, and two states a shift of
+    /// time apart were found to go on differently (a RESP3 redis-py take).
+    #[test]
+    fn an_exec_is_cached_by_whether_its_queued_commands_were_refused() {
+        use harness::gate::{Command, Frame};
+        let ex = |args: &[&str], reply: &[u8]| Exchange {
+            command: Command::new(args.iter().copied()),
+            reply: Frame::new(reply.to_vec()),
+        };
+        let queued = |reply: &[u8]| {
+            vec![
+                ex(&["WATCH", "k"], b"+OK\r\n"),
+                ex(&["MULTI"], b"+OK\r\n"),
+                ex(&["HSET", "k", "f", "v"], reply),
+            ]
+        };
+        let exec = Command::new(["EXEC"]);
+        let ok = cache_command(&queued(b"+QUEUED\r\n"), false, &exec);
+        let refused = cache_command(&queued(b"-OOM no room\r\n"), false, &exec);
+        assert_ne!(ok, refused);
+        assert_ne!(ok, cache_command(&queued(b"+QUEUED\r\n"), true, &exec));
+        // Outside a transaction a command is itself.
+        let get = Command::new(["GET", "k"]);
+        assert_eq!(
+            cache_command(&queued(b"+QUEUED\r\n")[..1], false, &get),
+            get
+        );
+        assert_ne!(cache_command(&queued(b"+QUEUED\r\n"), false, &get), get);
     }
 }

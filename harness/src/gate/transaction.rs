@@ -66,14 +66,23 @@ pub(crate) enum Kept {
 pub fn open_transaction<'a>(
     commands: impl IntoIterator<Item = &'a Command>,
 ) -> Option<Vec<&'a Command>> {
-    let mut queued: Option<Vec<&Command>> = None;
-    for command in commands {
-        match command.name().as_str() {
+    open_transaction_by(commands, |c| c)
+}
+
+/// [`open_transaction`] over items that each carry a command (`command`
+/// reads it), such as exchanges with their replies.
+pub fn open_transaction_by<'a, T>(
+    items: impl IntoIterator<Item = &'a T>,
+    command: impl Fn(&T) -> &Command,
+) -> Option<Vec<&'a T>> {
+    let mut queued: Option<Vec<&T>> = None;
+    for item in items {
+        match command(item).name().as_str() {
             "MULTI" => queued = Some(Vec::new()),
             "EXEC" | "DISCARD" => queued = None,
             _ => {
                 if let Some(q) = queued.as_mut() {
-                    q.push(command);
+                    q.push(item);
                 }
             }
         }
