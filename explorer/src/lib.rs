@@ -81,6 +81,14 @@ pub use suite::ExplorerSuite;
 pub const LEASE_MS: i64 = 1000;
 /// The tree every exploration fights over.
 const TREE: &str = "t";
+/// The relative reading of times takes two states as one only when every
+/// time in one is the other's shifted by a whole number of these (ms): a
+/// store that reads time in milliseconds or in whole seconds (the
+/// milliseconds dropped, `EXPIREAT`, `EX`) answers such states alike, so the
+/// merge loses nothing for it. A shift by less than a second could: a store
+/// on a whole-second clock escaped a search that merged the state half a
+/// lease in with the initial one (issue 40, item 6).
+pub const SHIFT_GRAIN_MS: i64 = 1000;
 /// Beyond this far in the past a time can no longer matter (20 leases,
 /// more than the largest skew): the fingerprint collapses it.
 const FAR_PAST_MS: i64 = 20 * LEASE_MS;

@@ -196,7 +196,7 @@ pub(crate) fn cuts_of(figures: &ExplorerFigures) -> Option<String> {
 }
 
 /// How the searches read times, in words: relative to now where states a
-/// shift of every time apart were taken as one (a reduction, checked one
+/// shift of every time by whole seconds apart were taken as one (a reduction, checked one
 /// step ahead on a seeded sample of its merges), absolutely where they were
 /// told apart (no reduction: after a merge went on differently, or asked
 /// for). `None` when every search read absolute times unasked.
@@ -221,12 +221,12 @@ fn time_reading(figures: &ExplorerFigures, config: &ExplorerConfig) -> Option<St
     if !relative.is_empty() {
         said.push(if config.shift_checks_per_level == 0 {
             format!(
-                "under second clock {} ms states that differ only by a shift of every time were taken as one, unchecked",
+                "under second clock {} ms states that differ only by a shift of every time by whole seconds were taken as one, unchecked",
                 relative.join(", ")
             )
         } else {
             format!(
-                "under second clock {} ms states that differ only by a shift of every time were taken as one, checked on {checked} such merges drawn with the seed (up to {} a level: the successors of both agreed one step ahead; this assumes the store's answers shift with every time)",
+                "under second clock {} ms states that differ only by a shift of every time by whole seconds were taken as one (sound for a store that reads time in milliseconds or whole seconds), checked on {checked} such merges drawn with the seed (up to {} a level: the successors of both agreed one step ahead)",
                 relative.join(", "),
                 config.shift_checks_per_level
             )

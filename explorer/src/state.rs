@@ -15,9 +15,10 @@ pub use model::explore::{Action, Op, Tick};
 
 /// The server time every search and walk starts at: 379 ms past a whole
 /// second (so off every whole second and minute). Under the relative
-/// reading of times every state before the first operation is taken as
-/// the initial one, so a first operation always runs at this instant; at a
-/// whole second a store that reads time in whole seconds (the milliseconds
+/// reading of times a state before the first operation a whole number of
+/// seconds in is taken as the initial one, so a first operation runs at
+/// this instant's phase in the second or half a lease from it; at a whole
+/// second a store that reads time in whole seconds (the milliseconds
 /// dropped) would answer as if it did not, and escape.
 pub const START_MS: i64 = harness::server::VIRTUAL_EPOCH_MS + 379;
 
@@ -488,7 +489,10 @@ impl State {
 
     fn hash_reading<H: Hasher>(&self, h: &mut H, relative: bool, far_ms: i64, canon: &mut Canon) {
         let now = if relative { self.now } else { 0 };
-        if !relative {
+        if relative {
+            // Only shifts by whole seconds are merged ([`crate::SHIFT_GRAIN_MS`]).
+            self.now.rem_euclid(crate::SHIFT_GRAIN_MS).hash(h);
+        } else {
             self.now.hash(h);
         }
         let far = if relative { far_ms } else { i64::MAX };
@@ -719,8 +723,12 @@ mod tests {
     fn a_time_near_now_reads_relative_to_it_and_a_stream_never_does() {
         let fp = |s: &State| s.fingerprint();
         let a = holding(NOW, "hash", &[b"expires_at", b"2000000001000"], b"d");
-        let b = holding(NOW + 500, "hash", &[b"expires_at", b"2000000001500"], b"d");
+        let b = holding(NOW + 1000, "hash", &[b"expires_at", b"2000000002000"], b"d");
         assert_eq!(fp(&a), fp(&b));
+        // Less than a second apart: a store reading time in whole seconds
+        // could tell them apart (crate::SHIFT_GRAIN_MS).
+        let half = holding(NOW + 500, "hash", &[b"expires_at", b"2000000001500"], b"d");
+        assert_ne!(fp(&a), fp(&half));
         // The same content a shift apart, on absolute times: two states.
         let (mut a, mut b) = (a, b);
         a.absolute_times = true;
@@ -728,12 +736,12 @@ mod tests {
         assert_ne!(fp(&a), fp(&b));
         // A time inside text reads relative too.
         let a = holding(NOW, "string", &[b"a|1|2000000001000"], b"d");
-        let b = holding(NOW + 500, "string", &[b"a|1|2000000001500"], b"d");
+        let b = holding(NOW + 1000, "string", &[b"a|1|2000000002000"], b"d");
         assert_eq!(fp(&a), fp(&b));
-        let b = holding(NOW + 500, "string", &[b"a|2|2000000001500"], b"d");
+        let b = holding(NOW + 1000, "string", &[b"a|2|2000000002000"], b"d");
         assert_ne!(fp(&a), fp(&b));
         let a = holding(NOW, "stream", &[], b"2000000001000-0");
-        let b = holding(NOW + 500, "stream", &[], b"2000000001500-0");
+        let b = holding(NOW + 1000, "stream", &[], b"2000000002000-0");
         assert_ne!(fp(&a), fp(&b));
     }
 

@@ -116,9 +116,9 @@ fn the_cache_and_restore_skipping_change_no_state_and_no_verdict() {
         let old = ExplorerConfig {
             cache: false,
             skip_restore: false,
-            ..config(vec![0, LEASE_MS / 2, -LEASE_MS], 5, 10)
+            ..config(vec![0, LEASE_MS / 2, -LEASE_MS], 4, 10)
         };
-        let fast = config(vec![0, LEASE_MS / 2, -LEASE_MS], 5, 10);
+        let fast = config(vec![0, LEASE_MS / 2, -LEASE_MS], 4, 10);
         let slow = run(store.clone(), &old);
         let quick = run(store.clone(), &fast);
         assert_eq!(decided(&slow), decided(&quick), "{name}");
@@ -148,11 +148,11 @@ fn fail_fast_stops_at_the_first_violation_names_what_it_left_and_passes_nothing(
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn StoreFactory> = Arc::new(ClientClockLease::new(builtin(&dir)));
     let skews = vec![0, LEASE_MS / 2, LEASE_MS, -LEASE_MS];
-    let whole = run(store.clone(), &config(skews.clone(), 6, 10));
+    let whole = run(store.clone(), &config(skews.clone(), 5, 10));
     assert!(whole.not_explored.is_none());
     let fast = ExplorerConfig {
         fail_fast: true,
-        ..config(skews, 6, 10)
+        ..config(skews, 5, 10)
     };
     let cut = run(store, &fast);
     let left = cut.not_explored.clone().expect("fail-fast left something");
