@@ -513,6 +513,28 @@ fn what_held_says_how_far_it_was_checked_after_a_violation() {
     }
 }
 
+/// The built-in store with each of `scripts` patched: `find` replaced by
+/// `replace` (the patch must apply).
+fn patched(
+    dir: &tempfile::TempDir,
+    name: &'static str,
+    scripts: &[&'static str],
+    find: &'static str,
+    replace: &'static str,
+) -> sabotage::LuaSabotage {
+    let patches: Vec<sabotage::LuaPatch> = scripts
+        .iter()
+        .map(|script| sabotage::LuaPatch {
+            script,
+            find,
+            replace,
+        })
+        .collect();
+    let store = sabotage::LuaSabotage::with_patches(name, &patches, builtin(dir));
+    assert!(store.error().is_none(), "{:?}", store.error());
+    store
+}
+
 /// The built-in store with its lease scripts reading server time as `now`
 /// (Lua, from the reply `t` of `TIME`) instead of in milliseconds.
 fn coarse_clock(
@@ -521,22 +543,8 @@ fn coarse_clock(
     now: &'static str,
 ) -> sabotage::LuaSabotage {
     const MS: &str = "tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)";
-    let patch = |script| sabotage::LuaPatch {
-        script,
-        find: MS,
-        replace: now,
-    };
-    let store = sabotage::LuaSabotage::with_patches(
-        name,
-        &[
-            patch("lease_take.lua"),
-            patch("lease_renew.lua"),
-            patch("lease_read.lua"),
-        ],
-        builtin(dir),
-    );
-    assert!(store.error().is_none(), "{:?}", store.error());
-    store
+    let scripts = ["lease_take.lua", "lease_renew.lua", "lease_read.lua"];
+    patched(dir, name, &scripts, MS, now)
 }
 
 /// The built-in store reading server time in whole seconds (a coarse
@@ -630,16 +638,12 @@ fn a_store_on_a_coarse_clock_is_told_apart_by_absolute_time_and_caught() {
 #[test]
 fn a_key_expiring_at_the_states_instant_is_restored() {
     let dir = tempfile::tempdir().unwrap();
-    let store = sabotage::LuaSabotage::with_patches(
+    let store = take_patched(
+        &dir,
         "lock-key-with-px",
-        &[sabotage::LuaPatch {
-            script: "lease_take.lua",
-            find: "return {'granted', epoch, expires}",
-            replace: "redis.call('SET', key .. ':lock', holder, 'PX', ttl)\nreturn {'granted', epoch, expires}",
-        }],
-        builtin(&dir),
+        "return {'granted', epoch, expires}",
+        "redis.call('SET', key .. ':lock', holder, 'PX', ttl)\nreturn {'granted', epoch, expires}",
     );
-    assert!(store.error().is_none(), "{:?}", store.error());
     let mut cfg = config(vec![0], 5, 1);
     cfg.cache_check_one_in = 1;
     let outcome = run(Arc::new(store), &cfg);
@@ -726,17 +730,7 @@ fn take_patched(
     find: &'static str,
     replace: &'static str,
 ) -> sabotage::LuaSabotage {
-    let store = sabotage::LuaSabotage::with_patches(
-        name,
-        &[sabotage::LuaPatch {
-            script: "lease_take.lua",
-            find,
-            replace,
-        }],
-        builtin(dir),
-    );
-    assert!(store.error().is_none(), "{:?}", store.error());
-    store
+    patched(dir, name, &["lease_take.lua"], find, replace)
 }
 
 /// Issue 40, item 1: a hash with a value over 64 bytes is held in the
@@ -838,16 +832,12 @@ fn a_take_comparing_expiry_in_whole_seconds_is_caught() {
 #[test]
 fn a_busy_naming_the_caller_as_holder_fails_answered() {
     let dir = tempfile::tempdir().unwrap();
-    let store = sabotage::LuaSabotage::with_patches(
+    let store = take_patched(
+        &dir,
         "busy-names-caller",
-        &[sabotage::LuaPatch {
-            script: "lease_take.lua",
-            find: "return {'busy', rec[1], epoch, rec[3]}",
-            replace: "return {'busy', holder, epoch, rec[3]}",
-        }],
-        builtin(&dir),
+        "return {'busy', rec[1], epoch, rec[3]}",
+        "return {'busy', holder, epoch, rec[3]}",
     );
-    assert!(store.error().is_none(), "{:?}", store.error());
     let outcome = run(Arc::new(store), &config(vec![0], 3, 1));
     let answered = check(&outcome, "explorer.answered");
     assert_eq!(answered.verdict, Verdict::Fail, "{}", answered.reason);
