@@ -201,7 +201,7 @@ pub(crate) fn cache_command(
         for q in queued {
             // The same write queued on a server with room and refused on
             // a full one: the one `EXEC` runs it, the other aborts.
-            let refused = matches!(q.reply.as_bytes().first(), Some(b'-' | b'!'));
+            let refused = harness::gate::transaction::refused_when_queued(q.reply.as_bytes());
             args.push(b"\0storeproof:queued".to_vec());
             args.push(vec![u8::from(refused)]);
             args.push(q.command.args.len().to_string().into_bytes());

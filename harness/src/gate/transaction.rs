@@ -90,6 +90,13 @@ pub fn open_transaction_by<'a, T>(
     queued
 }
 
+/// Whether `reply`, a server's answer to queueing a command inside
+/// `MULTI`, refused it (an error, RESP2's or RESP3's): the transaction's
+/// `EXEC` is then aborted.
+pub fn refused_when_queued(reply: &[u8]) -> bool {
+    matches!(reply.first(), Some(b'-' | b'!'))
+}
+
 const OK: &[u8] = b"+OK\r\n";
 const EXECABORT: &[u8] = b"-EXECABORT Transaction discarded because of previous errors.\r\n";
 
@@ -135,7 +142,7 @@ impl Transaction {
     /// Notes the server's answer to queueing a command ([`Kept::Queue`]):
     /// an error aborts the transaction at its `EXEC`.
     pub(crate) fn queued_reply(&mut self, reply: &[u8]) {
-        if matches!(reply.first(), Some(b'-' | b'!')) {
+        if refused_when_queued(reply) {
             self.refused = true;
         }
     }
