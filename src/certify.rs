@@ -145,6 +145,12 @@ pub struct CertifyArgs {
     /// default: none; at most 40).
     #[arg(long, default_value_t = 0, value_name = "STEPS", value_parser = sized(Bounds::new(0, 40, "")))]
     pub(crate) three_depth: usize,
+    /// Explorer: the second clock's skews in ms, comma-separated (default
+    /// 0,500,-500,1000,-1000,10000,-10000: none, half a lease, a lease and
+    /// ten leases either way). Each is a search of its own: fewer is faster
+    /// and decides less, and every PASS line names the skews searched.
+    #[arg(long, value_name = "MS,...", value_parser = skews, allow_hyphen_values = true)]
+    pub(crate) skews: Option<Skews>,
     /// Explorer: take states that differ only by a renaming of instances of
     /// one clock as one (fewer states; sound only for a store that treats
     /// holder names alike, which is checked on a sample of the merges, not
@@ -315,6 +321,15 @@ pub(crate) const WALKS: Bounds = Bounds::new(0, 100_000, "");
 pub(crate) const KILLS: Bounds = Bounds::new(1, 1000, KILLS_WHY);
 pub(crate) const FAULT_ROUNDS: Bounds = Bounds::new(1, 10_000, ROUNDS_WHY);
 pub(crate) const FAULTS: Bounds = Bounds::new(1, 10_000, FAULTS_WHY);
+
+/// The skews of `--skews` (one value to clap, not a list of values).
+#[derive(Debug, Clone)]
+pub(crate) struct Skews(pub(crate) Vec<i64>);
+
+/// The clap parser of `--skews` ([`explorer::parse_skews`]).
+fn skews(text: &str) -> Result<Skews, String> {
+    explorer::parse_skews(text).map(Skews)
+}
 
 /// A clap parser for a count within `bounds`.
 pub(crate) fn sized(
@@ -815,7 +830,10 @@ fn explorer_config(args: &CertifyArgs, seed: u64) -> explorer::ExplorerConfig {
         lost_replies: args.lost_replies,
         seed,
         threads: args.threads,
-        skews: explorer::skews(),
+        skews: args
+            .skews
+            .as_ref()
+            .map_or_else(explorer::skews, |s| s.0.clone()),
         absolute_times: false,
         fail_fast: args.fail_fast(),
         ..Default::default()

@@ -87,6 +87,9 @@ fn the_node_example_passes_the_lease_explorer() {
             "5",
             "--walks",
             "5",
+            // Two skews: the others search the same operations again.
+            "--skews",
+            "0,-500",
         ],
         &dir.path().join("r"),
     );
@@ -152,6 +155,8 @@ fn a_take_that_draws_a_uuid_per_operation_passes_the_lease_explorer() {
             "4",
             "--walks",
             "0",
+            "--skews",
+            "0,-500",
         ],
         &dir.path().join("r"),
     );
@@ -190,6 +195,9 @@ fn a_take_in_a_watch_transaction_passes_and_its_twin_without_the_watch_fails() {
         "4",
         "--walks",
         "0",
+        // Two skews (each search of whole operations is long on Node).
+        "--skews",
+        "0,-500",
     ];
     let script = "fixtures/adapters/designs/watch_take.js";
     let (code, report) = certify(script, &args, &dir.path().join("ok"));

@@ -99,6 +99,9 @@ fn the_python_example_adapter_passes_the_explorer() {
             "5",
             "--walks",
             "10",
+            // Two skews: the others search the same operations again.
+            "--skews",
+            "0,-500",
             "--store",
         ])
         .arg(format!("cmd:{} {}", common::python(), adapter.display()))
@@ -116,7 +119,7 @@ fn the_python_example_adapter_passes_the_explorer() {
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     let per_skew = report["stats"]["explorer"]["per_skew"].as_array().unwrap();
     // Each skew searched for the lease and for the queue.
-    assert_eq!(per_skew.len(), 14);
+    assert_eq!(per_skew.len(), 4);
     for s in per_skew {
         if s["contract"] == "queue" {
             assert_eq!(s["queue_claim_race_reached"], true);
@@ -177,6 +180,9 @@ fn a_store_offering_only_rate_limits_gets_the_rest_skipped_with_reasons() {
             "4",
             "--walks",
             "4",
+            // Two skews: the rate limits' races are reached at either.
+            "--skews",
+            "0,-500",
             "--store",
         ])
         .arg(format!("cmd:{} {}", common::python(), adapter.display()))
@@ -225,6 +231,15 @@ fn a_store_offering_only_rate_limits_gets_the_rest_skipped_with_reasons() {
             );
         }
     }
+    // A PASS of a search on chosen skews names them.
+    let named = report["checks"].as_array().unwrap().iter().any(|c| {
+        c["id"].as_str().unwrap().starts_with("explorer.rate.")
+            && c["reason"]
+                .as_str()
+                .unwrap()
+                .contains("for 2 clock skews (+0, -500 ms, not the default 7)")
+    });
+    assert!(named, "{}", report["checks"]);
     assert!(report["stats"]["crash"]["total"]["pauses_acknowledged"].as_u64() >= Some(20));
     assert_eq!(report["stats"]["crash"]["total"]["epochs_acknowledged"], 0);
 }

@@ -106,3 +106,63 @@ pub fn skews() -> Vec<i64> {
         -10 * LEASE_MS,
     ]
 }
+
+/// The most skews one run may search (each is a search of its own).
+pub const MAX_SKEWS: usize = 16;
+/// The largest skew a run may ask for (ms): an hour, far past any lease.
+pub const MAX_SKEW_MS: i64 = 3_600_000;
+
+/// The skews of `certify --skews`: comma-separated milliseconds, each
+/// within ±[`MAX_SKEW_MS`], none twice, 1 to [`MAX_SKEWS`] of them; else
+/// what is wrong, in words a user can act on.
+pub fn parse_skews(text: &str) -> Result<Vec<i64>, String> {
+    let mut out: Vec<i64> = Vec::new();
+    for part in text.split(',') {
+        let part = part.trim();
+        let ms: i64 = part.parse().map_err(|_| {
+            format!("{part:?} is not a whole number of milliseconds (e.g. --skews 0,500,-1000)")
+        })?;
+        if ms.abs() > MAX_SKEW_MS {
+            return Err(format!(
+                "{ms} ms is more than an hour either way (at most ±{MAX_SKEW_MS})"
+            ));
+        }
+        if out.contains(&ms) {
+            return Err(format!("the skew {ms} ms is given twice"));
+        }
+        out.push(ms);
+    }
+    if out.len() > MAX_SKEWS {
+        return Err(format!(
+            "{} skews: at most {MAX_SKEWS} (each is a search of its own)",
+            out.len()
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skews_are_read_as_milliseconds_and_bad_ones_refused_with_the_reason() {
+        assert_eq!(parse_skews("0, 500,-1000"), Ok(vec![0, 500, -1000]));
+        assert_eq!(parse_skews("-10000"), Ok(vec![-10_000]));
+        for (bad, says) in [
+            ("", "not a whole number"),
+            ("0,,5", "not a whole number"),
+            ("1.5", "not a whole number"),
+            ("0,0", "given twice"),
+            ("3600001", "more than an hour"),
+            ("-3600001", "more than an hour"),
+        ] {
+            let e = parse_skews(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        let seventeen: Vec<String> = (0..17).map(|i| i.to_string()).collect();
+        assert!(parse_skews(&seventeen.join(","))
+            .unwrap_err()
+            .contains("at most 16"));
+    }
+}

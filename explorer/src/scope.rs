@@ -31,9 +31,11 @@ pub(crate) fn scope(
     .flatten()
     .collect();
     let mut scope = format!(
-        "every schedule of two instances {} steps deep for {} clock skews{}, and {} seeded walks of three (seed {})",
+        "every schedule of two instances {} steps deep for {} clock skew{}{}{}, and {} seeded walks of three (seed {})",
         config.depth_of(contract.unwrap_or(Contract::Lease)),
         config.skews.len(),
+        if config.skews.len() == 1 { "" } else { "s" },
+        chosen_skews(config),
         if reductions.is_empty() {
             ""
         } else {
@@ -265,4 +267,18 @@ fn memory_reading(figures: &ExplorerFigures) -> Option<String> {
             "adapter processes were kept between operations on trial, checked on {checked} steps computed again on other processes (they agreed)"
         )
     })
+}
+
+/// The skews searched, named when they are not the default seven (a run
+/// that chose fewer must say which it decided on).
+fn chosen_skews(config: &ExplorerConfig) -> String {
+    if config.skews == crate::skews() {
+        return String::new();
+    }
+    let named: Vec<String> = config.skews.iter().map(|s| format!("{s:+}")).collect();
+    format!(
+        " ({} ms, not the default {})",
+        named.join(", "),
+        crate::skews().len()
+    )
 }

@@ -775,7 +775,7 @@ fn a_pass_of_a_reduced_search_names_each_reduction() {
     let holder = check(&reduced, "explorer.one-live-holder");
     assert_eq!(holder.verdict, Verdict::Pass, "{}", holder.reason);
     for named in [
-        "every schedule of two instances 4 steps deep for 1 clock skews, up to the reductions named below",
+        "every schedule of two instances 4 steps deep for 1 clock skew (+0 ms, not the default 7), up to the reductions named below",
         "reductions: under second clock +0 ms states that differ only by a shift of every time by whole seconds were taken as one (sound for a store that reads time in milliseconds or whole seconds), checked on",
         "a renaming of instances of one clock were taken as one (",
         "taken from what it did then (this assumes the store's operation is a function of what it is given",
@@ -794,7 +794,7 @@ fn a_pass_of_a_reduced_search_names_each_reduction() {
     assert_eq!(holder.verdict, Verdict::Pass, "{}", holder.reason);
     assert!(
         holder.reason.contains(
-            "every schedule of two instances 4 steps deep for 1 clock skews, and 0 seeded walks"
+            "every schedule of two instances 4 steps deep for 1 clock skew (+0 ms, not the default 7), and 0 seeded walks"
         ),
         "{}",
         holder.reason
