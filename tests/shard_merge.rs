@@ -34,6 +34,9 @@ const RUN: &[&str] = &[
     "4",
     "--walks",
     "6",
+    // Three skews: six searches (two contracts), two a shard.
+    "--skews",
+    "0,500,-1000",
     "--kills",
     "3",
     "--opt-out-kills",

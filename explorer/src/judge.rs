@@ -149,7 +149,18 @@ fn cut_short(next: &mut State, i: usize, op: Op, clock_ms: i64) {
     // a stuck tree.
     let mut until = None;
     match Some(op) {
-        Some(Op::Take | Op::Renew) => until = Some(next.now + LEASE_MS),
+        Some(Op::Take) => until = Some(next.now + LEASE_MS),
+        Some(Op::Renew) => {
+            until = Some(next.now + LEASE_MS);
+            // It may have renewed the lease it held: the record may now
+            // expire as late as a lease from now.
+            let held = next.insts[i].held;
+            for g in next.ghost.iter_mut() {
+                if g.instance == i && Some(g.epoch) == held && !g.released {
+                    g.may_hold_until = g.may_hold_until.max(next.now + LEASE_MS);
+                }
+            }
+        }
         Some(Op::Release) => {
             // It had asked to release: it gave its lease up then, though the
             // store may still hold it for the rest of its promise.
@@ -257,7 +268,14 @@ pub(crate) fn answered(
         (op, Ok(reply)) if op.contract() == Contract::Rate => {
             crate::rate::answered(next, i, op, req, reply, invoked)
         }
-        (Op::Take, Ok(Reply::Granted { epoch, .. })) => {
+        (
+            Op::Take,
+            Ok(Reply::Granted {
+                epoch,
+                expires_at_ms,
+            }),
+        ) => {
+            expiry_from_now(next, i, req, *expires_at_ms, asked_at);
             let epoch = *epoch;
             if epoch <= max_epoch {
                 next.violate(
@@ -295,8 +313,16 @@ pub(crate) fn answered(
                 );
             }
         }
-        (Op::Take, Ok(Reply::Busy { holder, epoch, .. })) => {
+        (
+            Op::Take,
+            Ok(Reply::Busy {
+                holder,
+                epoch,
+                expires_at_ms,
+            }),
+        ) => {
             named_as_granted(next, i, req, holder, *epoch);
+            expiry_as_granted(next, i, req, (*epoch, *expires_at_ms), asked_at);
             let promised = next
                 .ghost
                 .iter()
@@ -324,7 +350,8 @@ pub(crate) fn answered(
                 );
             }
         }
-        (Op::Renew, Ok(Reply::Renewed { .. })) => {
+        (Op::Renew, Ok(Reply::Renewed { expires_at_ms })) => {
+            expiry_from_now(next, i, req, *expires_at_ms, asked_at);
             if zombie {
                 next.violate(
                     Property::ZombieRefused,
@@ -376,7 +403,9 @@ pub(crate) fn answered(
             next.insts[i].held = None;
         }
         (Op::Release, Ok(_)) => next.insts[i].held = None,
-        (Op::Read, Ok(Reply::Lease(view))) => read_judged(next, i, req, view.as_ref(), max_epoch),
+        (Op::Read, Ok(Reply::Lease(view))) => {
+            read_judged(next, i, req, view.as_ref(), (max_epoch, asked_at))
+        }
         (_, Ok(_)) => {}
     }
 }
@@ -409,6 +438,99 @@ fn named_as_granted(next: &mut State, i: usize, req: &Request, holder: &str, epo
     );
 }
 
+/// A `granted` or `renewed` answer's expiry is the server time of the
+/// grant plus the ttl asked for (docs/PROTOCOL.md §4.2), and the grant
+/// happened at some instant between asking (`asked_at`) and answering
+/// (now): an operation of several commands decides in one of them.
+fn expiry_from_now(next: &mut State, i: usize, req: &Request, expires_at_ms: i64, asked_at: i64) {
+    let ttl = ttl_of(req);
+    let (from, to) = (asked_at + ttl, next.now + ttl);
+    if (from..=to).contains(&expires_at_ms) {
+        return;
+    }
+    let when = if asked_at == next.now {
+        format!("at server time {asked_at}")
+    } else {
+        format!(
+            "between server times {asked_at} (asked) and {} (answered)",
+            next.now
+        )
+    };
+    let mut should = if from == to {
+        format!("{from}")
+    } else {
+        format!("between {from} and {to}")
+    };
+    let skew = next.insts[i].skew_ms;
+    if skew != 0 && (from..=to).contains(&(expires_at_ms - skew)) {
+        should.push_str(&format!(
+            " ({skew:+} ms off: the instance's clock, which is {skew:+} ms off the server's, not server time)"
+        ));
+    }
+    next.violate_and_go_on(
+        Property::Answered,
+        format!(
+            "instance {}'s {} answered expires_at_ms {expires_at_ms}, but it ran {when}: the expiry is the grant's server time plus ttl_ms {ttl}, so {should}",
+            instance_name(i),
+            req.op()
+        ),
+    );
+}
+
+/// The ttl `req` asked for (the explorer's lease otherwise).
+fn ttl_of(req: &Request) -> i64 {
+    match req {
+        Request::LeaseTake { ttl_ms, .. } | Request::LeaseRenew { ttl_ms, .. } => *ttl_ms,
+        _ => LEASE_MS,
+    }
+}
+
+/// A `busy` or a live `lease.read` shows the live lease's expiry: live at
+/// some instant while the operation ran, so after the server time it was
+/// asked at (`asked_at`); and when its epoch is an acknowledged grant, no
+/// later than the last acknowledged take or renew of it may have set it
+/// (`may_hold_until`, while that is ahead: the fingerprint forgets it
+/// after), unless a renew of it is in flight. (An expiry shown earlier
+/// than promised is left to the checks of what follows: an operation in
+/// flight may have read the record before a renew moved it on.)
+fn expiry_as_granted(
+    next: &mut State,
+    i: usize,
+    req: &Request,
+    (epoch, expires_at_ms): (i64, i64),
+    asked_at: i64,
+) {
+    let now = next.now;
+    let mut wrong = None;
+    if expires_at_ms <= asked_at {
+        wrong = Some(format!(
+            "it asked at server time {asked_at}, so a lease it found live expires after that"
+        ));
+    } else if let Some(g) = next.ghost.iter().find(|g| g.epoch == epoch) {
+        let renewing = next.insts[g.instance]
+            .pending
+            .as_ref()
+            .is_some_and(|p| p.op == Op::Renew);
+        if !renewing && g.may_hold_until > now && expires_at_ms > g.may_hold_until {
+            wrong = Some(format!(
+                "the last take or renew of it acknowledged to instance {} set it to {} at the latest, and no renew of it was in flight",
+                instance_name(g.instance),
+                g.may_hold_until
+            ));
+        }
+    }
+    if let Some(why) = wrong {
+        next.violate_and_go_on(
+            Property::Answered,
+            format!(
+                "instance {}'s {} showed epoch {epoch} expiring at {expires_at_ms}, but {why}",
+                instance_name(i),
+                req.op()
+            ),
+        );
+    }
+}
+
 /// A `lease.read` shows the record as it was at some instant while it ran:
 /// its epoch at least every epoch acknowledged as granted before it was
 /// invoked (a tree's epoch only grows), and a live record names its holder
@@ -420,7 +542,7 @@ fn read_judged(
     i: usize,
     req: &Request,
     view: Option<&model::contract::LeaseView>,
-    granted_before: i64,
+    (granted_before, asked_at): (i64, i64),
 ) {
     let name = instance_name(i);
     let epoch = view.map(|v| v.epoch);
@@ -438,7 +560,10 @@ fn read_judged(
         return;
     };
     match (&view.holder, view.expires_at_ms) {
-        (Some(holder), Some(_)) => named_as_granted(next, i, req, holder, view.epoch),
+        (Some(holder), Some(expires_at_ms)) => {
+            named_as_granted(next, i, req, holder, view.epoch);
+            expiry_as_granted(next, i, req, (view.epoch, expires_at_ms), asked_at);
+        }
         _ => next.violate(
             Property::Answered,
             format!(

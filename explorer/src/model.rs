@@ -87,7 +87,7 @@ pub struct LeaseModel {
 impl LeaseModel {
     /// Every action possible in `state`, in a fixed order.
     pub fn possible(&self, state: &State, out: &mut Vec<Action>) {
-        if state.harness_error.is_some() || !state.violations.is_empty() {
+        if state.stops() {
             return;
         }
         if self.whole_operations {

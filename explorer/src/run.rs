@@ -453,7 +453,7 @@ pub fn explore_part(
         let w = walk(&model, config.walk_steps, &mut rng);
         walk_steps += w.actions.len();
         saw_unsupported(&w.last.unsupported);
-        if !w.last.violations.is_empty() && w.actions.len() < config.walk_steps {
+        if w.last.stopped_by_violation() && w.actions.len() < config.walk_steps {
             walks_cut += 1;
         }
         std::hash::Hash::hash(&(&w.skews, &w.actions), &mut digest);

@@ -339,7 +339,7 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool, shift: Shift
                 // violation, no trouble) loses anything, and only one the
                 // absolute reading, or no renaming, would not make.
                 let checking = shift.per_level > 0;
-                let goes_on = next.harness_error.is_none() && next.violations.is_empty();
+                let goes_on = !next.stops();
                 let shifted = !model.absolute_times && absolute(kept) != absolute(&next);
                 // A merge the renaming of drawn values made (a shift in
                 // time too, or not) is that renaming's to answer for.
@@ -370,7 +370,7 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool, shift: Shift
                 out.unique_states += 1;
             }
             out.max_depth = depth;
-            if !next.violations.is_empty() && next.steps < model.max_steps {
+            if next.stopped_by_violation() && next.steps < model.max_steps {
                 // No successors (see `LeaseModel::possible`): what the other
                 // properties were checked on ends here.
                 out.violating_states_cut += 1;

@@ -389,6 +389,11 @@ pub struct State {
     pub(crate) rate: crate::rate::RateGhost,
     /// Broken properties (sticky): (property, what happened).
     pub(crate) violations: Vec<(Property, String)>,
+    /// The properties of `violations` broken only by what an answer showed
+    /// (an expiry), which leaves the store and the ghost as they were: the
+    /// search goes on past them, so what such a store also breaks later
+    /// (two live holders, say) is still found.
+    pub(crate) followed_past: Vec<Property>,
     /// A renew by a holder whose epoch was superseded was reached (the first
     /// takeover race).
     pub(crate) zombie_renew_reached: bool,
@@ -448,6 +453,7 @@ impl State {
             queue: crate::queue::QueueGhost::new(),
             rate: crate::rate::RateGhost::default(),
             violations: Vec::new(),
+            followed_past: Vec::new(),
             zombie_renew_reached: false,
             zombie_release_reached: false,
             unacked_until: None,
@@ -585,6 +591,7 @@ impl State {
         for (p, _) in &self.violations {
             p.hash(h);
         }
+        self.followed_past.hash(h);
         for (op, _) in &self.unsupported {
             op.hash(h);
         }
@@ -615,6 +622,29 @@ impl State {
         if !self.broke(property) {
             self.violations.push((property, what));
         }
+    }
+
+    /// Records `property` broken by what an answer showed, and goes on
+    /// (see `followed_past`).
+    pub(crate) fn violate_and_go_on(&mut self, property: Property, what: String) {
+        if !self.broke(property) {
+            self.violations.push((property, what));
+            self.followed_past.push(property);
+        }
+    }
+
+    /// Whether the search stops here: the harness's trouble, or a property
+    /// broken that is not followed past.
+    pub(crate) fn stops(&self) -> bool {
+        self.harness_error.is_some() || self.stopped_by_violation()
+    }
+
+    /// Whether a property broken here is one the search does not follow
+    /// past.
+    pub(crate) fn stopped_by_violation(&self) -> bool {
+        self.violations
+            .iter()
+            .any(|(p, _)| !self.followed_past.contains(p))
     }
 }
 

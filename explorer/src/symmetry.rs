@@ -229,6 +229,7 @@ pub(crate) fn renamed(state: &State, perm: &[usize]) -> State {
             .iter()
             .map(|(p, _)| (*p, String::new()))
             .collect(),
+        followed_past: state.followed_past.clone(),
         zombie_renew_reached: state.zombie_renew_reached,
         zombie_release_reached: state.zombie_release_reached,
         unacked_until: state.unacked_until,

@@ -34,7 +34,7 @@ pub fn play(model: &LeaseModel, actions: &[Action]) -> (Vec<Action>, State) {
         }
         state = model.step(&state, *a);
         taken.push(*a);
-        if !state.violations.is_empty() || state.harness_error.is_some() {
+        if state.stops() {
             break;
         }
     }

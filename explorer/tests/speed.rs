@@ -177,7 +177,8 @@ fn fail_fast_stops_at_the_first_violation_names_what_it_left_and_passes_nothing(
             .cloned()
             .unwrap_or_else(|| panic!("no {id}"))
     };
-    let failed = of(&cut, "explorer.one-live-holder");
+    // The first violation: a grant's expiry on the caller's clock (one step).
+    let failed = of(&cut, "explorer.answered");
     assert_eq!(failed.verdict, Verdict::Fail, "{}", failed.reason);
     // The same counterexample as the whole exploration's: the search of
     // the skew that broke it ran its level whole.
@@ -187,7 +188,7 @@ fn fail_fast_stops_at_the_first_violation_names_what_it_left_and_passes_nothing(
             .as_ref()
             .and_then(|c| c.explorer())
             .map(|c| &c.schedule),
-        of(&whole, "explorer.one-live-holder")
+        of(&whole, "explorer.answered")
             .counterexample
             .as_ref()
             .and_then(|c| c.explorer())

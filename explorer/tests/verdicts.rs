@@ -147,7 +147,8 @@ fn any_thread_count_explores_the_same_states_at_depth_10() {
 }
 
 /// A lock like jedis-lock (SETNX, then GET and GETSET, all on the caller's
-/// clock), as an external adapter: its two live holders are reported and
+/// clock), as an external adapter: its grants' expiries fail
+/// `explorer.answered` (issue 40, item 5), its two live holders are reported and
 /// shrunk, and re-running an unfinished take after a tick is not taken for
 /// non-determinism (the take keeps the clock it was invoked with).
 #[test]
@@ -159,8 +160,17 @@ fn a_jedis_like_lock_on_the_callers_clock_breaks_one_live_holder_shrunk() {
     }
     let complete = check(&outcome, "explorer.exploration-complete");
     assert_eq!(complete.verdict, Verdict::Pass, "{}", complete.reason);
+    // Its grants' expiries are on the caller's clock too, which the answer
+    // shows at once; the search goes on past that to the two holders.
     let answered = check(&outcome, "explorer.answered");
-    assert_eq!(answered.verdict, Verdict::Pass, "{}", answered.reason);
+    assert_eq!(answered.verdict, Verdict::Fail, "{}", answered.reason);
+    assert!(
+        answered
+            .reason
+            .contains("the instance's clock, which is +1000 ms off"),
+        "{}",
+        answered.reason
+    );
     let holder = check(&outcome, "explorer.one-live-holder");
     assert_eq!(holder.verdict, Verdict::Fail, "{}", holder.reason);
     assert!(
@@ -851,4 +861,28 @@ fn a_busy_naming_the_caller_as_holder_fails_answered() {
     let builtin = run(Arc::new(builtin(&dir)), &config(vec![0], 3, 1));
     let answered = check(&builtin, "explorer.answered");
     assert_eq!(answered.verdict, Verdict::Pass, "{}", answered.reason);
+}
+
+/// A busy take shows the live lease's expiry (issue 40, item 5): a take
+/// whose busy answer claims a millisecond more than the record holds (a
+/// torn read of the expiry, say) fails `explorer.answered`, saying what its
+/// grant made the expiry; the built-in store's pass (the test above).
+#[test]
+fn a_busy_showing_an_expiry_its_grant_could_not_have_set_fails_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = take_patched(
+        &dir,
+        "busy-expiry-late",
+        "return {'busy', rec[1], epoch, rec[3]}",
+        "return {'busy', rec[1], epoch, tonumber(rec[3]) + 1}",
+    );
+    let outcome = run(Arc::new(store), &config(vec![0], 3, 1));
+    let answered = check(&outcome, "explorer.answered");
+    assert_eq!(answered.verdict, Verdict::Fail, "{}", answered.reason);
+    assert!(
+        answered.reason.contains("showed epoch 1 expiring at")
+            && answered.reason.contains("set it to"),
+        "{}",
+        answered.reason
+    );
 }

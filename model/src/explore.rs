@@ -367,7 +367,7 @@ impl Property {
             ),
             Property::Answered => spec(
                 "explorer.answered",
-                "every operation gets an answer from the store, not an error (store_full while the server is full), a write refused as store_full changes nothing, a busy take, a lost renew and a live read name the holder their epoch was granted to, and a read shows no epoch older than one granted before it",
+                "every operation gets an answer from the store, not an error (store_full while the server is full), a write refused as store_full changes nothing, a busy take, a lost renew and a live read name the holder their epoch was granted to and an expiry its take or renew could have set, a grant or renewal expires a ttl after an instant it ran at, and a read shows no epoch older than one granted before it",
             ),
             Property::ZombieRenewRace => spec(
                 "explorer.zombie-renew-race-reached",

@@ -56,12 +56,17 @@ fn granted(epoch: i64) -> Result<Reply, StoreError> {
     })
 }
 
-/// `busy`, naming instance b's epoch 1.
-fn busy() -> Result<Reply, StoreError> {
+/// `busy` in `state`, naming instance b's epoch 1, expiring when its grant
+/// promised if that is still ahead, else a millisecond from now.
+fn busy(state: &State) -> Result<Reply, StoreError> {
+    let promised = state.ghost.iter().find(|g| g.epoch == 1);
     Ok(Reply::Busy {
         holder: crate::state::holder(1).into(),
         epoch: 1,
-        expires_at_ms: START,
+        expires_at_ms: promised
+            .map(|g| g.valid_until)
+            .filter(|t| *t > state.now)
+            .unwrap_or(state.now + 1),
     })
 }
 
@@ -94,12 +99,12 @@ fn a_take_answered_later_than_asked_may_hold_until_a_lease_after_its_answer() {
     // rightly hold: mutual exclusion, not a stuck tree.
     let mut within = next.clone();
     within.now = START + LEASE_MS + 1;
-    let refused = answer(&within, 0, Op::Take, busy());
+    let refused = answer(&within, 0, Op::Take, busy(&within));
     assert!(refused.violations.is_empty(), "{:?}", refused.violations);
     // Refused after that too: the tree is stuck.
     let mut after = next;
     after.now = START + 5 + LEASE_MS + 1;
-    let refused = answer(&after, 0, Op::Take, busy());
+    let refused = answer(&after, 0, Op::Take, busy(&after));
     assert_eq!(only(&refused), vec![Property::NoTreeStuck]);
 }
 
@@ -276,7 +281,7 @@ fn the_races_are_not_reached_when_the_newer_grant_came_in_flight() {
 
 #[test]
 fn no_tree_stuck_fails_on_a_busy_take_of_a_tree_never_taken() {
-    let next = answer(&two(0), 0, Op::Take, busy());
+    let next = answer(&two(0), 0, Op::Take, busy(&two(0)));
     assert_eq!(only(&next), vec![Property::NoTreeStuck]);
     let why = next.violation(Property::NoTreeStuck).unwrap();
     assert!(why.contains("no lease had ever been granted"), "{why}");
@@ -286,12 +291,12 @@ fn no_tree_stuck_fails_on_a_busy_take_of_a_tree_never_taken() {
 fn no_tree_stuck_fails_on_a_busy_take_after_every_lease_ran_out() {
     let mut s = two(0);
     s.ghost.push(grant(1, 1, START - 1));
-    let next = answer(&s, 0, Op::Take, busy());
+    let next = answer(&s, 0, Op::Take, busy(&s));
     assert!(next.broke(Property::NoTreeStuck));
     // At the very instant it runs out the lease may still hold.
     let mut s = two(0);
     s.ghost.push(grant(1, 1, START));
-    let next = answer(&s, 0, Op::Take, busy());
+    let next = answer(&s, 0, Op::Take, busy(&s));
     assert!(next.violations.is_empty(), "{:?}", next.violations);
 }
 
@@ -301,7 +306,7 @@ fn answered_fails_on_a_busy_or_lost_naming_another_holder_for_a_granted_epoch() 
     s.ghost.push(grant(1, 1, START + LEASE_MS));
     // Epoch 1 is b's: a busy naming it as b's, or naming an epoch not yet
     // acknowledged, says nothing wrong.
-    assert!(answer(&s, 0, Op::Take, busy()).violations.is_empty());
+    assert!(answer(&s, 0, Op::Take, busy(&s)).violations.is_empty());
     let unacked = Ok(Reply::Busy {
         holder: crate::state::holder(0).into(),
         epoch: 2,
@@ -390,20 +395,20 @@ fn no_tree_stuck_passes_while_someone_else_may_hold_the_tree() {
     // A live lease.
     let mut s = two(0);
     s.ghost.push(grant(1, 1, START + 500));
-    assert!(answer(&s, 0, Op::Take, busy()).violations.is_empty());
+    assert!(answer(&s, 0, Op::Take, busy(&s)).violations.is_empty());
     // Another take in flight.
     let mut s = two(0);
     in_flight(&mut s, 1, Op::Take);
-    assert!(answer(&s, 0, Op::Take, busy()).violations.is_empty());
+    assert!(answer(&s, 0, Op::Take, busy(&s)).violations.is_empty());
     // One a crash interrupted, for a lease from the crash.
     let mut s = two(0);
     in_flight(&mut s, 1, Op::Take);
     crashed(&mut s, 1);
     assert_eq!(s.unacked_until, Some(START + LEASE_MS));
-    assert!(answer(&s, 0, Op::Take, busy()).violations.is_empty());
+    assert!(answer(&s, 0, Op::Take, busy(&s)).violations.is_empty());
     // ... but not beyond it.
     s.now = START + LEASE_MS + 1;
-    assert!(answer(&s, 0, Op::Take, busy()).broke(Property::NoTreeStuck));
+    assert!(answer(&s, 0, Op::Take, busy(&s)).broke(Property::NoTreeStuck));
 }
 
 #[test]
@@ -507,4 +512,107 @@ fn discovers_reads_the_races_reached() {
     assert!(!discovers(&next, Property::ZombieReleaseRace));
     let next = answer(&s, 0, Op::Release, Ok(Reply::NotHeld {}));
     assert!(discovers(&next, Property::ZombieReleaseRace));
+}
+
+/// `busy` in `state` naming instance b's epoch 1, expiring at `at`.
+fn busy_until(at: i64) -> Result<Reply, StoreError> {
+    Ok(Reply::Busy {
+        holder: crate::state::holder(1).into(),
+        epoch: 1,
+        expires_at_ms: at,
+    })
+}
+
+#[test]
+fn a_grant_or_renewal_expires_a_ttl_after_an_instant_it_ran_at() {
+    // Asked at START, answered 5 ms later: any instant between decided it.
+    let mut s = two(0);
+    let inv = invoked(&s, 0, Op::Take);
+    s.now = START + 5;
+    for (at, ok) in [
+        (START + LEASE_MS - 1, false),
+        (START + LEASE_MS, true),
+        (START + LEASE_MS + 5, true),
+        (START + LEASE_MS + 6, false),
+        (START + LEASE_MS / 1000, false), // a ttl read as seconds
+    ] {
+        let out = Ok(Reply::Granted {
+            epoch: 1,
+            expires_at_ms: at,
+        });
+        let next = answer_with(&s, 0, Op::Take, out, inv);
+        assert_eq!(
+            next.violations.is_empty(),
+            ok,
+            "{at}: {:?}",
+            next.violations
+        );
+        if !ok {
+            assert_eq!(only(&next), vec![Property::Answered]);
+            let why = next.violation(Property::Answered).unwrap();
+            assert!(why.contains("between 1001000 and 1001005"), "{why}");
+        }
+    }
+    // A renew of one command: exactly a ttl from now.
+    let mut s = two(0);
+    s.ghost.push(grant(0, 1, START + 500));
+    s.insts[0].held = Some(1);
+    let renewed = |at| Ok(Reply::Renewed { expires_at_ms: at });
+    let next = answer(&s, 0, Op::Renew, renewed(START + LEASE_MS));
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+    let next = answer(&s, 0, Op::Renew, renewed(START + 500));
+    assert_eq!(only(&next), vec![Property::Answered]);
+    // An expiry on a skewed caller's clock says so.
+    let skewed = two(LEASE_MS);
+    let out = Ok(Reply::Granted {
+        epoch: 1,
+        expires_at_ms: START + 2 * LEASE_MS,
+    });
+    let next = answer(&skewed, 1, Op::Take, out);
+    let why = next.violation(Property::Answered).unwrap();
+    assert!(
+        why.contains("the instance's clock, which is +1000 ms off"),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_busy_shows_the_expiry_its_holders_grant_or_renewal_set() {
+    // b holds epoch 1, granted between START - 10 and START - 5.
+    let mut s = two(0);
+    s.ghost.push(Grant {
+        valid_until: START + 990,
+        may_hold_until: START + 995,
+        ..grant(1, 1, 0)
+    });
+    for (at, ok) in [
+        (START + 990, true),
+        (START + 995, true),
+        (START + 996, false), // later than any instant it ran at allows
+        (START, false),       // not live when asked
+    ] {
+        let next = answer(&s, 0, Op::Take, busy_until(at));
+        assert_eq!(
+            next.violations.is_empty(),
+            ok,
+            "{at}: {:?}",
+            next.violations
+        );
+        if !ok {
+            assert_eq!(only(&next), vec![Property::Answered], "{at}");
+        }
+    }
+    // b's renew in flight may have moved it later already.
+    let mut renewing = s.clone();
+    renewing.insts[1].held = Some(1);
+    in_flight(&mut renewing, 1, Op::Renew);
+    let next = answer(&renewing, 0, Op::Take, busy_until(START + 2000));
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+    // So may a renew a crash cut short, up to a lease from the crash.
+    crashed(&mut renewing, 1);
+    assert_eq!(renewing.ghost[0].may_hold_until, START + LEASE_MS);
+    let next = answer(&renewing, 0, Op::Take, busy_until(START + LEASE_MS));
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+    let next = answer(&renewing, 0, Op::Take, busy_until(START + LEASE_MS + 1));
+    assert_eq!(only(&next), vec![Property::Answered]);
 }
