@@ -211,9 +211,10 @@ pub struct CertifyArgs {
     /// whole on one shard; `storeproof merge` joins the N reports.
     #[arg(long, value_name = "K/N", value_parser = crate::shard::Shard::from_str)]
     pub(crate) shard: Option<crate::shard::Shard>,
-    /// Explorer: stop at the first violation and report it at once; the
-    /// clock skews and walks not explored are named, and no check they
-    /// would have decided passes (they are skipped). On by default when
+    /// Explorer: stop at the first violation of a check the run asks for
+    /// and report it at once; the clock skews and walks not explored are
+    /// named, and no check they would have decided passes (they are
+    /// skipped). On by default when
     /// the CI environment variable is set (not empty, 0 or false);
     /// --fail-fast=false turns it off there.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]

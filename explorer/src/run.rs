@@ -79,7 +79,14 @@ pub fn explore_part(
     let mut findings: Vec<Finding> = Vec::new();
     // What fail-fast left out, part by part.
     let mut not_explored: Vec<String> = Vec::new();
-    let broke = |findings: &[Finding]| findings.iter().any(|f| f.property != Property::HarnessOk);
+    // `--fail-fast` stops at a violation of a property the run asks about.
+    let broke = |findings: &[Finding]| {
+        findings.iter().any(|f| {
+            f.property != Property::HarnessOk
+                && (config.stop_on.is_empty() || config.stop_on.contains(&f.property))
+        })
+    };
+    let fail_fast = config.fail_fast.then_some(&config.stop_on[..]);
     let mut per_skew = Vec::new();
     // (search, race, skew): the races a search never reached.
     let mut unreached: Vec<(usize, Property, i64)> = Vec::new();
@@ -214,7 +221,7 @@ pub fn explore_part(
             per_level: config.shift_checks_per_level,
             memory_per_level: config.memory_checks_per_level,
         };
-        let mut searched = search(&model, pool, config.fail_fast, shift);
+        let mut searched = search(&model, pool, fail_fast, shift);
         let mut shift_checked = searched.shift_checked;
         let mut memory_checked = searched.memory_checked;
         let (mut shift_failure, mut symmetry_failure, mut memory_failure) = (None, None, None);
@@ -260,13 +267,13 @@ pub fn explore_part(
             } else {
                 break;
             }
-            searched = search(&model, pool, config.fail_fast, shift);
+            searched = search(&model, pool, fail_fast, shift);
             shift_checked += searched.shift_checked;
             memory_checked += searched.memory_checked;
         }
         // Races the interleaved search left unreached: sought again among
         // schedules of whole operations, as deep in operations.
-        let whole = whole_operations(&model, pool, config.fail_fast, shift, races, &searched);
+        let whole = whole_operations(&model, pool, fail_fast, shift, races, &searched);
         if let Some(w) = &whole {
             progress(&format!(
                 "explorer: {}, second clock {skew:+} ms{three}: a race unreached in {} steps of single commands; whole operations, {} steps deep: {} states ({} unique)",
@@ -578,7 +585,7 @@ pub fn explore_part(
 fn whole_operations(
     model: &LeaseModel,
     pool: &mut Pool,
-    fail_fast: bool,
+    fail_fast: Option<&[Property]>,
     shift: ShiftCheck,
     races: &[Property],
     searched: &Searched,
@@ -586,10 +593,7 @@ fn whole_operations(
     let unreached = races.iter().any(|r| !searched.discoveries.contains_key(r));
     let stopped = searched.stopped_at.is_some()
         || searched.discoveries.contains_key(&Property::HarnessOk)
-        || (fail_fast
-            && Property::always(model.contract)
-                .iter()
-                .any(|p| searched.discoveries.contains_key(p)));
+        || crate::search::stops_fast(fail_fast, model.contract, &searched.discoveries);
     if !unreached || stopped || model.whole_operations {
         return None;
     }

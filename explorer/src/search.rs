@@ -230,7 +230,8 @@ fn bytes(state: &State) -> u64 {
 }
 
 /// Every state `model` reaches within its `max_steps`, level by level; with
-/// `fail_fast`, only the levels up to the first that breaks a property
+/// `fail_fast`, only the levels up to the first that breaks a property it
+/// names (any, when it names none)
 /// (that level whole, so the discovery is the one the full search makes).
 ///
 /// With times read relative to now (not `model.absolute_times`), two states
@@ -239,7 +240,12 @@ fn bytes(state: &State) -> u64 {
 /// level's such merges checked: the successors of both states, under every
 /// action, must fingerprint alike. When they do not, the search stops there
 /// with [`Searched::shift_failure`] set.
-pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool, shift: ShiftCheck) -> Searched {
+pub fn search(
+    model: &LeaseModel,
+    pool: &mut Pool,
+    fail_fast: Option<&[Property]>,
+    shift: ShiftCheck,
+) -> Searched {
     let symmetry = Symmetry::of(&model.skews, model.symmetric);
     let init = model.initial();
     let mut out = Searched {
@@ -408,10 +414,8 @@ pub fn search(model: &LeaseModel, pool: &mut Pool, fail_fast: bool, shift: Shift
                 break;
             }
         }
-        let broken = Property::always(model.contract)
-            .iter()
-            .any(|p| out.discoveries.contains_key(p));
-        if fail_fast && broken && !level.is_empty() && depth < model.max_steps {
+        let broken = stops_fast(fail_fast, model.contract, &out.discoveries);
+        if broken && !level.is_empty() && depth < model.max_steps {
             out.stopped_at = Some(depth);
             break;
         }
@@ -696,6 +700,23 @@ fn run_level(
         }
     }
     out
+}
+
+/// Whether `--fail-fast` stops at what was `found`: `fail_fast` holds the
+/// properties the run asks about (every one when empty), so a run asking
+/// for one check is not stopped by another's violation.
+pub(crate) fn stops_fast(
+    fail_fast: Option<&[Property]>,
+    contract: harness::contract::Contract,
+    found: &BTreeMap<Property, Discovery>,
+) -> bool {
+    let Some(asked) = fail_fast else {
+        return false;
+    };
+    Property::always(contract)
+        .iter()
+        .filter(|p| asked.is_empty() || asked.contains(p))
+        .any(|p| found.contains_key(p))
 }
 
 #[cfg(test)]

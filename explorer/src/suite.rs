@@ -75,9 +75,15 @@ impl Suite for ExplorerSuite {
                 *c == harness::contract::Contract::Lease || subject.factory.keeps_state_in_redis()
             })
             .collect();
+        // --fail-fast stops only at a violation of a check asked for.
+        let stop_on = Property::ALL
+            .into_iter()
+            .filter(|p| to_run.iter().any(|spec| spec.id == p.id()))
+            .collect();
         let config = ExplorerConfig {
             seed: subject.seed,
             contracts,
+            stop_on,
             server: subject.server_kind().cloned(),
             ..self.config.clone()
         };

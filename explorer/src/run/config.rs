@@ -48,6 +48,9 @@ pub struct ExplorerConfig {
     /// the walks not yet run are not explored (the checks say which, and
     /// none that is not failed passes).
     pub fail_fast: bool,
+    /// The properties whose violation `fail_fast` stops at: those of the
+    /// checks the run asks for (`certify --check`); empty: every one.
+    pub stop_on: Vec<crate::Property>,
     /// Restore the server only when a command must reach it and it does
     /// not hold the state already (the same states; fewer round trips).
     pub skip_restore: bool,
@@ -109,6 +112,7 @@ impl Default for ExplorerConfig {
             skews: crate::skews(),
             absolute_times: false,
             fail_fast: false,
+            stop_on: Vec::new(),
             skip_restore: true,
             cache: true,
             keep_after_abandon: true,
