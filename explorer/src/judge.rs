@@ -151,25 +151,20 @@ fn cut_short(next: &mut State, i: usize, op: Op, clock_ms: i64) {
     match Some(op) {
         Some(Op::Take) => until = Some(next.now + LEASE_MS),
         Some(Op::Renew) => {
-            until = Some(next.now + LEASE_MS);
+            let later = next.now + LEASE_MS;
+            until = Some(later);
             // It may have renewed the lease it held: the record may now
             // expire as late as a lease from now.
-            let held = next.insts[i].held;
-            for g in next.ghost.iter_mut() {
-                if g.instance == i && Some(g.epoch) == held && !g.released {
-                    g.may_hold_until = g.may_hold_until.max(next.now + LEASE_MS);
-                }
+            for g in unreleased_held(next, i) {
+                g.may_hold_until = g.may_hold_until.max(later);
             }
         }
         Some(Op::Release) => {
             // It had asked to release: it gave its lease up then, though the
             // store may still hold it for the rest of its promise.
-            let held = next.insts[i].held;
-            for g in next.ghost.iter_mut() {
-                if g.instance == i && Some(g.epoch) == held && !g.released {
-                    g.released = true;
-                    until = until.max(Some(g.may_hold_until));
-                }
+            for g in unreleased_held(next, i) {
+                g.released = true;
+                until = until.max(Some(g.may_hold_until));
             }
         }
         Some(op) if op.contract() == Contract::Rate => crate::rate::crashed(next, i, op, clock_ms),
@@ -177,6 +172,14 @@ fn cut_short(next: &mut State, i: usize, op: Op, clock_ms: i64) {
         None => {}
     }
     next.unacked_until = next.unacked_until.max(until);
+}
+
+/// The grants of the epoch instance `i` believes it holds, not released.
+fn unreleased_held(next: &mut State, i: usize) -> impl Iterator<Item = &mut Grant> {
+    let held = next.insts[i].held;
+    next.ghost
+        .iter_mut()
+        .filter(move |g| g.instance == i && Some(g.epoch) == held && !g.released)
 }
 
 /// Instance `i`'s operation `op` (sent as `req`) was answered `out`:

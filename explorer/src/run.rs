@@ -83,7 +83,7 @@ pub fn explore_part(
     let broke = |findings: &[Finding]| {
         findings.iter().any(|f| {
             f.property != Property::HarnessOk
-                && (config.stop_on.is_empty() || config.stop_on.contains(&f.property))
+                && crate::search::stops_on(&config.stop_on, f.property)
         })
     };
     let fail_fast = config.fail_fast.then_some(&config.stop_on[..]);

@@ -715,8 +715,14 @@ pub(crate) fn stops_fast(
     };
     Property::always(contract)
         .iter()
-        .filter(|p| asked.is_empty() || asked.contains(p))
+        .filter(|p| stops_on(asked, **p))
         .any(|p| found.contains_key(p))
+}
+
+/// Whether `--fail-fast` stops at a violation of `property`, given the
+/// properties the run asks about (`asked`; every one when empty).
+pub(crate) fn stops_on(asked: &[Property], property: Property) -> bool {
+    asked.is_empty() || asked.contains(&property)
 }
 
 #[cfg(test)]

@@ -60,14 +60,30 @@ fn granted(epoch: i64) -> Result<Reply, StoreError> {
 /// promised if that is still ahead, else a millisecond from now.
 fn busy(state: &State) -> Result<Reply, StoreError> {
     let promised = state.ghost.iter().find(|g| g.epoch == 1);
-    Ok(Reply::Busy {
-        holder: crate::state::holder(1).into(),
-        epoch: 1,
-        expires_at_ms: promised
+    busy_until(
+        promised
             .map(|g| g.valid_until)
             .filter(|t| *t > state.now)
             .unwrap_or(state.now + 1),
+    )
+}
+
+/// `busy` naming instance b's epoch 1, expiring at `at`.
+fn busy_until(at: i64) -> Result<Reply, StoreError> {
+    Ok(Reply::Busy {
+        holder: crate::state::holder(1).into(),
+        epoch: 1,
+        expires_at_ms: at,
     })
+}
+
+/// `next` broke nothing when `ok`, else `explorer.answered` alone.
+fn answered_unless(next: &State, ok: bool, at: i64) {
+    if ok {
+        assert!(next.violations.is_empty(), "{at}: {:?}", next.violations);
+    } else {
+        assert_eq!(only(next), vec![Property::Answered], "{at}");
+    }
 }
 
 fn only(state: &State) -> Vec<Property> {
@@ -514,15 +530,6 @@ fn discovers_reads_the_races_reached() {
     assert!(discovers(&next, Property::ZombieReleaseRace));
 }
 
-/// `busy` in `state` naming instance b's epoch 1, expiring at `at`.
-fn busy_until(at: i64) -> Result<Reply, StoreError> {
-    Ok(Reply::Busy {
-        holder: crate::state::holder(1).into(),
-        epoch: 1,
-        expires_at_ms: at,
-    })
-}
-
 #[test]
 fn a_grant_or_renewal_expires_a_ttl_after_an_instant_it_ran_at() {
     // Asked at START, answered 5 ms later: any instant between decided it.
@@ -541,14 +548,8 @@ fn a_grant_or_renewal_expires_a_ttl_after_an_instant_it_ran_at() {
             expires_at_ms: at,
         });
         let next = answer_with(&s, 0, Op::Take, out, inv);
-        assert_eq!(
-            next.violations.is_empty(),
-            ok,
-            "{at}: {:?}",
-            next.violations
-        );
+        answered_unless(&next, ok, at);
         if !ok {
-            assert_eq!(only(&next), vec![Property::Answered]);
             let why = next.violation(Property::Answered).unwrap();
             assert!(why.contains("between 1001000 and 1001005"), "{why}");
         }
@@ -592,15 +593,7 @@ fn a_busy_shows_the_expiry_its_holders_grant_or_renewal_set() {
         (START, false),       // not live when asked
     ] {
         let next = answer(&s, 0, Op::Take, busy_until(at));
-        assert_eq!(
-            next.violations.is_empty(),
-            ok,
-            "{at}: {:?}",
-            next.violations
-        );
-        if !ok {
-            assert_eq!(only(&next), vec![Property::Answered], "{at}");
-        }
+        answered_unless(&next, ok, at);
     }
     // b's renew in flight may have moved it later already.
     let mut renewing = s.clone();
