@@ -325,7 +325,7 @@ pub(crate) fn answered(
             }),
         ) => {
             named_as_granted(next, i, req, holder, *epoch);
-            expiry_as_granted(next, i, req, (*epoch, *expires_at_ms), asked_at);
+            expiry_as_granted(next, i, req, (*epoch, *expires_at_ms));
             let promised = next
                 .ghost
                 .iter()
@@ -406,9 +406,7 @@ pub(crate) fn answered(
             next.insts[i].held = None;
         }
         (Op::Release, Ok(_)) => next.insts[i].held = None,
-        (Op::Read, Ok(Reply::Lease(view))) => {
-            read_judged(next, i, req, view.as_ref(), (max_epoch, asked_at))
-        }
+        (Op::Read, Ok(Reply::Lease(view))) => read_judged(next, i, req, view.as_ref(), max_epoch),
         (_, Ok(_)) => {}
     }
 }
@@ -488,50 +486,44 @@ fn ttl_of(req: &Request) -> i64 {
     }
 }
 
-/// A `busy` or a live `lease.read` shows the live lease's expiry: live at
-/// some instant while the operation ran, so after the server time it was
-/// asked at (`asked_at`); and when its epoch is an acknowledged grant, no
-/// later than the last acknowledged take or renew of it may have set it
-/// (`may_hold_until`, while that is ahead: the fingerprint forgets it
-/// after), unless a renew of it is in flight. (An expiry shown earlier
-/// than promised is left to the checks of what follows: an operation in
-/// flight may have read the record before a renew moved it on.)
+/// A `busy` or a live `lease.read` shows the live lease's expiry: when its
+/// epoch is an acknowledged grant, no later than the last acknowledged take
+/// or renew of it may have set it (`may_hold_until`, while that is ahead:
+/// the fingerprint forgets it after), unless a renew of it is in flight.
+/// An expiry shown earlier is not judged here: an operation in flight may
+/// have read the record before a renew moved it on, and a lease already
+/// out when shown is the stuck-tree check's, which allows a store to hold
+/// a lease until a ttl after the take that set it was answered (a take of
+/// several commands may count its ttl from an earlier instant than that).
 fn expiry_as_granted(
     next: &mut State,
     i: usize,
     req: &Request,
     (epoch, expires_at_ms): (i64, i64),
-    asked_at: i64,
 ) {
-    let now = next.now;
-    let mut wrong = None;
-    if expires_at_ms <= asked_at {
-        wrong = Some(format!(
-            "it asked at server time {asked_at}, so a lease it found live expires after that"
-        ));
-    } else if let Some(g) = next.ghost.iter().find(|g| g.epoch == epoch) {
-        let renewing = next.insts[g.instance]
-            .pending
-            .as_ref()
-            .is_some_and(|p| p.op == Op::Renew);
-        if !renewing && g.may_hold_until > now && expires_at_ms > g.may_hold_until {
-            wrong = Some(format!(
-                "the last take or renew of it acknowledged to instance {} set it to {} at the latest, and no renew of it was in flight",
-                instance_name(g.instance),
-                g.may_hold_until
-            ));
-        }
+    let Some(g) = next.ghost.iter().find(|g| g.epoch == epoch) else {
+        return;
+    };
+    let renewing = next.insts[g.instance]
+        .pending
+        .as_ref()
+        .is_some_and(|p| p.op == Op::Renew);
+    if renewing || g.may_hold_until <= next.now || expires_at_ms <= g.may_hold_until {
+        return;
     }
-    if let Some(why) = wrong {
-        next.violate_and_go_on(
-            Property::Answered,
-            format!(
-                "instance {}'s {} showed epoch {epoch} expiring at {expires_at_ms}, but {why}",
-                instance_name(i),
-                req.op()
-            ),
-        );
-    }
+    let why = format!(
+        "the last take or renew of it acknowledged to instance {} set it to {} at the latest, and no renew of it was in flight",
+        instance_name(g.instance),
+        g.may_hold_until
+    );
+    next.violate_and_go_on(
+        Property::Answered,
+        format!(
+            "instance {}'s {} showed epoch {epoch} expiring at {expires_at_ms}, but {why}",
+            instance_name(i),
+            req.op()
+        ),
+    );
 }
 
 /// A `lease.read` shows the record as it was at some instant while it ran:
@@ -545,7 +537,7 @@ fn read_judged(
     i: usize,
     req: &Request,
     view: Option<&model::contract::LeaseView>,
-    (granted_before, asked_at): (i64, i64),
+    granted_before: i64,
 ) {
     let name = instance_name(i);
     let epoch = view.map(|v| v.epoch);
@@ -565,7 +557,7 @@ fn read_judged(
     match (&view.holder, view.expires_at_ms) {
         (Some(holder), Some(expires_at_ms)) => {
             named_as_granted(next, i, req, holder, view.epoch);
-            expiry_as_granted(next, i, req, (view.epoch, expires_at_ms), asked_at);
+            expiry_as_granted(next, i, req, (view.epoch, expires_at_ms));
         }
         _ => next.violate(
             Property::Answered,
