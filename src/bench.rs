@@ -2,7 +2,8 @@
 //! Redis connection sets, measured in the same run on the same machine;
 //! `storeproof bench linearizability`: the fault suite's checker's time on
 //! seeded histories; `storeproof bench certify`: the default run's wall time,
-//! whole and per suite.
+//! whole and per suite; `storeproof bench adapters` (`bench_adapters`): the
+//! example adapters' suites beside the built-in store's.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -27,6 +28,9 @@ pub enum Bench {
     /// Wall seconds of the default `certify` run (every suite, the built-in
     /// Redis stores, a managed server), whole and per suite.
     Certify(CertifyBench),
+    /// Each suite of the built-in store beside the Python and Node example
+    /// adapters' (median wall seconds, as ratios).
+    Adapters(crate::bench_adapters::AdaptersBench),
 }
 
 #[derive(Debug, Args)]
@@ -213,6 +217,7 @@ pub async fn run(bench: Bench) -> anyhow::Result<ExitCode> {
         Bench::Explorer(args) => args,
         Bench::Linearizability(args) => return Ok(linearizability(args)),
         Bench::Certify(args) => return certify(args),
+        Bench::Adapters(args) => return crate::bench_adapters::adapters(args),
     };
     if !args.stores.is_empty() {
         return beside_builtin(&args).await;

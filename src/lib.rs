@@ -27,6 +27,7 @@
 //! The `storeproof` binary is [`cli::main`].
 
 mod bench;
+mod bench_adapters;
 mod certify;
 pub mod cli;
 mod judge;

@@ -285,3 +285,40 @@ fn a_hit_counted_before_its_check_keeps_the_rate_contract_alone_but_loses_the_ra
         "explorer.rate.refused-only-when-due",
     );
 }
+
+/// Reusing processes between cases (docs/PROTOCOL.md §3.3) hides nothing:
+/// an adapter that offers `cases` but answers `lease.read` from its
+/// process's memory, and keeps that memory across cases, still fails the
+/// checks it fails on a new process per case (`renew-after-expiry` and
+/// `epoch-grows`, measured with `STOREPROOF_ADAPTER_CAPABILITIES=reconnect`)
+/// — and more, since a later case meets the earlier one's memory.
+#[test]
+fn a_store_that_remembers_across_cases_is_still_failed_in_conformance() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (code, report) = certify(
+        "read_from_memory.py",
+        "conformance.lease",
+        &dir.path().join("r"),
+    );
+    assert_eq!(code, Some(1), "{report}");
+    let failed: Vec<&str> = report["checks"]
+        .as_array()
+        .expect("the checks")
+        .iter()
+        .filter(|c| c["verdict"] == "fail")
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    for fresh_fails in [
+        "conformance.lease.renew-after-expiry",
+        "conformance.lease.epoch-grows",
+    ] {
+        assert!(
+            failed.contains(&fresh_fails),
+            "{fresh_fails} not failed: {failed:?}"
+        );
+    }
+    assert!(
+        failed.contains(&"conformance.lease.release-frees"),
+        "the memory carried into a later case is judged too: {failed:?}"
+    );
+}

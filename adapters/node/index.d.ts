@@ -456,6 +456,11 @@ export interface OpContext<O extends Op = Op> extends Context {
   readonly op: O;
 }
 
+/** The context of `close`: the case that ends. */
+export interface CloseContext extends Context {
+  readonly op: 'close';
+}
+
 /** The context of `reconnect`. */
 export interface ReconnectContext extends Context {
   readonly op: 'reconnect';
@@ -475,6 +480,12 @@ export interface Store {
   readonly state?: 'redis' | 'durable';
   /** Declares `stateless` (§3.2): the process keeps nothing between operations that changes a later command or answer. */
   readonly stateless?: boolean;
+  /**
+   * Declares `cases` (§3.3): the process may be sent a later hello for a new
+   * case (a new prefix, maybe another redis_url); `close` ends the earlier
+   * one first. Needs `close`.
+   */
+  readonly cases?: boolean;
   /** Each request's deadline after hello, in ms (default 5000; storeproof waits 10 s). */
   readonly deadlineMs?: number;
   /**
@@ -492,6 +503,12 @@ export interface Store {
   hello(hello: Hello): void | Promise<void>;
   /** Offered when present (§3.1): close every connection, open a new one, load every script. */
   reconnect?(ctx: ReconnectContext): void | Promise<void>;
+  /**
+   * Ends a case before a later hello (§3.3), for a store that declares
+   * `cases`: close every connection and forget everything of the case, so
+   * that the next hello finds the process as if just started.
+   */
+  close?(ctx: CloseContext): void | Promise<void>;
   /** The operations offered; one left out answers `unsupported`. */
   readonly ops: Operations;
 }

@@ -1259,6 +1259,9 @@ function checkStore(store) {
   for (const c of store.contracts) if (!CONTRACTS.includes(c)) fail(`names an unknown contract ${JSON.stringify(c)}`);
   if (typeof store.hello !== 'function') fail('needs a hello(hello) function');
   if (store.reconnect !== undefined && typeof store.reconnect !== 'function') fail('reconnect must be a function');
+  if (store.cases !== undefined && typeof store.cases !== 'boolean') fail('cases must be true or false');
+  if (store.close !== undefined && typeof store.close !== 'function') fail('close must be a function');
+  if (store.cases && !store.close) fail('declares cases but has no close(ctx) to end a case');
   if (store.state !== undefined && store.state !== 'redis' && store.state !== 'durable') fail('state must be "redis" or "durable"');
   const ops = store.ops || {};
   for (const [op, fn] of Object.entries(ops)) {
@@ -1284,6 +1287,7 @@ function createAdapter(store) {
     const list = [];
     if (store.reconnect) list.push('reconnect');
     if (store.stateless) list.push('stateless');
+    if (store.cases) list.push('cases');
     return list;
   };
 
@@ -1296,8 +1300,17 @@ function createAdapter(store) {
     );
 
   async function hello(args, clockMs) {
-    if (session) throw badRequest('hello: this instance already said hello');
+    if (session && !store.cases) throw badRequest('hello: this instance already said hello');
     const h = validateHello(args);
+    if (session) {
+      // A new case (§3.3): the earlier one is closed and forgotten first.
+      const ended = session;
+      session = null;
+      if (ended.kept) ended.kept.close();
+      const deadline = deadlineIn(deadlineMs);
+      const ctx = Object.freeze({ op: 'close', clockMs, deadline, instance: ended.hello.instance, prefix: ended.hello.prefix, log });
+      await guarded('close', deadline, () => store.close(ctx));
+    }
     logInstance = h.instance;
     const deadline = deadlineIn(HELLO_DEADLINE_MS);
     const ctx = Object.freeze({ ...h, clockMs, deadline, log });

@@ -207,7 +207,7 @@ impl Subject<'_> {
             opt_out: self.opt_out.clone(),
         };
         self.factory
-            .connect(&hello, clock_ms)
+            .connect_case(&hello, clock_ms)
             .await
             .map(|(_, client)| client)
             .map_err(|e| StoreError {

@@ -90,6 +90,9 @@ const store = {
   // The process keeps nothing between operations but its connection and the
   // scripts' SHAs: nothing that changes a later command or answer.
   stateless: true,
+  // A later hello starts a new case on this process (§3.3): close drops the
+  // connection, and hello sets everything else again.
+  cases: true,
 
   async hello(h) {
     url = h.redisUrl;
@@ -97,6 +100,12 @@ const store = {
     const sendNow = (/** @type {string[]} */ argv) => send(argv, h);
     await kit.checkServer(sendNow, h.optOut);
     await scripts.load(sendNow);
+  },
+
+  close() {
+    drop();
+    url = '';
+    prefix = '';
   },
 
   // A new connection with every script loaded, as hello left it (§3.1).

@@ -82,6 +82,32 @@ test('hello: a refusal is answered, and hello may be tried again', async () => {
   assert.equal(JSON.parse(await adapter.handleLine(HELLO)).error.kind, 'bad_request', 'a second hello');
 });
 
+test('hello again: a new case for a store that offers cases, after close ends the old one', async () => {
+  const { store, calls } = fakeStore({
+    cases: true,
+    close(ctx) {
+      calls.push(['close', ctx]);
+    },
+  });
+  const adapter = kit.createAdapter(store);
+  const first = JSON.parse(await adapter.handleLine(HELLO));
+  assert.deepEqual(first.ok.capabilities, ['reconnect', 'stateless', 'cases']);
+  // A bad hello is refused before the case it would end is closed.
+  const bad = JSON.parse(await adapter.handleLine(HELLO.replace('"opt_out":null', '"opt_out":"yes"')));
+  assert.equal(bad.error.kind, 'bad_request');
+  assert.equal(calls.filter(([c]) => c === 'close').length, 0);
+  const second = JSON.parse(await adapter.handleLine(HELLO.replace('sp:x:', 'sp:y:').replace('"id":0', '"id":1')));
+  assert.ok(second.ok);
+  const names = calls.map(([c]) => c);
+  assert.deepEqual(names, ['hello', 'close', 'hello']);
+  assert.equal(calls[1][1].prefix, 'sp:x:', 'close names the case that ends');
+  assert.equal(calls[2][1].prefix, 'sp:y:');
+  const op = kit.parseJson(await adapter.handleLine(line(2, 'lease.take', '{"tree":"t","holder":"a","ttl_ms":5}')));
+  assert.ok(op.ok);
+  assert.equal(calls[3][2].prefix, 'sp:y:', 'operations run in the new case');
+  assert.throws(() => kit.createAdapter(fakeStore({ cases: true }).store), TypeError, 'cases needs close');
+});
+
 test('hello: a misspelt opt-out or a non-Redis URL never reaches the store', async () => {
   const { store, calls } = fakeStore();
   const adapter = kit.createAdapter(store);

@@ -185,7 +185,7 @@ test('end to end', { skip, timeout: 120000 }, async (t) => {
   await t.test('hello answers what the store is', async () => {
     const a = new Instance();
     const h = await a.hello(durable.port, prefix());
-    assert.equal(kit.stringifyJson(h.ok), '{"name":"storeproof-node-example","version":"1.0","contracts":["lease","queue","rate"],"capabilities":["reconnect","stateless"]}');
+    assert.equal(kit.stringifyJson(h.ok), '{"name":"storeproof-node-example","version":"1.0","contracts":["lease","queue","rate"],"capabilities":["reconnect","stateless","cases"]}');
     assert.equal(await a.close(), 0, 'exit 0 at EOF');
   });
 

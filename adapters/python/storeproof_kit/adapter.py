@@ -15,6 +15,8 @@ The loop guarantees, whatever the store does:
   answered from the store's ``name``, ``version``, ``contracts``,
   ``capabilities`` and ``state``; ``reconnect`` (§3.1) routed to
   :meth:`Store.reconnect` only after ``hello`` and only without arguments;
+- a later ``hello`` (§3.3) refused unless the store declares ``cases``, and
+  then preceded by :meth:`Store.close`, which ends the earlier case;
 - every reply one the operation may answer, built by the reply builders
   (anything else is answered ``unavailable``);
 - a :class:`~storeproof_kit.errors.StoreError` raised by the store answered
@@ -34,8 +36,8 @@ from .errors import BAD_REQUEST, StoreError, bad_request, type_name, unavailable
 from .replies import Reply
 from .requests import CONTRACTS, Hello, Request, contract_of, parse_hello, parse_request
 
-#: The capabilities a hello answer may declare (§3.1, §3.2).
-CAPABILITIES = ("reconnect", "stateless")
+#: The capabilities a hello answer may declare (§3.1, §3.2, §3.3).
+CAPABILITIES = ("reconnect", "stateless", "cases")
 #: The places a store may say it keeps its state (§3).
 STATES = ("redis", "durable")
 
@@ -86,8 +88,16 @@ class Store:
         (:func:`~storeproof_kit.server.check_server` for a Redis store), load
         scripts, open side files. Raise a ``StoreError`` to refuse
         (``durability``, ``deployment``, ``config_refused``, ``unavailable``).
-        Called again only if an earlier ``hello`` raised."""
+        Called again if an earlier ``hello`` raised, or for a new case
+        (``cases``, after :meth:`close`)."""
         raise NotImplementedError("a Store must implement connect(hello)")
+
+    def close(self) -> None:
+        """Ends a case before a later ``hello`` (§3.3), for a store whose
+        ``capabilities`` list ``cases``: close every connection, side file
+        and cache, and forget everything of the case, so that the next
+        :meth:`connect` finds the process as if just started. Override it
+        when ``capabilities`` lists ``cases``."""
 
     def reconnect(self) -> None:
         """``reconnect`` (§3.1), only called after a successful ``hello``: close
@@ -177,9 +187,14 @@ class Adapter:
         return reply.wire()
 
     def _hello(self, args: Any) -> dict[str, Any]:
-        if self.connected:
+        cases = "cases" in (self.store.capabilities or ())
+        if self.connected and not cases:
             raise bad_request("hello: this instance is already connected")
         hello = parse_hello(args)
+        if self.connected:
+            # A new case (§3.3): the earlier one is closed and forgotten first.
+            self.hello = None
+            self.store.close()
         _who["instance"] = hello.instance
         self.store.connect(hello)
         answer = hello_answer(self.store)
@@ -218,6 +233,8 @@ def hello_answer(store: Store) -> dict[str, Any]:
             raise ValueError("unknown capabilities %r (known: %s)" % (unknown, ", ".join(CAPABILITIES)))
         if "reconnect" in capabilities and type(store).reconnect is Store.reconnect:
             raise ValueError("the store declares reconnect but does not implement Store.reconnect")
+        if "cases" in capabilities and type(store).close is Store.close:
+            raise ValueError("the store declares cases but does not implement Store.close")
         answer["capabilities"] = capabilities
     if store.state is not None:
         if store.state not in STATES:

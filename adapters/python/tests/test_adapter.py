@@ -248,6 +248,41 @@ class Loop(unittest.TestCase):
         out = self.run_lines([hello()], NoReconnect())
         self.assertIn("does not implement Store.reconnect", out[0]["error"]["message"])
 
+    def test_a_later_hello_starts_a_new_case_only_for_a_store_that_offers_cases(self):
+        class Cases(Memory):
+            capabilities = ["cases"]
+            closed = 0
+
+            def close(self):
+                self.closed += 1
+                self.leases = {}
+
+        out = self.run_lines([
+            hello(0),
+            req(1, "lease.take", {"tree": "t", "holder": "h", "ttl_ms": 5000}),
+            hello(2, prefix="sp:t2:", redis_url="redis://127.0.0.1:2/"),
+            req(3, "lease.read", {"tree": "t"}),
+            hello(4, prefix="sp:t3:", opt_out="nope"),
+            req(5, "lease.read", {"tree": "t"}),
+        ], Cases())
+        self.assertEqual(out[2]["ok"]["capabilities"], ["cases"])
+        self.assertEqual(self.store.hello.prefix, "sp:t2:")
+        self.assertEqual(self.store.hello.redis_url, "redis://127.0.0.1:2/")
+        self.assertEqual(out[3]["ok"], {"lease": None}, "the earlier case is forgotten")
+        # A bad hello is refused before the case it would end is closed.
+        self.assertEqual(out[4]["error"]["kind"], "bad_request")
+        self.assertEqual(self.store.closed, 1)
+        self.assertIn("ok", out[5])
+
+        class NoClose(kit.Store):
+            name, contracts, capabilities = "n", ["lease"], ["cases"]
+
+            def connect(self, hello):
+                pass
+
+        out = self.run_lines([hello()], NoClose())
+        self.assertIn("does not implement Store.close", out[0]["error"]["message"])
+
     def test_reconnect(self):
         out = self.run_lines([
             hello(),

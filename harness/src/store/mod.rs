@@ -149,4 +149,20 @@ pub trait StoreFactory: Send + Sync {
         hello: &Hello,
         clock_ms: i64,
     ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError>;
+
+    /// Connects one instance for a case of its own (a check, a scenario, a
+    /// generated sequence: its own prefix, judged on what its instances
+    /// answer), where an adapter's process may be one an earlier case of
+    /// the same instance name used, sent a new `hello` (docs/PROTOCOL.md
+    /// §3.3). What the instance answers must be what a fresh one would;
+    /// checks that need a process never used before (the explorer, which
+    /// re-runs operations on fresh processes, and the crash suite) call
+    /// [`connect`](Self::connect). By default the same as `connect`.
+    async fn connect_case(
+        &self,
+        hello: &Hello,
+        clock_ms: i64,
+    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
+        self.connect(hello, clock_ms).await
+    }
 }

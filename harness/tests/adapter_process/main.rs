@@ -1,5 +1,7 @@
 //! The adapter client's processes: a failure stays with its store
-//! (`failure`), and processes are started ahead of need (`spares`).
+//! (`failure`), processes are started ahead of need (`spares`) and kept
+//! between cases (`cases`).
 
+mod cases;
 mod failure;
 mod spares;
