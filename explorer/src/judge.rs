@@ -58,6 +58,26 @@ pub(crate) fn live_grants(state: &State) -> impl Iterator<Item = &Grant> {
     })
 }
 
+/// The epoch instance `i` names when it renews or releases a lease it does
+/// not hold (a stranger: its holder name is not the lease's): the newest
+/// epoch acknowledged as granted, when that was granted to another
+/// instance. `None` when `i` holds a lease (its renew and release name
+/// that), when nothing was granted, or when the newest grant was its own (a
+/// release of it cut short may not have landed: the lease may still be
+/// its, and a renew rightly succeed).
+///
+/// `acked_before` is how many grants were acknowledged when the operation
+/// was invoked: the epoch it names is fixed then (a re-run of it sends the
+/// same commands while later grants come and go).
+pub(crate) fn stranger_epoch(state: &State, i: usize, acked_before: usize) -> Option<i64> {
+    if state.insts.get(i)?.held.is_some() {
+        return None;
+    }
+    let known = &state.ghost[..acked_before.min(state.ghost.len())];
+    let newest = known.iter().max_by_key(|g| g.epoch)?;
+    (newest.instance != i).then_some(newest.epoch)
+}
+
 /// Whether someone other than instance `i` may hold the tree now: an
 /// unreleased grant promised beyond now, a take or renew of another
 /// instance in flight, or one a crash interrupted that may still hold.
@@ -150,6 +170,8 @@ fn cut_short(next: &mut State, i: usize, op: Op, clock_ms: i64) {
     let mut until = None;
     match Some(op) {
         Some(Op::Take) => until = Some(next.now + LEASE_MS),
+        // A stranger's renew (it held nothing) cannot have kept a lease.
+        Some(Op::Renew) if next.insts[i].held.is_none() => {}
         Some(Op::Renew) => {
             let later = next.now + LEASE_MS;
             until = Some(later);
@@ -216,6 +238,8 @@ pub(crate) fn answered(
     let max_epoch = before.iter().map(|g| g.epoch).max().unwrap_or(0);
     // Its epoch was superseded: another instance was granted a newer one.
     let zombie = held.is_some_and(|e| before.iter().any(|g| g.epoch > e && g.instance != i));
+    // It holds nothing and names another instance's epoch (a stranger).
+    let stranger = held.is_none() && matches!(op, Op::Renew | Op::Release);
     match op {
         Op::Renew if zombie => next.zombie_renew_reached = true,
         Op::Release if zombie => next.zombie_release_reached = true,
@@ -352,6 +376,17 @@ pub(crate) fn answered(
                     format!("instance {name}'s take at server time {now} was refused (busy) although no lease was live: {why}"),
                 );
             }
+        }
+        (Op::Renew | Op::Release, Ok(Reply::Renewed { .. } | Reply::Released {})) if stranger => {
+            next.violate(
+                Property::ZombieRefused,
+                format!(
+                    "instance {name}'s {} of epoch {} answered {}, but that lease is not {name}'s: it was granted to another instance, and {name} holds none",
+                    req.op(),
+                    epoch_named(req),
+                    if op == Op::Renew { "renewed" } else { "released" }
+                ),
+            );
         }
         (Op::Renew, Ok(Reply::Renewed { expires_at_ms })) => {
             expiry_from_now(next, i, req, *expires_at_ms, asked_at);
@@ -571,6 +606,14 @@ fn read_judged(
 }
 
 /// The property an answer to `op` that is not the contract's breaks.
+/// The epoch a renew or release names (0 for any other request).
+fn epoch_named(req: &Request) -> i64 {
+    match req {
+        Request::LeaseRenew { epoch, .. } | Request::LeaseRelease { epoch, .. } => *epoch,
+        _ => 0,
+    }
+}
+
 fn answered_property(op: Op) -> Property {
     match op.contract() {
         Contract::Queue => Property::QueueAnswered,

@@ -136,7 +136,16 @@ impl LeaseModel {
                 out.extend(ops.into_iter().map(|op| Action::Start(i, op)));
             } else if idle(inst) {
                 match inst.held {
-                    None => out.push(Action::Start(i, Op::Take)),
+                    None => {
+                        out.push(Action::Start(i, Op::Take));
+                        // A renew or release by an instance that holds
+                        // nothing, naming another's epoch: refused by a
+                        // store that compares the holder, not the epoch alone.
+                        if crate::judge::stranger_epoch(state, i, state.ghost.len()).is_some() {
+                            out.push(Action::Start(i, Op::Renew));
+                            out.push(Action::Start(i, Op::Release));
+                        }
+                    }
                     Some(_) => {
                         out.push(Action::Start(i, Op::Renew));
                         out.push(Action::Start(i, Op::Release));

@@ -279,10 +279,23 @@ struct Inner {
     probing: bool,
 }
 
-/// The request instance `i` sends for `op` in `state`.
+/// The request instance `i` sends for `op` invoked now in `state`.
 pub fn request(state: &State, i: usize, op: Op) -> Request {
+    request_as_invoked(state, i, op, state.ghost.len())
+}
+
+/// The request instance `i` sends for `op` in `state`, invoked when
+/// `acked_before` grants had been acknowledged (an operation in flight
+/// sends what it was invoked with).
+pub fn request_as_invoked(state: &State, i: usize, op: Op, acked_before: usize) -> Request {
     let holder = crate::symmetry::holder(i).to_string();
-    let epoch = state.insts[i].held.unwrap_or(0);
+    // A holder names its epoch; an instance holding nothing renews or
+    // releases another's (`judge::stranger_epoch`), as a client with a
+    // wrong token would.
+    let epoch = state.insts[i]
+        .held
+        .or_else(|| crate::judge::stranger_epoch(state, i, acked_before))
+        .unwrap_or(0);
     match op {
         Op::Take => Request::LeaseTake {
             tree: TREE.into(),

@@ -886,3 +886,40 @@ fn a_busy_showing_an_expiry_its_grant_could_not_have_set_fails_answered() {
         answered.reason
     );
 }
+
+/// Issue 40, item 5 (a renew or release by a non-holder who is not a
+/// zombie): an instance that holds nothing renews and releases the newest
+/// epoch granted to another. A store that compares the epoch and not the
+/// holder (a token compared wrongly) answers `renewed` or `released` to it
+/// and fails `explorer.zombie-refused`; the built-in store refuses both
+/// (the tests above pass it).
+#[test]
+fn a_renew_or_release_that_ignores_the_holder_fails_zombie_refused() {
+    for (name, script, find, replace, answered) in [
+        (
+            "renew-ignores-holder",
+            "lease_renew.lua",
+            "if live and rec[1] == ARGV[1] and rec[2] == ARGV[2] then",
+            "if live and rec[2] == ARGV[2] then",
+            "renewed",
+        ),
+        (
+            "release-ignores-holder",
+            "lease_release.lua",
+            "if rec[2] and rec[1] == ARGV[1] and rec[2] == ARGV[2] and rec[3] ~= '1' then",
+            "if rec[2] and rec[2] == ARGV[2] and rec[3] ~= '1' then",
+            "released",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = patched(&dir, name, &[script], find, replace);
+        let outcome = run(Arc::new(store), &config(vec![0], 3, 1));
+        let zombie = check(&outcome, "explorer.zombie-refused");
+        assert_eq!(zombie.verdict, Verdict::Fail, "{name}: {}", zombie.reason);
+        assert!(
+            zombie.reason.contains(answered) && zombie.reason.contains("holds none"),
+            "{name}: {}",
+            zombie.reason
+        );
+    }
+}

@@ -135,7 +135,8 @@ pub enum Property {
     OneLiveHolder,
     /// Every grant's epoch is greater than every earlier grant's.
     EpochMonotonic,
-    /// A renew or release naming a superseded epoch never succeeds.
+    /// A renew or release naming a superseded epoch, or sent by an
+    /// instance that does not hold the lease, never succeeds.
     ZombieRefused,
     /// Once every lease has run out, the tree can be taken again.
     NoTreeStuck,
@@ -359,7 +360,7 @@ impl Property {
             ),
             Property::ZombieRefused => spec(
                 "explorer.zombie-refused",
-                "a renew or release naming a superseded epoch never succeeds",
+                "a renew or release naming a superseded epoch, or a lease its sender does not hold, never succeeds",
             ),
             Property::NoTreeStuck => spec(
                 "explorer.no-tree-stuck",

@@ -276,6 +276,85 @@ fn a_release_of_ones_own_epoch_is_no_zombie_and_ends_its_grant() {
     assert_eq!(next.insts[0].held, None);
 }
 
+/// b holds nothing; a was granted epoch 1, live.
+fn a_holds_b_does_not() -> State {
+    let mut s = two(0);
+    s.ghost.push(grant(0, 1, START + 500));
+    s.insts[0].held = Some(1);
+    s
+}
+
+#[test]
+fn an_instance_holding_nothing_names_the_newest_epoch_when_it_is_anothers() {
+    let s = a_holds_b_does_not();
+    assert_eq!(stranger_epoch(&s, 1, 1), Some(1));
+    assert_eq!(
+        stranger_epoch(&s, 0, 1),
+        None,
+        "a holder names its own epoch"
+    );
+    let Request::LeaseRenew { holder, epoch, .. } = request(&s, 1, Op::Renew) else {
+        panic!("a renew")
+    };
+    assert_eq!((holder.as_str(), epoch), (crate::state::holder(1), 1));
+    // Nothing granted yet, or the newest grant its own (a release of it
+    // cut short may not have landed): no epoch to name.
+    assert_eq!(stranger_epoch(&two(0), 1, 0), None);
+    let mut own = a_holds_b_does_not();
+    own.insts[0].held = None;
+    assert_eq!(stranger_epoch(&own, 0, 1), None);
+    // In flight, it names what was known when it was invoked: a grant
+    // acknowledged since does not change its commands on a re-run.
+    let mut later = a_holds_b_does_not();
+    later.ghost.push(grant(0, 2, START + 900));
+    assert_eq!(stranger_epoch(&later, 1, 1), Some(1));
+    assert_eq!(stranger_epoch(&later, 1, 2), Some(2));
+    let Request::LeaseRelease { epoch, .. } =
+        crate::world::request_as_invoked(&later, 1, Op::Release, 1)
+    else {
+        panic!("a release")
+    };
+    assert_eq!(epoch, 1);
+}
+
+#[test]
+fn zombie_refused_fails_when_a_renew_or_release_by_a_non_holder_succeeds() {
+    let s = a_holds_b_does_not();
+    let renewed = Ok(Reply::Renewed {
+        expires_at_ms: START + LEASE_MS,
+    });
+    let next = answer(&s, 1, Op::Renew, renewed);
+    assert_eq!(only(&next), vec![Property::ZombieRefused]);
+    let why = &next.violations[0].1;
+    assert!(
+        why.contains("renewed") && why.contains("holds none"),
+        "{why}"
+    );
+    let next = answer(&s, 1, Op::Release, Ok(Reply::Released {}));
+    assert_eq!(only(&next), vec![Property::ZombieRefused]);
+    assert!(!next.ghost[0].released, "a's grant stands in the ghost");
+    // Refused, as the contract says: nothing broken, nothing believed.
+    let lost = Ok(Reply::Lost {
+        holder: Some(crate::state::holder(0).into()),
+        epoch: Some(1),
+    });
+    let next = answer(&s, 1, Op::Renew, lost);
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+    assert_eq!(next.insts[1].held, None);
+    let next = answer(&s, 1, Op::Release, Ok(Reply::NotHeld {}));
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+    assert!(!next.zombie_renew_reached && !next.zombie_release_reached);
+}
+
+#[test]
+fn a_non_holders_renew_cut_short_keeps_no_lease() {
+    let mut s = a_holds_b_does_not();
+    in_flight(&mut s, 1, Op::Renew);
+    crashed(&mut s, 1);
+    assert_eq!(s.unacked_until, None, "a stranger's renew holds nothing");
+    assert_eq!(s.ghost[0].may_hold_until, START + 500);
+}
+
 #[test]
 fn the_races_are_not_reached_when_the_newer_grant_came_in_flight() {
     // b's epoch 2 was acknowledged after a's renew and release were

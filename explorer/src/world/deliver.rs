@@ -24,8 +24,8 @@ impl Inner {
         guess: bool,
     ) -> Result<(), String> {
         let pending = if self.shared.speed.cache && guess && !self.recompute {
-            let req = request(next, i, pending.op);
             let invoked = pending.invoked();
+            let req = request_as_invoked(next, i, pending.op, invoked.acked_before);
             match self.replayed_behaviour(next, i, pending, &req, invoked) {
                 Ok(()) => return Ok(()),
                 Err(pending) => pending,
@@ -138,7 +138,7 @@ impl Inner {
             watch,
             ..
         } = pending;
-        let req = request(next, i, op);
+        let req = request_as_invoked(next, i, op, invoked.acked_before);
         let gate = self.gates[i].clone();
         // The run starts from the operation's first command: no
         // transaction is open until the replay opens it again.
@@ -427,7 +427,7 @@ impl Inner {
             watch,
             ..
         } = pending;
-        let req = request(next, i, op);
+        let req = request_as_invoked(next, i, op, invoked.acked_before);
         let gate = self.gates[i].clone();
         gate.reset_transactions();
         gate.set_watch_dirty(watch.dirty);
