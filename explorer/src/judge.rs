@@ -339,6 +339,16 @@ pub(crate) fn answered(
                     ),
                 );
             }
+            // A take while holding was granted a new lease: the one it held
+            // is over (a store grants it only once that one ran out; one
+            // granted while it was live broke one-live-holder above).
+            if let Some(before) = held.filter(|e| *e != epoch) {
+                for g in next.ghost.iter_mut() {
+                    if g.instance == i && g.epoch == before {
+                        g.released = true;
+                    }
+                }
+            }
         }
         (
             Op::Take,

@@ -149,6 +149,9 @@ impl LeaseModel {
                     Some(_) => {
                         out.push(Action::Start(i, Op::Renew));
                         out.push(Action::Start(i, Op::Release));
+                        // A take while holding: `busy` while its lease is
+                        // live (even the caller's own), a new epoch after.
+                        out.push(Action::Start(i, Op::Take));
                     }
                 }
                 out.push(Action::Start(i, Op::Read));

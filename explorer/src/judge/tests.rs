@@ -356,6 +356,42 @@ fn a_non_holders_renew_cut_short_keeps_no_lease() {
 }
 
 #[test]
+fn a_take_while_holding_is_busy_while_its_lease_is_live_and_a_new_lease_after() {
+    // a holds epoch 1, live until START + 500.
+    let s = a_holds_b_does_not();
+    let own = Ok(Reply::Busy {
+        holder: crate::state::holder(0).into(),
+        epoch: 1,
+        expires_at_ms: START + 500,
+    });
+    let next = answer(&s, 0, Op::Take, own);
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+    assert_eq!(next.insts[0].held, Some(1), "it still holds its lease");
+    // Granted a second lease while its first is live: two live grants.
+    let next = answer(&s, 0, Op::Take, granted(2));
+    assert_eq!(only(&next), vec![Property::OneLiveHolder]);
+    // Once its lease ran out, a new epoch; the old grant is over.
+    let mut out = s.clone();
+    out.now = START + 600;
+    let later = Ok(Reply::Granted {
+        epoch: 2,
+        expires_at_ms: out.now + LEASE_MS,
+    });
+    let next = answer(&out, 0, Op::Take, later);
+    assert!(next.violations.is_empty(), "{:?}", next.violations);
+    assert_eq!(next.insts[0].held, Some(2));
+    assert!(next.ghost[0].released && !next.ghost[1].released);
+    // Busy with its own lease run out, nobody else holding: stuck.
+    let stale = Ok(Reply::Busy {
+        holder: crate::state::holder(0).into(),
+        epoch: 1,
+        expires_at_ms: START + 500,
+    });
+    let next = answer(&out, 0, Op::Take, stale);
+    assert!(next.broke(Property::NoTreeStuck), "{:?}", next.violations);
+}
+
+#[test]
 fn the_races_are_not_reached_when_the_newer_grant_came_in_flight() {
     // b's epoch 2 was acknowledged after a's renew and release were
     // invoked: a did not know it was superseded.
