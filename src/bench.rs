@@ -55,27 +55,7 @@ fn certify(args: CertifyBench) -> anyhow::Result<ExitCode> {
     );
     let mut slowest: f64 = 0.0;
     for run in 1..=args.runs {
-        let dir = tempfile::tempdir()?;
-        let out = dir.path().join("report");
-        let started = Instant::now();
-        let status = std::process::Command::new(&exe)
-            .arg("certify")
-            .arg("--seed")
-            .arg(args.seed.to_string())
-            .arg("--out")
-            .arg(&out)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .context("cannot run storeproof certify")?;
-        let wall = started.elapsed().as_secs_f64();
-        let text = std::fs::read_to_string(out.join("report.json")).with_context(|| {
-            format!(
-                "storeproof certify exited with {status} and wrote no report; run it by hand to see why"
-            )
-        })?;
-        let report: serde_json::Value =
-            serde_json::from_str(&text).context("the run's report.json is not JSON")?;
+        let (wall, report) = certify_timed(&exe, &["--seed".into(), args.seed.to_string()])?;
         let suites: Vec<String> = ["conformance", "explorer", "faults", "crash", "layout"]
             .iter()
             .filter_map(|name| {
@@ -92,6 +72,37 @@ fn certify(args: CertifyBench) -> anyhow::Result<ExitCode> {
     }
     println!("  slowest of {}: {slowest:.1}s", args.runs);
     Ok(ExitCode::SUCCESS)
+}
+
+/// One `storeproof certify <args>` run of this binary (`exe`) into a
+/// temporary folder, its output discarded: its wall seconds and its
+/// report. A run that ends without a report is an error naming the
+/// command.
+pub(crate) fn certify_timed(
+    exe: &std::path::Path,
+    args: &[String],
+) -> anyhow::Result<(f64, serde_json::Value)> {
+    let dir = tempfile::tempdir()?;
+    let out = dir.path().join("report");
+    let started = Instant::now();
+    let status = std::process::Command::new(exe)
+        .arg("certify")
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .context("cannot run storeproof certify")?;
+    let wall = started.elapsed().as_secs_f64();
+    let text = std::fs::read_to_string(out.join("report.json")).with_context(|| {
+        format!(
+            "storeproof certify {} exited with {status} and wrote no report; run it by hand to see why",
+            args.join(" ")
+        )
+    })?;
+    let report = serde_json::from_str(&text).context("the run's report.json is not JSON")?;
+    Ok((wall, report))
 }
 
 #[derive(Debug, Args)]

@@ -7,7 +7,6 @@
 
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
@@ -59,31 +58,15 @@ fn time_suite(
 ) -> anyhow::Result<Timed> {
     let mut walls = Vec::with_capacity(runs);
     let mut verdicts = Vec::with_capacity(runs);
+    let mut args: Vec<String> = ["--suite", suite, "--seed", &seed.to_string()]
+        .map(String::from)
+        .to_vec();
+    if let Some(store) = store {
+        args.extend(["--store".to_string(), store.to_string()]);
+    }
     for _ in 0..runs {
-        let dir = tempfile::tempdir()?;
-        let out = dir.path().join("report");
-        let mut cmd = std::process::Command::new(exe);
-        cmd.args(["certify", "--suite", suite, "--seed", &seed.to_string()]);
-        if let Some(store) = store {
-            cmd.args(["--store", store]);
-        }
-        let started = Instant::now();
-        let status = cmd
-            .arg("--out")
-            .arg(&out)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .context("cannot run storeproof certify")?;
-        walls.push(started.elapsed().as_secs_f64());
-        let text = std::fs::read_to_string(out.join("report.json")).with_context(|| {
-            format!(
-                "storeproof certify --suite {suite}{} exited with {status} and wrote no report; run it by hand to see why",
-                store.map(|s| format!(" --store '{s}'")).unwrap_or_default()
-            )
-        })?;
-        let report: serde_json::Value =
-            serde_json::from_str(&text).context("the run's report.json is not JSON")?;
+        let (wall, report) = crate::bench::certify_timed(exe, &args)?;
+        walls.push(wall);
         verdicts.push(report["verdict"].as_str().unwrap_or("?").to_string());
     }
     walls.sort_by(f64::total_cmp);

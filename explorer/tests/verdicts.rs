@@ -50,6 +50,15 @@ fn check<'a>(outcome: &'a ExplorerOutcome, id: &str) -> &'a CheckResult {
         .unwrap_or_else(|| panic!("no check {id}"))
 }
 
+/// Explores `store` on one clock, three steps deep, and asserts that check
+/// `id` fails: its reason.
+fn fails_in_three_steps(store: sabotage::LuaSabotage, id: &str) -> String {
+    let outcome = run(Arc::new(store), &config(vec![0], 3, 1));
+    let c = check(&outcome, id);
+    assert_eq!(c.verdict, Verdict::Fail, "{id}: {}", c.reason);
+    c.reason.clone()
+}
+
 fn unique_states(outcome: &ExplorerOutcome) -> u64 {
     outcome.figures.per_skew[0].unique_states as u64
 }
@@ -854,15 +863,10 @@ fn a_busy_naming_the_caller_as_holder_fails_answered() {
         "return {'busy', rec[1], epoch, rec[3]}",
         "return {'busy', holder, epoch, rec[3]}",
     );
-    let outcome = run(Arc::new(store), &config(vec![0], 3, 1));
-    let answered = check(&outcome, "explorer.answered");
-    assert_eq!(answered.verdict, Verdict::Fail, "{}", answered.reason);
+    let reason = fails_in_three_steps(store, "explorer.answered");
     assert!(
-        answered
-            .reason
-            .contains("as the holder of epoch 1, but epoch 1 was granted to"),
-        "{}",
-        answered.reason
+        reason.contains("as the holder of epoch 1, but epoch 1 was granted to"),
+        "{reason}"
     );
     let builtin = run(Arc::new(builtin(&dir)), &config(vec![0], 3, 1));
     let answered = check(&builtin, "explorer.answered");
@@ -882,14 +886,10 @@ fn a_busy_showing_an_expiry_its_grant_could_not_have_set_fails_answered() {
         "return {'busy', rec[1], epoch, rec[3]}",
         "return {'busy', rec[1], epoch, tonumber(rec[3]) + 1}",
     );
-    let outcome = run(Arc::new(store), &config(vec![0], 3, 1));
-    let answered = check(&outcome, "explorer.answered");
-    assert_eq!(answered.verdict, Verdict::Fail, "{}", answered.reason);
+    let reason = fails_in_three_steps(store, "explorer.answered");
     assert!(
-        answered.reason.contains("showed epoch 1 expiring at")
-            && answered.reason.contains("set it to"),
-        "{}",
-        answered.reason
+        reason.contains("showed epoch 1 expiring at") && reason.contains("set it to"),
+        "{reason}"
     );
 }
 
@@ -919,13 +919,10 @@ fn a_renew_or_release_that_ignores_the_holder_fails_zombie_refused() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let store = patched(&dir, name, &[script], find, replace);
-        let outcome = run(Arc::new(store), &config(vec![0], 3, 1));
-        let zombie = check(&outcome, "explorer.zombie-refused");
-        assert_eq!(zombie.verdict, Verdict::Fail, "{name}: {}", zombie.reason);
+        let reason = fails_in_three_steps(store, "explorer.zombie-refused");
         assert!(
-            zombie.reason.contains(answered) && zombie.reason.contains("holds none"),
-            "{name}: {}",
-            zombie.reason
+            reason.contains(answered) && reason.contains("holds none"),
+            "{name}: {reason}"
         );
     }
 }
@@ -944,7 +941,5 @@ fn a_take_that_grants_the_holder_again_while_its_lease_is_live_fails_one_live_ho
         "if rec[2] and rec[4] ~= '1' and now < tonumber(rec[3]) then",
         "if rec[2] and rec[4] ~= '1' and now < tonumber(rec[3]) and rec[1] ~= holder then",
     );
-    let outcome = run(Arc::new(store), &config(vec![0], 3, 1));
-    let one = check(&outcome, "explorer.one-live-holder");
-    assert_eq!(one.verdict, Verdict::Fail, "{}", one.reason);
+    fails_in_three_steps(store, "explorer.one-live-holder");
 }

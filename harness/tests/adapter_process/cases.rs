@@ -10,6 +10,8 @@ use harness::contract::Call;
 use harness::store::external::{adapters_started, ExternalStoreFactory};
 use harness::store::{Hello, StoreFactory};
 
+use super::alive;
+
 fn hello(instance: &str, prefix: &str) -> Hello {
     Hello {
         instance: instance.into(),
@@ -41,17 +43,6 @@ async fn pid_of(
     }
     .expect("the adapter answers hello");
     (info.name, client)
-}
-
-fn alive(pid: &str) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .next();
-    matches!(state, Some(s) if s != "Z" && s != "X")
 }
 
 #[tokio::test]
@@ -99,7 +90,7 @@ async fn a_process_that_offers_cases_is_sent_the_next_cases_hello_and_dies_with_
     drop(factory);
     let deadline = Instant::now() + Duration::from_secs(5);
     let all = [first, again, b];
-    while all.iter().any(|p| alive(p)) && Instant::now() < deadline {
+    while all.iter().any(alive) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
     let left: Vec<&String> = all.iter().filter(|p| alive(p)).collect();

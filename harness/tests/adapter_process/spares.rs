@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 use harness::store::external::{adapters_started, ExternalStoreFactory};
 use harness::store::{Hello, StoreFactory};
 
+use super::alive;
+
 fn hello(instance: &str) -> Hello {
     Hello {
         instance: instance.into(),
@@ -29,17 +31,6 @@ fn pids(dir: &Path, file: &str) -> Vec<i32> {
         .lines()
         .filter_map(|l| l.trim().parse().ok())
         .collect()
-}
-
-fn alive(pid: i32) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .next();
-    matches!(state, Some(s) if s != "Z" && s != "X")
 }
 
 /// Waits (at most 5 s) until `file` names `n` processes: a spare notes
