@@ -89,8 +89,10 @@ const TREE: &str = "t";
 /// on a whole-second clock escaped a search that merged the state half a
 /// lease in with the initial one (issue 40, item 6).
 pub const SHIFT_GRAIN_MS: i64 = 1000;
-/// Beyond this far in the past a time can no longer matter (20 leases,
-/// more than the largest skew): the fingerprint collapses it.
+/// Beyond this far in the past of every instance's clock a time can no
+/// longer matter (20 leases, more than any lease, claim, slot or window
+/// the explorer asks for): the fingerprint collapses it
+/// ([`state::State::far_past_ms`] adds the largest skew).
 const FAR_PAST_MS: i64 = 20 * LEASE_MS;
 
 /// The second clock's skews (docs/CONTRACTS.md §2.2): 0, ± lease/2, ± lease,

@@ -12,25 +12,35 @@
 
 use std::hash::{Hash, Hasher};
 
-use model::contract::{Reply, Request};
+use model::contract::{ChildState, ChildView, Reply, Request};
 use model::history::instance_name;
 
 use crate::property::Property;
 use crate::state::{Op, State};
 use crate::LEASE_MS;
 
-/// The children the explored queue holds: `c0` at depth 0 and `c1` at
-/// depth 1 (so claim order has something to decide), saved in that order.
-pub(crate) const CHILDREN: u8 = 2;
+/// The children the explored queue holds, saved in this order: `c0` at
+/// depth 0, then `c1` and `c2` at depth 1. Claim order is `c1`, `c2`, `c0`:
+/// a store that ignores depth (first saved, first claimed) hands out `c0`
+/// first once two are saved, and one that breaks a tie of depth the wrong
+/// way (last saved, or by anything but save order) hands out `c2` before
+/// `c1`, so both halves of the order are decided.
+pub(crate) const CHILDREN: u8 = 3;
 
 /// A child's id.
 pub(crate) fn child_name(k: u8) -> String {
     format!("c{k}")
 }
 
-/// A child's depth: the later child is deeper, so it comes first.
+/// A child's depth: the first saved is shallower than the two after it,
+/// which tie.
 fn depth_of(k: u8) -> i64 {
-    i64::from(k)
+    i64::from(k > 0)
+}
+
+/// A child's payload.
+fn payload_of(k: u8) -> String {
+    format!("p{k}")
 }
 
 /// The child an id names, if it is one of the explored children.
@@ -48,6 +58,9 @@ pub(crate) struct SaveAck {
     pub invoked_at: i64,
     /// Its place among every acknowledgement of the queue.
     pub seq: usize,
+    /// How many acknowledgements came before it was invoked: a save
+    /// acknowledged before that surely took effect before it.
+    pub after: usize,
 }
 
 /// An acknowledged claim.
@@ -120,7 +133,9 @@ impl QueueGhost {
     pub(crate) fn hash_at<H: Hasher>(&self, now: i64, rel: &dyn Fn(i64) -> i64, h: &mut H) {
         self.acks.hash(h);
         for s in &self.saved {
-            s.as_ref().map(|s| (rel(s.invoked_at), s.seq)).hash(h);
+            s.as_ref()
+                .map(|s| (rel(s.invoked_at), s.seq, s.after))
+                .hash(h);
         }
         self.last_claim
             .filter(|(_, t)| *t == now)
@@ -178,7 +193,7 @@ pub(crate) fn request(state: &State, i: usize, op: Op) -> Request {
         Op::Save(k) => Request::QueueSave {
             child: child_name(k),
             depth: depth_of(k),
-            payload: format!("p{k}"),
+            payload: payload_of(k),
         },
         Op::Complete => {
             let (k, attempt) = state.insts[i].claim.unwrap_or((0, 0));
@@ -272,16 +287,19 @@ fn surely_claimable(state: &State, k: u8, from: i64, acked_before: usize, i: usi
         })
 }
 
-/// Whether child `a` comes before child `b` in claim order: deeper first,
-/// then the earlier save (only when `a`'s was acknowledged before `b`'s was
-/// asked for; otherwise the store may have ordered them either way).
+/// Whether child `a` surely comes before child `b` in claim order: deeper
+/// first, then, at one depth, the earlier save — only when `a`'s save was
+/// acknowledged before `b`'s was invoked. Then `a` was saved at a server
+/// time no later than `b`, and at the same time earlier in save order, so
+/// it waited longer or as long and was saved first. Saves that ran
+/// together the store may have ordered either way.
 fn precedes(state: &State, a: u8, b: u8) -> bool {
     let q = &state.queue;
     match depth_of(a).cmp(&depth_of(b)) {
         std::cmp::Ordering::Greater => true,
         std::cmp::Ordering::Less => false,
         std::cmp::Ordering::Equal => match (&q.saved[a as usize], &q.saved[b as usize]) {
-            (Some(x), Some(y)) => x.seq < y.seq && x.invoked_at < y.invoked_at,
+            (Some(x), Some(y)) => x.seq < y.after,
             _ => false,
         },
     }
@@ -317,10 +335,19 @@ pub(crate) fn answered(
                 *slot = Some(SaveAck {
                     invoked_at: asked_at,
                     seq,
+                    after: acked_before,
                 });
             }
         }
-        (Op::Claim, Reply::Claimed { child, attempt, .. }) => {
+        (
+            Op::Claim,
+            Reply::Claimed {
+                child,
+                attempt,
+                depth,
+                payload,
+            },
+        ) => {
             let Some(k) = child_of(child) else {
                 next.violate(
                     Property::QueueAnswered,
@@ -328,6 +355,16 @@ pub(crate) fn answered(
                 );
                 return;
             };
+            if (*depth, payload.as_str()) != (depth_of(k), payload_of(k).as_str()) {
+                next.violate(
+                    Property::QueueAnswered,
+                    format!(
+                        "instance {name}'s claim of {child} answered depth {depth} and payload {payload:?}, but {child} was saved with depth {} and payload {:?}",
+                        depth_of(k),
+                        payload_of(k)
+                    ),
+                );
+            }
             next.queue.acks += 1;
             judge_claim(next, i, k, asked_at, acked_before, contended);
             next.queue.claims.push(ClaimGrant {
@@ -355,6 +392,7 @@ pub(crate) fn answered(
                 );
             }
         }
+        (Op::QueueRead, Reply::Child(view)) => judge_read(next, i, view.as_ref(), acked_before),
         (Op::Complete, reply) => {
             let belief = next.insts[i].claim;
             next.insts[i].claim = None;
@@ -441,6 +479,95 @@ pub(crate) fn answered(
     }
 }
 
+/// Instance `i`'s read of `c0` showed `view`: judged against what was
+/// acknowledged before it was invoked (`acked_before`) and what may have
+/// happened while it ran. A read that shows fields of different moments (a
+/// record read in several commands while it changed) shows a child no
+/// order of the operations explains.
+fn judge_read(next: &mut State, i: usize, view: Option<&ChildView>, acked_before: usize) {
+    let name = instance_name(i);
+    let child = child_name(0);
+    let q = &next.queue;
+    let saved = q.saved[0].as_ref().is_some_and(|s| s.seq < acked_before);
+    let done_before = q.done[0].is_some_and(|d| d < acked_before);
+    // The newest claim of the child acknowledged before the read.
+    let claimed_before = q
+        .claims
+        .iter()
+        .filter(|c| c.child == 0 && c.seq < acked_before)
+        .map(|c| c.attempt)
+        .max();
+    let may_be_done = q.done[0].is_some()
+        || q.maybe_done[0]
+        || next.insts.iter().any(|o| {
+            o.claim.is_some_and(|(c, _)| c == 0)
+                && o.pending.as_ref().is_some_and(|p| p.op == Op::Complete)
+        });
+    let why = match view {
+        None if saved => {
+            Some("its save was acknowledged before the read was asked for".to_string())
+        }
+        None => None,
+        Some(v) => read_contradiction(v, done_before, claimed_before, may_be_done),
+    };
+    if let Some(why) = why {
+        let shown = match view {
+            None => "no such child".to_string(),
+            Some(v) => format!(
+                "it {}, claimer {}, attempt {}, depth {}",
+                match v.state {
+                    ChildState::Queued => "queued",
+                    ChildState::Claimed => "claimed",
+                    ChildState::Done => "done",
+                },
+                v.claimer.as_deref().unwrap_or("null"),
+                v.attempt,
+                v.depth
+            ),
+        };
+        next.violate(
+            Property::QueueAnswered,
+            format!("instance {name}'s read of {child} showed {shown}, but {why}"),
+        );
+    }
+}
+
+/// What makes `v`, a read of `c0`, impossible, in words: `None` when some
+/// order of the operations explains it.
+fn read_contradiction(
+    v: &ChildView,
+    done_before: bool,
+    claimed_before: Option<i64>,
+    may_be_done: bool,
+) -> Option<String> {
+    if v.depth != depth_of(0) {
+        return Some(format!("it was saved with depth {}", depth_of(0)));
+    }
+    match v.state {
+        ChildState::Queued if v.attempt != 0 || v.claimer.is_some() => {
+            return Some("a queued child was never claimed: attempt 0, no claimer".into())
+        }
+        ChildState::Claimed | ChildState::Done if v.attempt < 1 || v.claimer.is_none() => {
+            return Some("a claimed or done child was claimed: attempt 1 or more, a claimer".into())
+        }
+        ChildState::Done if !may_be_done => {
+            return Some("no completion of it was asked for".into())
+        }
+        _ => {}
+    }
+    if done_before && v.state != ChildState::Done {
+        return Some("its completion was acknowledged before the read was asked for".into());
+    }
+    if let Some(attempt) = claimed_before {
+        if v.state == ChildState::Queued || v.attempt < attempt {
+            return Some(format!(
+                "its claim of attempt {attempt} was acknowledged before the read was asked for, and a claimed child never goes back"
+            ));
+        }
+    }
+    None
+}
+
 /// The claim of child `k` instance `i` was granted: a done child, one held
 /// by a live claim, or one that skips a child first in claim order breaks
 /// the contract.
@@ -512,10 +639,22 @@ fn judge_claim(
                 && precedes(next, *c, k)
                 && surely_claimable(next, *c, asked_at, acked_before, i)
         }) {
+            let why = if depth_of(first) > depth_of(k) {
+                format!(
+                    "it is deeper (depth {} against {})",
+                    depth_of(first),
+                    depth_of(k)
+                )
+            } else {
+                format!(
+                    "both are at depth {} and its save was acknowledged before {child}'s was asked for, so it has waited longer",
+                    depth_of(k)
+                )
+            };
             next.violate(
                 Property::QueueClaimOrder,
                 format!(
-                    "instance {name}'s claim at server time {now} was granted {child}, but {} was ready and comes first in claim order (deeper)",
+                    "instance {name}'s claim at server time {now} was granted {child}, but {} was ready and comes first in claim order: {why}",
                     child_name(first)
                 ),
             );
@@ -553,166 +692,4 @@ fn note_claim_races(next: &mut State, i: usize) {
 }
 
 #[cfg(test)]
-mod tests {
-    //! Hand-written queue states and answers, each judged once: for each
-    //! property an answer that must pass and one that must fail.
-
-    use super::*;
-    use crate::judge;
-
-    const START: i64 = 1_000_000;
-
-    /// The state after instance `i`'s `op`, invoked and answered now (an
-    /// operation of one command), answered `reply`.
-    fn answer(state: &State, i: usize, op: Op, reply: Reply) -> State {
-        let mut next = state.clone();
-        let inv = judge::invoked(state, i, op);
-        let req = request(state, i, op);
-        judge::answered(&mut next, i, op, &req, &Ok(reply), inv);
-        next
-    }
-
-    fn claimed(k: u8, attempt: i64) -> Reply {
-        Reply::Claimed {
-            child: child_name(k),
-            depth: depth_of(k),
-            payload: format!("p{k}"),
-            attempt,
-        }
-    }
-
-    /// Two idle instances; child `c0` saved by `a`.
-    fn saved() -> State {
-        let s = State::initial(START, &[0, 0]);
-        answer(&s, 0, Op::Save(0), Reply::Saved {})
-    }
-
-    fn at(mut s: State, t: i64) -> State {
-        s.now = t;
-        s
-    }
-
-    /// A claim ending at the very instant of now is where a complete races
-    /// its expiry: never read like one that ended before (which all read
-    /// alike).
-    #[test]
-    fn a_claim_ending_now_is_told_apart_from_one_that_ended() {
-        let s = answer(&saved(), 0, Op::Claim, claimed(0, 1));
-        let now = START + 5_000;
-        let ending = |t: i64| {
-            let mut q = s.queue.clone();
-            q.claims[0].valid_until = t;
-            q.claims[0].may_hold_until = t;
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            q.hash_at(now, &|x| x - now, &mut h);
-            std::hash::Hasher::finish(&h)
-        };
-        assert_ne!(ending(now), ending(now - 5));
-        assert_eq!(ending(now - 5), ending(now - 50));
-        assert_ne!(ending(now), ending(now + 5));
-    }
-
-    #[test]
-    fn a_second_live_claim_of_one_child_breaks_one_claim_holder() {
-        let s = answer(&saved(), 0, Op::Claim, claimed(0, 1));
-        assert!(s.violations.is_empty(), "{:?}", s.violations);
-        // b claims the child while a's claim is live.
-        let twice = answer(&s, 1, Op::Claim, claimed(0, 2));
-        assert!(twice.broke(Property::QueueOneClaimHolder));
-        // Once a's claim ran out, b's claim is the next attempt: fine.
-        let later = answer(&at(s, START + CLAIM_MS), 1, Op::Claim, claimed(0, 2));
-        assert!(later.violations.is_empty(), "{:?}", later.violations);
-    }
-
-    #[test]
-    fn a_stale_or_expired_completion_accepted_breaks_complete_only_live() {
-        let s = answer(&saved(), 0, Op::Claim, claimed(0, 1));
-        let ok = answer(&s, 0, Op::Complete, Reply::Completed {});
-        assert!(ok.violations.is_empty(), "{:?}", ok.violations);
-        // Asked at the claim's expiry instant: the claim has ended.
-        let expired = answer(
-            &at(s.clone(), START + CLAIM_MS),
-            0,
-            Op::Complete,
-            Reply::Completed {},
-        );
-        assert!(expired.broke(Property::QueueCompleteOnlyLive));
-        // Another claim was granted (after a's ran out) before a completed.
-        let taken = answer(&at(s, START + CLAIM_MS), 1, Op::Claim, claimed(0, 2));
-        let stale = answer(&taken, 0, Op::Complete, Reply::Completed {});
-        assert!(stale.broke(Property::QueueCompleteOnlyLive));
-        let refused = answer(
-            &taken,
-            0,
-            Op::Complete,
-            Reply::NotClaimer {
-                claimer: Some("b".into()),
-                attempt: Some(2),
-            },
-        );
-        assert!(refused.violations.is_empty(), "{:?}", refused.violations);
-    }
-
-    #[test]
-    fn a_done_child_handed_out_again_breaks_done_never_claimed() {
-        let s = answer(&saved(), 0, Op::Claim, claimed(0, 1));
-        let done = answer(&s, 0, Op::Complete, Reply::Completed {});
-        let again = answer(
-            &at(done.clone(), START + 10 * CLAIM_MS),
-            1,
-            Op::Claim,
-            claimed(0, 2),
-        );
-        assert!(again.broke(Property::QueueDoneNeverClaimed));
-        let empty = answer(
-            &at(done, START + 10 * CLAIM_MS),
-            1,
-            Op::Claim,
-            Reply::Empty {},
-        );
-        assert!(empty.violations.is_empty(), "{:?}", empty.violations);
-    }
-
-    #[test]
-    fn an_empty_claim_while_a_saved_child_is_ready_breaks_no_save_lost() {
-        let lost = answer(&saved(), 1, Op::Claim, Reply::Empty {});
-        assert!(lost.broke(Property::QueueNoSaveLost));
-        // Held by a live claim: empty is right.
-        let s = answer(&saved(), 0, Op::Claim, claimed(0, 1));
-        let held = answer(&s, 1, Op::Claim, Reply::Empty {});
-        assert!(held.violations.is_empty(), "{:?}", held.violations);
-        // Its claim ran out (by the store's reading too): offered again.
-        let gone = answer(&at(s, START + CLAIM_MS), 1, Op::Claim, Reply::Empty {});
-        assert!(gone.broke(Property::QueueNoSaveLost));
-    }
-
-    #[test]
-    fn claiming_the_shallower_child_while_the_deeper_is_ready_breaks_claim_order() {
-        let both = answer(&saved(), 0, Op::Save(1), Reply::Saved {});
-        let wrong = answer(&both, 1, Op::Claim, claimed(0, 1));
-        assert!(wrong.broke(Property::QueueClaimOrder));
-        let right = answer(&both, 1, Op::Claim, claimed(1, 1));
-        assert!(right.violations.is_empty(), "{:?}", right.violations);
-    }
-
-    #[test]
-    fn two_claims_at_one_instant_with_one_child_ready_reach_the_first_race() {
-        let s = answer(&saved(), 0, Op::Claim, claimed(0, 1));
-        assert!(!s.queue.claim_race_reached);
-        let raced = answer(&s, 1, Op::Claim, Reply::Empty {});
-        assert!(raced.queue.claim_race_reached);
-        // At the claim's expiry instant, a's completion after b's claim.
-        let t = at(s, START + CLAIM_MS);
-        let claimed_now = answer(&t, 1, Op::Claim, claimed(0, 2));
-        let refused = answer(
-            &claimed_now,
-            0,
-            Op::Complete,
-            Reply::NotClaimer {
-                claimer: Some("b".into()),
-                attempt: Some(2),
-            },
-        );
-        assert!(refused.queue.complete_race_reached);
-    }
-}
+mod tests;

@@ -643,6 +643,13 @@ fn judge_answer(
                     format!("instance {name}'s read at clock {n} counted {slots_in_use} live slots, but at most {could} could be live at that clock"),
                 );
             }
+            let surely = surely_live(next, n, after);
+            if *slots_in_use < surely as i64 {
+                next.violate(
+                    Property::RateAnswered,
+                    format!("instance {name}'s read at clock {n} counted {slots_in_use} live slots, but {surely} granted before it asked are live at that clock, none of them released"),
+                );
+            }
             if let Some(before) = pause_before(next, after).filter(|b| *b > n) {
                 if paused_until_ms.is_none_or(|p| p < before) {
                     let read = paused_until_ms
@@ -665,6 +672,35 @@ fn judge_answer(
             );
         }
     }
+}
+
+/// How many slots are surely live at clock `n` for a read invoked after
+/// `after` acknowledgements: granted before it, expiring after `n` and
+/// after every clock a call may have carried so far (once a caller's clock
+/// passed a slot's expiry the store may forget it, docs/PROTOCOL.md 4.4),
+/// and neither released, nor maybe released by a crash, nor being released.
+fn surely_live(state: &State, n: i64, after: usize) -> usize {
+    let latest = state
+        .insts
+        .iter()
+        .map(|o| state.now + o.skew_ms)
+        .max()
+        .unwrap_or(n)
+        .max(n);
+    state
+        .rate
+        .slots
+        .iter()
+        .filter(|s| s.seq < after && s.expires() > latest && !s.released && !s.maybe_released)
+        .filter(|s| {
+            let owner = &state.insts[s.instance];
+            !(owner.slot.as_ref() == Some(&s.slot)
+                && owner
+                    .pending
+                    .as_ref()
+                    .is_some_and(|p| p.op == Op::ReleaseSlot))
+        })
+        .count()
 }
 
 /// Whether another instance's `op` is in flight now: it may yet be

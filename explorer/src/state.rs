@@ -313,7 +313,7 @@ pub(crate) fn keys_print(state: &State) -> u64 {
     state.hash_keys(
         &mut h,
         !state.absolute_times,
-        crate::FAR_PAST_MS,
+        state.far_past_ms(),
         &mut canon,
     );
     h.finish()
@@ -479,7 +479,7 @@ impl State {
     /// differ by a renaming of drawn values (in time too, or not).
     pub(crate) fn hash_bytes<H: Hasher>(&self, h: &mut H) {
         let relative = !self.absolute_times;
-        self.hash_reading(h, relative, crate::FAR_PAST_MS, &mut Canon::new(None));
+        self.hash_reading(h, relative, self.far_past_ms(), &mut Canon::new(None));
     }
 
     /// Hashes the keys as [`State::hash_with`] reads them.
@@ -650,12 +650,28 @@ impl State {
 
 impl Hash for State {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        // The far past is 20 leases back: beyond every skew the explorer uses.
-        self.hash_with(h, !self.absolute_times, crate::FAR_PAST_MS);
+        self.hash_with(h, !self.absolute_times, self.far_past_ms());
     }
 }
 
 impl State {
+    /// How far back of server now a time no longer matters, so that the
+    /// fingerprint reads every earlier time alike: [`crate::FAR_PAST_MS`]
+    /// beyond the clock of the instance furthest behind or ahead. A time an
+    /// instance wrote on its own clock (a rate slot's expiry, a hit) sits
+    /// its skew away from server time, and a skew of an hour (`--skews`)
+    /// put the hits of a window an hour back: read alike at a fixed 20
+    /// leases, a hit inside the window and one outside it were one state.
+    pub(crate) fn far_past_ms(&self) -> i64 {
+        let skew = self
+            .insts
+            .iter()
+            .map(|i| i.skew_ms.abs())
+            .max()
+            .unwrap_or(0);
+        crate::FAR_PAST_MS + skew
+    }
+
     /// The fingerprint: the relative-time hash the search dedups on.
     pub(crate) fn fingerprint(&self) -> u64 {
         let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -773,6 +789,34 @@ mod tests {
         let a = holding(NOW, "stream", &[], b"2000000001000-0");
         let b = holding(NOW + 1000, "stream", &[], b"2000000002000-0");
         assert_ne!(fp(&a), fp(&b));
+    }
+
+    /// Issue 40, item 8: times more than 20 s back all read alike, and a
+    /// skew of an hour put an instance's own times there. The far past
+    /// now starts beyond the clock furthest from server time.
+    #[test]
+    fn the_far_past_lies_beyond_every_instances_clock() {
+        let at = |skews: &[i64], t: i64| {
+            let mut s = holding(
+                NOW,
+                "hash",
+                &[b"expires_at", t.to_string().as_bytes()],
+                b"d",
+            );
+            s.insts = State::initial(NOW, skews).insts;
+            s.fingerprint()
+        };
+        // An hour and 30 s back and an hour and 60 s back: nothing can
+        // tell them apart when every clock is server time.
+        assert_eq!(at(&[0, 0], NOW - 3_630_000), at(&[0, 0], NOW - 3_660_000));
+        // On a clock an hour behind, a slot expiring half a second ahead
+        // of it and one that ran out a second before it: two states.
+        let behind = [0, -3_600_000];
+        assert_ne!(at(&behind, NOW - 3_599_500), at(&behind, NOW - 3_601_000));
+        assert_eq!(
+            State::initial(NOW, &behind).far_past_ms(),
+            crate::FAR_PAST_MS + 3_600_000
+        );
     }
 
     /// An `EXEC` whose queued write was refused when queued (a full

@@ -145,6 +145,19 @@ fn every_rate_property_can_fail() {
             4,
             "explorer.rate.refused-only-when-due",
         ),
+        // A read that counts only slots acquired on the reader's own clock
+        // or earlier (a live slot of a faster clock missed).
+        (
+            patched(
+                &dir,
+                "rate_read.lua",
+                "redis.call('ZCOUNT', KEYS[1], '(' .. ARGV[1], '+inf')",
+                "redis.call('ZCOUNT', KEYS[1], '(' .. ARGV[1], '(' .. (tonumber(ARGV[1]) + 1000))",
+            ),
+            vec![LEASE_MS / 2],
+            2,
+            "explorer.rate.answered",
+        ),
         (
             Arc::new(Lying::new(builtin(&dir), Lie::RateReadFails)),
             vec![0],

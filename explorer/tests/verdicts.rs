@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use explorer::{
     explore, replay_schedule, Action, ExplorerConfig, ExplorerOutcome, Property, Schedule, LEASE_MS,
 };
-use harness::contract::{Call, ErrorKind, Reply, StoreError};
+use harness::contract::{Call, Contract, ErrorKind, Reply, StoreError};
 use harness::store::external::ExternalStoreFactory;
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
 use harness::{CheckResult, Verdict};
@@ -942,4 +942,65 @@ fn a_take_that_grants_the_holder_again_while_its_lease_is_live_fails_one_live_ho
         "if rec[2] and rec[4] ~= '1' and now < tonumber(rec[3]) and rec[1] ~= holder then",
     );
     fails_in_three_steps(store, "explorer.one-live-holder");
+}
+
+/// The built-in queue with `script` patched, explored alone on one clock,
+/// `depth` steps deep: check `id`'s reason, which must be a failure.
+fn queue_fails(
+    script: &'static str,
+    find: &'static str,
+    replace: &'static str,
+    depth: usize,
+    id: &str,
+) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let store = patched(&dir, "queue-patched", &[script], find, replace);
+    let config = ExplorerConfig {
+        queue_depth: depth,
+        contracts: vec![Contract::Queue],
+        ..config(vec![0], 3, 1)
+    };
+    let outcome = run(Arc::new(store), &config);
+    let c = check(&outcome, id);
+    assert_eq!(c.verdict, Verdict::Fail, "{id}: {}", c.reason);
+    c.reason.clone()
+}
+
+/// Issue 40, item 8: the explored children were at depths 0 and 1, so a
+/// queue that broke a tie of depth the wrong way was never caught. Two of
+/// the three children now tie: the built-in save patched to order a tie
+/// last saved first hands out c2 before c1, and one patched to ignore
+/// depth hands out c0 first.
+#[test]
+fn a_queue_that_breaks_claim_order_either_way_fails_claim_order() {
+    let lifo = queue_fails(
+        "queue_save.lua",
+        "string.format('%016d', seq)",
+        "string.format('%016d', 1000000 - seq)",
+        4,
+        "explorer.queue.claim-order",
+    );
+    assert!(lifo.contains("waited longer"), "{lifo}");
+    let flat = queue_fails(
+        "queue_save.lua",
+        "local member = ARGV[4] .. ':'",
+        "local member = '0' .. ':'",
+        3,
+        "explorer.queue.claim-order",
+    );
+    assert!(flat.contains("deeper"), "{flat}");
+}
+
+/// Issue 40, item 8: reads were never judged. A read that shows a claimed
+/// child with attempt 0 is no state the queue was ever in.
+#[test]
+fn a_queue_read_no_order_explains_fails_answered() {
+    let reason = queue_fails(
+        "queue_read.lua",
+        "rec[2], rec[3], rec[4]",
+        "rec[2], '0', rec[4]",
+        3,
+        "explorer.queue.answered",
+    );
+    assert!(reason.contains("attempt 0"), "{reason}");
 }

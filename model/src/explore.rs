@@ -400,7 +400,7 @@ impl Property {
             ),
             Property::QueueAnswered => queue_spec(
                 "explorer.queue.answered",
-                "every queue operation gets an answer from the store, not an error (store_full while the server is full), and a write refused as store_full changes nothing",
+                "every queue operation gets an answer from the store, not an error (store_full while the server is full), and a write refused as store_full changes nothing; a claim answers the depth and payload the child was saved with, and a read shows the child as some order of the operations left it",
             ),
             Property::QueueClaimRace => queue_spec(
                 "explorer.queue.two-claims-race-reached",
@@ -432,7 +432,7 @@ impl Property {
             ),
             Property::RateAnswered => rate_spec(
                 "explorer.rate.answered",
-                "every rate operation gets an answer from the store, not an error (store_full while the server is full), and a write refused as store_full changes nothing",
+                "every rate operation gets an answer from the store, not an error (store_full while the server is full), and a write refused as store_full changes nothing; a read counts every slot surely live on its clock",
             ),
             Property::RateSlotRace => rate_spec(
                 "explorer.rate.two-acquires-race-reached",

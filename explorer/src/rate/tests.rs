@@ -172,3 +172,53 @@ fn two_acquires_at_one_instant_reach_the_race() {
     );
     assert!(!not.rate.slot_race_reached);
 }
+
+#[test]
+fn a_read_that_misses_a_live_slot_breaks_answered() {
+    let read = |s: &State, in_use: i64| {
+        one(
+            s,
+            1,
+            Op::RateRead,
+            Reply::RateState {
+                slots_in_use: in_use,
+                paused_until_ms: None,
+            },
+        )
+    };
+    let s = one(&two(0), 0, Op::Acquire, acquired("1"));
+    assert!(read(&s, 0).broke(Property::RateAnswered));
+    assert!(read(&s, 1).violations.is_empty());
+    // Released, or run out on the reader's clock: none is sure.
+    let released = one(&s, 0, Op::ReleaseSlot, Reply::Released {});
+    assert!(read(&released, 0).violations.is_empty());
+    let mut later = s.clone();
+    later.now += SLOT_TTL_MS;
+    assert!(read(&later, 0).violations.is_empty());
+    // Being released while the read runs: either count is right.
+    let mut releasing = s.clone();
+    let inv = judge::invoked(&s, 0, Op::ReleaseSlot);
+    releasing.insts[0].pending = Some(crate::state::Pending::started(Op::ReleaseSlot, inv));
+    assert!(read(&releasing, 0).violations.is_empty());
+}
+
+/// Once a faster clock passed a slot's expiry the store may forget it: a
+/// lagging reader may then count it gone.
+#[test]
+fn a_read_on_a_lagging_clock_may_miss_a_slot_a_faster_clock_saw_expire() {
+    let s = one(&two(-SLOT_TTL_MS / 2), 1, Op::Acquire, acquired("1"));
+    let mut later = s.clone();
+    later.now += SLOT_TTL_MS - SLOT_TTL_MS / 4;
+    // b's slot expires at its clock START - 500 + 1000; a's clock is past
+    // that, b's is not.
+    let read = one(
+        &later,
+        1,
+        Op::RateRead,
+        Reply::RateState {
+            slots_in_use: 0,
+            paused_until_ms: None,
+        },
+    );
+    assert!(read.violations.is_empty(), "{:?}", read.violations);
+}
