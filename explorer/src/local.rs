@@ -24,8 +24,9 @@ use serde_json::json;
 use stores::sqlite::{LeaseRow, LeaseRows, ManualClock, SqliteClock};
 
 use crate::judge;
+use crate::moves::{answered, request, tick_target};
 use crate::state::{Action, KeyDump, Logical, State};
-use crate::world::{answered, request, tick_target, Shared};
+use crate::world::shared::Shared;
 
 /// What every step of such a world is, for the report.
 pub const ONE_OPERATION: &str =

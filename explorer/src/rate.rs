@@ -15,8 +15,6 @@
 //! the later one counted the other (exact for the limit of one the explorer
 //! uses).
 
-use std::hash::{Hash, Hasher};
-
 use model::contract::{Reply, Request};
 use model::history::instance_name;
 
@@ -30,174 +28,13 @@ pub(crate) const PROVIDER: &str = "p";
 /// The most live slots: one, so that two acquires race for the last slot.
 pub(crate) const SLOT_LIMIT: i64 = 1;
 
-/// A slot's length, in ms of the acquirer's clock.
-pub(crate) const SLOT_TTL_MS: i64 = LEASE_MS;
-
 /// The most hits in a window: one, so that two hits race for its last place.
 pub(crate) const HIT_LIMIT: i64 = 1;
-
-/// The window's length, in ms of the hitting instance's clock.
-pub(crate) const WINDOW_MS: i64 = LEASE_MS;
 
 /// How far ahead of its clock an instance pauses the provider.
 pub(crate) const PAUSE_MS: i64 = LEASE_MS / 2;
 
-/// An acknowledged slot.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SlotGrant {
-    /// The instance it was granted to.
-    pub instance: usize,
-    /// The slot id the store answered.
-    pub slot: String,
-    /// The clock its acquire decided on.
-    pub clock_ms: i64,
-    /// Its place among every acknowledgement of the rate limits.
-    pub seq: usize,
-    /// How many acknowledgements came before its acquire was invoked.
-    pub after: usize,
-    /// Its release was acknowledged.
-    pub released: bool,
-    /// A release of it was cut short by a crash (it may be gone).
-    pub maybe_released: bool,
-}
-
-impl SlotGrant {
-    /// Its expiry on its acquirer's clock.
-    pub(crate) fn expires(&self) -> i64 {
-        self.clock_ms + SLOT_TTL_MS
-    }
-}
-
-/// An acknowledged (allowed) hit.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct HitAck {
-    /// The instance that hit.
-    pub instance: usize,
-    /// The clock it was recorded at.
-    pub t: i64,
-    /// Its place among every acknowledgement.
-    pub seq: usize,
-    /// How many acknowledgements came before it was invoked.
-    pub after: usize,
-}
-
-/// An acknowledged pause.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct PauseAck {
-    /// The instance that paused.
-    pub instance: usize,
-    /// The end it asked for.
-    pub asked: i64,
-    /// The end the store answered as recorded.
-    pub recorded: i64,
-    /// Its place among every acknowledgement.
-    pub seq: usize,
-}
-
-/// What the rate limits' instances were told, and what a crash may have left.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct RateGhost {
-    /// Acknowledgements so far (each grant, pause and release answered).
-    pub acks: usize,
-    /// Every acknowledged slot, oldest first.
-    pub slots: Vec<SlotGrant>,
-    /// Every allowed hit, oldest first.
-    pub hits: Vec<HitAck>,
-    /// Every acknowledged pause, oldest first.
-    pub pauses: Vec<PauseAck>,
-    /// Expiries of slots an acquire a crash cut short may have written.
-    pub maybe_slots: Vec<i64>,
-    /// Times of hits a crash cut short may have recorded.
-    pub maybe_hits: Vec<i64>,
-    /// Ends of pauses a crash cut short may have recorded, with the instance.
-    pub maybe_pauses: Vec<(usize, i64)>,
-    /// Two acquires raced for the last slot.
-    pub slot_race_reached: bool,
-    /// Two hits raced for the last place in a window.
-    pub hit_race_reached: bool,
-    /// The last acquire that took the last free slot: its instance and
-    /// server time (another instance's acquire answered at the same instant
-    /// raced it, whichever went first).
-    pub last_acquire: Option<(usize, i64)>,
-    /// The last hit that took the last place in its window, likewise.
-    pub last_hit: Option<(usize, i64)>,
-    /// The latest clock any rate operation answered or cut short carried:
-    /// a slot whose expiry it reached may have been forgotten (PROTOCOL
-    /// 4.4: it expired on that caller's clock).
-    pub max_clock: Option<i64>,
-}
-
-/// The earliest clock any judgement from `state` on can decide at: that
-/// of an operation in flight (it keeps the clock it was invoked with) or
-/// any live instance's clock now. A time at or before it can no longer
-/// make a slot live; one at or before it less a window, a hit counted.
-fn horizon(state: &State) -> i64 {
-    state
-        .insts
-        .iter()
-        .filter(|i| !i.crashed)
-        .map(|i| {
-            i.pending
-                .as_ref()
-                .map_or(state.now + i.skew_ms, |p| p.clock_ms)
-        })
-        .min()
-        .unwrap_or(state.now)
-}
-
-impl RateGhost {
-    /// Hashes what the ghost knows, times relative to now through `rel`;
-    /// a time no judgement can tell from any other earlier one (before the
-    /// [`horizon`]) is hashed as ended.
-    pub(crate) fn hash_at<H: Hasher>(&self, state: &State, rel: &dyn Fn(i64) -> i64, h: &mut H) {
-        let now = state.now;
-        let horizon = horizon(state);
-        let live = |t: i64| (t > horizon).then(|| rel(t));
-        let counted = |t: i64| (t > horizon - WINDOW_MS).then(|| rel(t));
-        self.acks.hash(h);
-        for s in &self.slots {
-            s.instance.hash(h);
-            s.slot.hash(h);
-            s.seq.hash(h);
-            s.after.hash(h);
-            s.released.hash(h);
-            s.maybe_released.hash(h);
-            live(s.expires()).hash(h);
-            // The acquire's own clock, for the concurrent pair rule: it
-            // matters only while the slot could still be live.
-            live(s.expires()).map(|_| rel(s.clock_ms)).hash(h);
-        }
-        for x in &self.hits {
-            (x.instance, x.seq, x.after).hash(h);
-            counted(x.t).hash(h);
-        }
-        for p in &self.pauses {
-            (p.instance, p.seq).hash(h);
-            live(p.asked).hash(h);
-            live(p.recorded).hash(h);
-        }
-        for t in &self.maybe_slots {
-            live(*t).hash(h);
-        }
-        for t in &self.maybe_hits {
-            counted(*t).hash(h);
-        }
-        for (i, t) in &self.maybe_pauses {
-            (i, live(*t)).hash(h);
-        }
-        self.slot_race_reached.hash(h);
-        self.hit_race_reached.hash(h);
-        self.last_acquire
-            .filter(|(_, t)| *t == now)
-            .map(|(i, _)| i)
-            .hash(h);
-        self.last_hit
-            .filter(|(_, t)| *t == now)
-            .map(|(i, _)| i)
-            .hash(h);
-        self.max_clock.and_then(live).hash(h);
-    }
-}
+pub(crate) use crate::rate_ghost::{HitAck, PauseAck, SlotGrant, SLOT_TTL_MS, WINDOW_MS};
 
 /// The operations idle instance `i` may start, in a fixed order: acquire
 /// (holding no slot) or release the slot it holds, hit, pause (once: a
@@ -676,17 +513,18 @@ fn judge_answer(
 
 /// How many slots are surely live at clock `n` for a read invoked after
 /// `after` acknowledgements: granted before it, expiring after `n` and
-/// after every clock a call may have carried so far (once a caller's clock
-/// passed a slot's expiry the store may forget it, docs/PROTOCOL.md 4.4),
+/// after every clock a call may have carried so far (`max_clock`, and the
+/// clocks of calls in flight: once a caller's clock passed a slot's expiry
+/// the store may forget it, docs/PROTOCOL.md 4.4),
 /// and neither released, nor maybe released by a crash, nor being released.
 fn surely_live(state: &State, n: i64, after: usize) -> usize {
+    // The clocks answered or cut short, those in flight and the read's own.
     let latest = state
         .insts
         .iter()
-        .map(|o| state.now + o.skew_ms)
-        .max()
-        .unwrap_or(n)
-        .max(n);
+        .filter_map(|o| o.pending.as_ref().map(|p| p.clock_ms))
+        .chain(state.rate.max_clock)
+        .fold(n, i64::max);
     state
         .rate
         .slots

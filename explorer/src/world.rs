@@ -6,7 +6,7 @@
 //! is what lets the search run a transition on whichever world is free, and
 //! a replay or a shrink re-run a schedule on a world of its own.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use harness::contract::{ErrorKind, Reply, Request, StoreError};
@@ -15,224 +15,27 @@ use harness::gate::drive::{
 };
 use harness::gate::{Fault, FaultRule, Gate, Held, Mode};
 use harness::keyspace;
-use harness::server::{ManagedServer, ServerKind, ServerOptions};
-use harness::store::{Hello, StoreClient, StoreFactory};
+use harness::server::{ManagedServer, ServerOptions};
+use harness::store::{Hello, StoreClient};
 use redis::aio::MultiplexedConnection;
 
-use crate::cache::{
-    keyspace_of, BehaviourKey, GuessKey, Input, Keyspace, Next, Outcome, TransitionCache,
-};
+use crate::cache::{keyspace_of, BehaviourKey, GuessKey, Input, Keyspace, Next, Outcome};
 use crate::drawn::Probe;
 use crate::judge;
 use crate::local::Local;
 use crate::reading::logical;
-use crate::state::{Action, Inst, KeyDump, Note, Op, Pending, State, Tick};
-use crate::{LEASE_MS, TREE};
+use crate::state::{Action, KeyDump, Note, Op, Pending, State};
 
 mod deliver;
+pub(crate) mod shared;
+
+pub(crate) use crate::moves::answered;
+pub use crate::moves::{idle, nearest_expiry, request, request_as_invoked, tick_target};
+pub use shared::{Shared, Speed, MAX_INSTANCES};
 
 /// The snapshot script (see `snapshot.lua`).
 static SNAPSHOT: std::sync::LazyLock<redis::Script> =
     std::sync::LazyLock::new(|| redis::Script::new(include_str!("snapshot.lua")));
-
-/// The largest number of instances any exploration uses: every world has a
-/// gate for each.
-pub const MAX_INSTANCES: usize = 3;
-
-/// How a world computes its transitions (issue 12's speed). Every setting
-/// gives the same next states; only the work differs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Speed {
-    /// Restore the server only when a command must reach it and it does
-    /// not already hold the state (a tick, a crash or an answer without a
-    /// command never touch it). Off: restore before and snapshot after
-    /// every transition, as before issue 12.
-    pub skip_restore: bool,
-    /// Share a transition cache by server state, time and command bytes
-    /// among every skew and world, and answer a command the store is
-    /// guessed to send from it without the server.
-    pub cache: bool,
-    /// Keep a `stateless` adapter without `reconnect` after an abandoned
-    /// operation (its held command was refused, its connection stays in
-    /// step). Off: a new process per abandoned operation.
-    pub keep_after_abandon: bool,
-    /// Keep an adapter process that may remember ([`StoreClient::remembers`])
-    /// between operations "on trial": as if it kept nothing, until a step
-    /// shows otherwise ([`Shared::distrust`]). Off: each operation of such a
-    /// process starts on one as `reconnect`, or a new process, leaves it.
-    pub trial: bool,
-}
-
-impl Speed {
-    /// Everything on.
-    pub const FAST: Speed = Speed {
-        skip_restore: true,
-        cache: true,
-        keep_after_abandon: true,
-        trial: true,
-    };
-
-    /// Whether the server is touched only when a command must reach it.
-    fn lazy(self) -> bool {
-        self.skip_restore || self.cache
-    }
-}
-
-/// What every world shares: the store, its opt-out, the key prefix.
-pub struct Shared {
-    /// Connects the instances to the store under test.
-    pub factory: Arc<dyn StoreFactory>,
-    /// Every key of the exploration starts with it.
-    pub prefix: String,
-    /// The opt-out passed to the store in its hello, if any.
-    pub opt_out: Option<String>,
-    /// Redis round trips made by all worlds (restore, steps, snapshots).
-    pub round_trips: AtomicU64,
-    /// Transitions computed by all worlds.
-    pub transitions: AtomicU64,
-    /// How transitions are computed.
-    pub speed: Speed,
-    /// The transition cache every skew and world of the exploration shares.
-    pub(crate) cache: TransitionCache,
-    /// Commands answered from the cache, with no round trip.
-    pub cache_answers: AtomicU64,
-    /// Steps computed from what the store did before given the same
-    /// request, clock and replies, and the command's cached outcome: no
-    /// call to the store, no round trip.
-    pub behaviour_answers: AtomicU64,
-    /// Steps of an operation's own connection taken at once, costing no
-    /// depth ([`crate::fused`]).
-    pub fused_steps: AtomicU64,
-    /// Commands found in the cache once the store sent them (they still
-    /// went to the server, the snapshot after was saved).
-    pub cache_hits: AtomicU64,
-    /// Restores skipped: the server already held the state.
-    pub restores_skipped: AtomicU64,
-    /// Instances made fresh before an operation because their client may
-    /// remember earlier ones ([`StoreClient::remembers`]).
-    pub refreshes: AtomicU64,
-    /// Operations abandoned between two commands whose adapter process was
-    /// not kept (it remembers and cannot reconnect, it failed, or it sent
-    /// more than the refused command): a new process each.
-    pub abandoned_processes: AtomicU64,
-    /// Processes started to probe an operation again ([`crate::run::Savings`]).
-    pub probe_processes: AtomicU64,
-    /// Cached outcomes compared with what the server did for the same
-    /// input in the same state (the seeded sample, and every entry met
-    /// again when its input went to the server anyway).
-    pub cache_checked: AtomicU64,
-    /// Of those, the ones that differed.
-    pub cache_differed: AtomicU64,
-    /// Adapter processes kept on trial are still trusted to keep nothing
-    /// between operations that matters ([`Speed::trial`]).
-    memory_trusted: std::sync::atomic::AtomicBool,
-    /// Why they stopped being trusted, in words.
-    memory_distrusted: std::sync::Mutex<Option<String>>,
-    /// Operations started on a process kept on trial (it had answered an
-    /// earlier one, and may remember it).
-    pub kept_on_trial: AtomicU64,
-    /// The contracts whose searches checked processes kept on trial
-    /// against fresh ones (one step each: a fresh process may cost a
-    /// process start, the checks on kept ones cost a step).
-    pub(crate) fresh_checked: std::sync::Mutex<Vec<harness::contract::Contract>>,
-    /// The first difference, in words.
-    pub first_difference: std::sync::Mutex<Option<String>>,
-    /// The kind of server every world starts: the run's (`certify
-    /// --server`); `None` for the default binary.
-    pub server: Option<ServerKind>,
-    /// What the store draws at random, learnt ([`crate::drawn`]).
-    pub(crate) drawn: crate::drawn::Drawn,
-}
-
-impl Shared {
-    /// What every world of one exploration shares, with its counters at
-    /// zero, computing transitions at full speed on the default binary.
-    #[cfg(test)]
-    pub fn new(
-        factory: Arc<dyn StoreFactory>,
-        prefix: String,
-        opt_out: Option<String>,
-    ) -> Arc<Shared> {
-        Shared::checking_on(factory, prefix, opt_out, Speed::FAST, 0, 0, None)
-    }
-
-    /// What every world of one exploration shares, with its counters at
-    /// zero: transitions computed at `speed`, one cache entry in `one_in`
-    /// (a sample seeded with `seed`) sent to the server again when next
-    /// used, to check that the same input gives the same reply and keys (0:
-    /// none), every world on a server of `server`'s kind (the default
-    /// binary when `None`).
-    pub fn checking_on(
-        factory: Arc<dyn StoreFactory>,
-        prefix: String,
-        opt_out: Option<String>,
-        speed: Speed,
-        seed: u64,
-        one_in: u64,
-        server: Option<ServerKind>,
-    ) -> Arc<Shared> {
-        Arc::new(Shared {
-            factory,
-            prefix,
-            opt_out,
-            round_trips: AtomicU64::new(0),
-            transitions: AtomicU64::new(0),
-            speed,
-            cache: TransitionCache::checking(seed, one_in),
-            cache_answers: AtomicU64::new(0),
-            behaviour_answers: AtomicU64::new(0),
-            fused_steps: AtomicU64::new(0),
-            cache_hits: AtomicU64::new(0),
-            restores_skipped: AtomicU64::new(0),
-            refreshes: AtomicU64::new(0),
-            abandoned_processes: AtomicU64::new(0),
-            probe_processes: AtomicU64::new(0),
-            cache_checked: AtomicU64::new(0),
-            cache_differed: AtomicU64::new(0),
-            memory_trusted: std::sync::atomic::AtomicBool::new(speed.trial),
-            memory_distrusted: std::sync::Mutex::new(None),
-            kept_on_trial: AtomicU64::new(0),
-            fresh_checked: std::sync::Mutex::new(Vec::new()),
-            first_difference: std::sync::Mutex::new(None),
-            server,
-            drawn: crate::drawn::Drawn::default(),
-        })
-    }
-
-    /// Whether adapter processes that may remember are still kept between
-    /// operations on trial.
-    pub fn trusts_memory(&self) -> bool {
-        self.memory_trusted.load(Ordering::Relaxed)
-    }
-
-    /// A process kept on trial did otherwise than a fresh one would
-    /// (`why`): from now on every operation of a process that may remember
-    /// starts on a fresh one. The first reason is kept.
-    pub fn distrust(&self, why: String) {
-        self.memory_trusted.store(false, Ordering::Relaxed);
-        if let Ok(mut first) = self.memory_distrusted.lock() {
-            first.get_or_insert(why);
-        }
-    }
-
-    /// Why processes that may remember are no longer kept, if they are not.
-    pub fn distrusted(&self) -> Option<String> {
-        self.memory_distrusted.lock().ok().and_then(|w| w.clone())
-    }
-
-    /// Counts one cached outcome compared with the server's; `difference`
-    /// is how they differed, if they did (never kept silently: the
-    /// exploration is then not decided).
-    fn checked(&self, difference: Option<String>) {
-        self.cache_checked.fetch_add(1, Ordering::Relaxed);
-        if let Some(d) = difference {
-            self.cache_differed.fetch_add(1, Ordering::Relaxed);
-            if let Ok(mut first) = self.first_difference.lock() {
-                first.get_or_insert(d);
-            }
-        }
-    }
-}
 
 /// One server and its instances, and the runtime that drives them.
 pub struct World {
@@ -279,50 +82,6 @@ struct Inner {
     probing: bool,
 }
 
-/// The request instance `i` sends for `op` invoked now in `state`.
-pub fn request(state: &State, i: usize, op: Op) -> Request {
-    request_as_invoked(state, i, op, state.ghost.len())
-}
-
-/// The request instance `i` sends for `op` in `state`, invoked when
-/// `acked_before` grants had been acknowledged (an operation in flight
-/// sends what it was invoked with).
-pub fn request_as_invoked(state: &State, i: usize, op: Op, acked_before: usize) -> Request {
-    let holder = crate::symmetry::holder(i).to_string();
-    // A holder names its epoch; an instance holding nothing renews or
-    // releases another's (`judge::stranger_epoch`), as a client with a
-    // wrong token would.
-    let epoch = state.insts[i]
-        .held
-        .or_else(|| crate::judge::stranger_epoch(state, i, acked_before))
-        .unwrap_or(0);
-    match op {
-        Op::Take => Request::LeaseTake {
-            tree: TREE.into(),
-            holder,
-            ttl_ms: LEASE_MS,
-        },
-        Op::Renew => Request::LeaseRenew {
-            tree: TREE.into(),
-            holder,
-            epoch,
-            ttl_ms: LEASE_MS,
-        },
-        Op::Release => Request::LeaseRelease {
-            tree: TREE.into(),
-            holder,
-            epoch,
-        },
-        Op::Read => Request::LeaseRead { tree: TREE.into() },
-        Op::Save(_) | Op::Claim | Op::Complete | Op::QueueRead => {
-            crate::queue::request(state, i, op)
-        }
-        Op::Acquire | Op::ReleaseSlot | Op::Hit | Op::Pause | Op::RateRead => {
-            crate::rate::request(state, i, op)
-        }
-    }
-}
-
 impl World {
     /// Starts a server and one gate per instance; for a store that keeps
     /// its state outside Redis, its copy on a file of the world's own.
@@ -340,8 +99,16 @@ impl World {
         }
         let (server, gates, admin) = runtime.block_on(async {
             let server =
-                ManagedServer::start(ServerOptions::default().on_server(shared.server.as_ref()))
-                    .await
+                // Lazy expiry only: the world's clock stands at an expiry
+                // instant while steps run, and a background cycle that
+                // deleted a hash field there (Valkey 9) made the server's
+                // content depend on when it ran (`harness::server`).
+                ManagedServer::start(
+                    ServerOptions::default()
+                        .on_server(shared.server.as_ref())
+                        .with_lazy_expiry(true),
+                )
+                .await
                     .map_err(|e| e.to_string())?;
             let mut gates = Vec::new();
             for _ in 0..instances {
@@ -729,53 +496,4 @@ impl Inner {
         ));
         true
     }
-}
-
-/// Records what the step that finished instance `i`'s operation did (for
-/// counterexamples) and has the answer judged.
-pub(crate) fn answered(
-    next: &mut State,
-    i: usize,
-    op: Op,
-    req: &Request,
-    out: Result<Reply, StoreError>,
-    commands: Vec<String>,
-    invoked: judge::Invoked,
-) {
-    judge::answered(next, i, op, req, &out, invoked);
-    next.note = Note {
-        commands,
-        answer: Some(out),
-    };
-}
-
-/// Where a tick moves server time.
-pub fn tick_target(state: &State, t: Tick) -> i64 {
-    match t {
-        Tick::NearestExpiry(d) => {
-            nearest_expiry(state).map_or(state.now, |e| (e + d as i64).max(state.now))
-        }
-        Tick::HalfLease => state.now + LEASE_MS / 2,
-        Tick::Lease => state.now + LEASE_MS,
-        Tick::LongPause => state.now + 100 * LEASE_MS,
-    }
-}
-
-/// The nearest future instant a promised lease ends, or the store may
-/// rightly stop holding one.
-pub fn nearest_expiry(state: &State) -> Option<i64> {
-    state
-        .ghost
-        .iter()
-        .filter(|g| !g.released)
-        .flat_map(|g| [g.valid_until, g.may_hold_until])
-        .filter(|t| *t > state.now)
-        .chain(crate::queue::nearest_expiry(state))
-        .chain(crate::rate::nearest_expiry(state))
-        .min()
-}
-
-/// Which instances are idle (can start an operation).
-pub fn idle(inst: &Inst) -> bool {
-    !inst.crashed && inst.pending.is_none()
 }

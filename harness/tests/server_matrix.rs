@@ -312,3 +312,71 @@ fn a_named_server_is_found_only_where_setup_puts_it() {
     std::os::unix::fs::symlink(&redis, valkey_dir.join("valkey-server")).expect("symlink");
     run_isolated("servers_dir_body", &[(SERVERS_DIR_ENV, dir.path())]);
 }
+
+/// Whether hash field `f` of `k`, expiring at the clock's very instant, is
+/// still there half a second of wall time later on Valkey 9 started with
+/// `lazy` expiry only.
+async fn field_at_its_expiry_instant_survives(lazy: bool) -> bool {
+    let server = ManagedServer::start(
+        ServerOptions::default()
+            .with_server(ServerKind::Valkey9)
+            .with_lazy_expiry(lazy),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("valkey-9: {e}"));
+    let clock = server.clock().expect("virtual clock").clone();
+    let mut conn = admin(&server).await;
+    let t0 = time_ms(&mut conn).await;
+    let _: () = redis::cmd("HSET")
+        .arg("k")
+        .arg("f")
+        .arg("1")
+        .arg("g")
+        .arg("2")
+        .query_async(&mut conn)
+        .await
+        .expect("HSET");
+    let _: Vec<i64> = redis::cmd("HPEXPIREAT")
+        .arg("k")
+        .arg(t0 + 1000)
+        .arg("FIELDS")
+        .arg(1)
+        .arg("f")
+        .query_async(&mut conn)
+        .await
+        .expect("HPEXPIREAT");
+    clock.set_ms(t0 + 1000);
+    // Several runs of the background cycle (10 a second).
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let len: i64 = redis::cmd("HLEN")
+        .arg("k")
+        .query_async(&mut conn)
+        .await
+        .expect("HLEN");
+    len == 2
+}
+
+/// Valkey 9's background expiry deletes a hash field at its expiry instant,
+/// which a read at that instant still sees: with the clock held there, what
+/// the server holds depended on whether the cycle ran. With lazy expiry
+/// only (as the explorer starts its servers) the field stays until a
+/// command finds it passed.
+#[tokio::test]
+async fn lazy_expiry_keeps_what_every_read_at_the_instant_sees() {
+    assert!(
+        !field_at_its_expiry_instant_survives(false).await,
+        "valkey-9 no longer deletes a field at its expiry instant in the background"
+    );
+    assert!(field_at_its_expiry_instant_survives(true).await);
+    // Redis 6.2 (DEBUG always allowed) and 7.0 (behind
+    // enable-debug-command) start with it too.
+    for kind in [ServerKind::Redis62, ServerKind::Redis70] {
+        ManagedServer::start(
+            ServerOptions::default()
+                .with_server(kind.clone())
+                .with_lazy_expiry(true),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{kind}: {e}"));
+    }
+}

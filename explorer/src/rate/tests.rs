@@ -203,22 +203,28 @@ fn a_read_that_misses_a_live_slot_breaks_answered() {
 }
 
 /// Once a faster clock passed a slot's expiry the store may forget it: a
-/// lagging reader may then count it gone.
+/// lagging reader may then count it gone, but not before a call carried
+/// such a clock.
 #[test]
 fn a_read_on_a_lagging_clock_may_miss_a_slot_a_faster_clock_saw_expire() {
     let s = one(&two(-SLOT_TTL_MS / 2), 1, Op::Acquire, acquired("1"));
     let mut later = s.clone();
     later.now += SLOT_TTL_MS - SLOT_TTL_MS / 4;
-    // b's slot expires at its clock START - 500 + 1000; a's clock is past
-    // that, b's is not.
-    let read = one(
-        &later,
-        1,
-        Op::RateRead,
-        Reply::RateState {
-            slots_in_use: 0,
-            paused_until_ms: None,
-        },
-    );
-    assert!(read.violations.is_empty(), "{:?}", read.violations);
+    let read = |s: &State| {
+        one(
+            s,
+            1,
+            Op::RateRead,
+            Reply::RateState {
+                slots_in_use: 0,
+                paused_until_ms: None,
+            },
+        )
+    };
+    // b's slot expires at its clock START + 500; b reads at START + 250.
+    assert!(read(&later).broke(Property::RateAnswered));
+    // a's hit carried clock START + 750, past that expiry.
+    let hit = one(&later, 0, Op::Hit, Reply::Allowed { remaining: 0 });
+    let missed = read(&hit);
+    assert!(missed.violations.is_empty(), "{:?}", missed.violations);
 }

@@ -161,6 +161,13 @@ impl ManagedServer {
             product: String::new(),
         };
 
+        if server.options.lazy_expiry && super::expiry::debug_is_gated(&server.binary) {
+            // Only for its own client on 127.0.0.1: the server is ours.
+            server
+                .options
+                .config
+                .push(("enable-debug-command".into(), "local".into()));
+        }
         let mut ready = false;
         for _ in 0..PORT_ATTEMPTS {
             server.port = pick_free_port()?;
@@ -198,6 +205,7 @@ impl ManagedServer {
         // clock is ours; on error `server` drops, killing it and removing
         // its directory.
         server.probe_clock(info.as_deref()).await?;
+        server.keep_lazy_expiry().await?;
         tracing::debug!(
             port = server.port,
             dir = %server.dir.display(),
@@ -623,7 +631,7 @@ impl ManagedServer {
     pub async fn restart(&mut self) -> Result<(), ServerError> {
         self.owned.kill_now();
         match self.launch(RESTART_TIMEOUT).await {
-            Ok(()) => Ok(()),
+            Ok(()) => self.keep_lazy_expiry().await,
             Err(NotReady::PortTaken) => Err(ServerError::PortTaken { port: self.port }),
             Err(NotReady::Failed(e)) => Err(e),
         }
@@ -671,10 +679,20 @@ impl ManagedServer {
             }
         }
         match self.launch(RESTART_TIMEOUT).await {
-            Ok(()) => Ok(status),
+            Ok(()) => self.keep_lazy_expiry().await.map(|()| status),
             Err(NotReady::PortTaken) => Err(ServerError::PortTaken { port: self.port }),
             Err(NotReady::Failed(e)) => Err(e),
         }
+    }
+
+    /// Turns background expiry off on the running process when its options
+    /// ask for lazy expiry only (a restart starts with it on again).
+    async fn keep_lazy_expiry(&self) -> Result<(), ServerError> {
+        if !self.options.lazy_expiry {
+            return Ok(());
+        }
+        let mut conn = self.admin().await?;
+        super::expiry::stop_active_expiry(&mut conn, self.port).await
     }
 
     /// `Err(NotRunning)` unless the server process is running; for callers

@@ -12,6 +12,7 @@
 //! and leaves no directory behind when dropped or after [`cleanup_all`].
 
 mod clock;
+mod expiry;
 mod external;
 mod managed;
 mod options;

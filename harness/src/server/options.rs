@@ -338,6 +338,12 @@ pub struct ServerOptions {
     /// [`ManagedServer::power_loss`](super::ManagedServer::power_loss) can cut
     /// its append-only files back to what a power cut would leave.
     pub track_fsync: bool,
+    /// Expired keys and hash fields go only when a command touches them,
+    /// never in the background (`DEBUG SET-ACTIVE-EXPIRE 0`; see
+    /// `server::expiry`): what the server holds at an instant is then what
+    /// every read at that instant sees, whatever the wall clock did.
+    #[serde(default)]
+    pub lazy_expiry: bool,
 }
 
 impl Default for ServerOptions {
@@ -354,6 +360,7 @@ impl Default for ServerOptions {
             data_dir: DataDir::Tmpfs,
             virtual_clock: true,
             track_fsync: false,
+            lazy_expiry: false,
         }
     }
 }
@@ -414,6 +421,13 @@ impl ServerOptions {
     /// Turns fsync tracking (for simulated power loss) on or off.
     pub fn with_fsync_tracking(mut self, on: bool) -> Self {
         self.track_fsync = on;
+        self
+    }
+
+    /// Turns background expiry off (on) or leaves it as the server has it
+    /// (see [`ServerOptions::lazy_expiry`]).
+    pub fn with_lazy_expiry(mut self, on: bool) -> Self {
+        self.lazy_expiry = on;
         self
     }
 
