@@ -39,8 +39,9 @@
 //! guess instants: the state carries a zone (a difference-bound matrix over
 //! the instant of the last step and, while the live lease came from an
 //! ambiguous grant or renew, the instant of that grant), and each reply adds
-//! the constraints it implies (a grant fixes its instant to `expires_at_ms -
-//! ttl_ms`, `busy` needs the lease live, `lost` with no holder needs it not
+//! the constraints it implies (a grant takes effect no earlier than
+//! `expires_at_ms - ttl_ms`, the time it read, which lies in its window;
+//! `busy` needs the lease live, `lost` with no holder needs it not
 //! live, …). This is exact for the lease: without an unknown expiry the
 //! earliest instant is always the best choice, and an unknown expiry is one
 //! variable. An event without `server_ms` leaves that side of the window open.
@@ -461,7 +462,7 @@ fn step_replied(s: &State, req: Req, seen: &Seen, lo: Option<i64>, hi: Option<i6
     if !n.zone.advance(lo, hi) {
         return Vec::new();
     }
-    let mut out = replied(n, req, seen);
+    let mut out = replied(n, req, seen, lo);
     for c in &mut out {
         c.settle();
     }
@@ -534,18 +535,28 @@ fn effect_unknown(n: &mut State, req: Req) -> bool {
     }
 }
 
+/// Whether a grant or renew answering `expires` for `ttl` read the server's
+/// time inside its operation's window (from `lo` on) and took effect at
+/// the zone's `NOW` no earlier: `NOW ≥ expires − ttl ≥ lo`. A store reads
+/// `TIME` and then writes (a `WATCH` … `EXEC` take: the write lands at
+/// `EXEC`, a few commands later), so the lease it grants may run for less
+/// than `ttl` after it takes effect, never more; another operation between
+/// the two saw the record as it was before. Fixing `NOW` at `expires − ttl`
+/// failed such a correct take whenever a read or a refused renew fell
+/// between its `TIME` and its `EXEC` (issue 40).
+fn timed_within(s: &mut State, expires: i64, ttl: i64, lo: Option<i64>) -> bool {
+    lo.is_none_or(|lo| expires - ttl >= lo) && s.zone.constrain(Z, NOW, ttl - expires)
+}
+
 /// The states in which `seen` is a reply the contract allows to `req` at the
-/// zone's `NOW`, moved along it.
-fn replied(n: State, req: Req, seen: &Seen) -> Vec<State> {
+/// zone's `NOW` (its operation invoked at `lo`), moved along it.
+fn replied(n: State, req: Req, seen: &Seen, lo: Option<i64>) -> Vec<State> {
     let one =
         |mut s: State, f: &dyn Fn(&mut State) -> bool| if f(&mut s) { vec![s] } else { vec![] };
     match (req, seen) {
         (Req::Take { holder, ttl }, Seen::Granted { epoch, expires }) => one(n, &|s| {
             let floor = s.rec.map_or(0, |r| r.epoch);
-            let ok = *epoch > floor
-                && s.require_free()
-                && s.zone.constrain(NOW, Z, expires - ttl)
-                && s.zone.constrain(Z, NOW, ttl - expires);
+            let ok = *epoch > floor && s.require_free() && timed_within(s, *expires, ttl, lo);
             s.rec = Some(Record {
                 holder,
                 epoch: *epoch,
@@ -572,8 +583,7 @@ fn replied(n: State, req: Req, seen: &Seen) -> Vec<State> {
             let ok = s.rec.is_some_and(|r| r.holder == holder)
                 && s.require_live(false)
                 && s.unify_epoch(epoch)
-                && s.zone.constrain(NOW, Z, expires - ttl)
-                && s.zone.constrain(Z, NOW, ttl - expires);
+                && timed_within(s, *expires, ttl, lo);
             if let Some(r) = s.rec.as_mut() {
                 r.expiry = Expiry::At(*expires);
             }
@@ -1395,6 +1405,43 @@ mod tests {
         h.take("a", "t", 100, 0);
         h.take("b", "t", 100, 10).busy("b", "a", 4, 50, 11);
         assert!(!h.verdict("t").is_linearizable());
+    }
+
+    /// Issue 40: a `WATCH` … `EXEC` take reads `TIME`, then writes at
+    /// `EXEC`; a renew that answered `lost` (no live lease) between the two
+    /// saw the record before the write. Its grant took effect after its
+    /// time was read: linearizable. Its time must still be read inside its
+    /// own window.
+    #[test]
+    fn a_grant_may_take_effect_after_the_time_it_read() {
+        let lost = Reply::Lost {
+            holder: None,
+            epoch: None,
+        };
+        let mut h = H::default();
+        h.take("b", "t", 150, 0).granted("b", 1, 150, 0);
+        h.release("b", 1, 10)
+            .ok("b", "lease.release", Reply::Released {}, 12);
+        // b's take reads TIME at 106 and commits at 109; c's renew at 108.
+        h.take("b", "t", 150, 104);
+        h.renew("c", 7, 150, 108)
+            .ok("c", "lease.renew", lost.clone(), 108);
+        h.granted("b", 2, 256, 110);
+        assert!(h.verdict("t").is_linearizable(), "{:?}", h.verdict("t"));
+
+        // A time read before the take was invoked: no order explains it.
+        let mut h = H::default();
+        h.take("b", "t", 150, 104).granted("b", 1, 253, 110);
+        assert_fails(&h.verdict("t"), 1);
+        // Nor one read after the grant answered.
+        let mut h = H::default();
+        h.take("b", "t", 150, 104).granted("b", 1, 258, 106);
+        assert_fails(&h.verdict("t"), 1);
+        // And a grant answered before a renew found no lease came first.
+        let mut h = H::default();
+        h.take("b", "t", 150, 104).granted("b", 1, 255, 106);
+        h.renew("c", 7, 150, 107).ok("c", "lease.renew", lost, 107);
+        assert_fails(&h.verdict("t"), 3);
     }
 
     #[test]
