@@ -480,7 +480,7 @@ fn judge_answer(
                     format!("instance {name}'s read at clock {n} counted {slots_in_use} live slots, but at most {could} could be live at that clock"),
                 );
             }
-            let surely = surely_live(next, n, after);
+            let surely = surely_live(next, i, n, after);
             if *slots_in_use < surely as i64 {
                 next.violate(
                     Property::RateAnswered,
@@ -511,33 +511,15 @@ fn judge_answer(
     }
 }
 
-/// How many slots are surely live at clock `n` for a read invoked after
-/// `after` acknowledgements: granted before it, expiring after `n` and
-/// after every clock a call may have carried so far (`max_clock`, and the
-/// clocks of calls in flight: once a caller's clock passed a slot's expiry
-/// the store may forget it, docs/PROTOCOL.md 4.4),
-/// and neither released, nor maybe released by a crash, nor being released.
-fn surely_live(state: &State, n: i64, after: usize) -> usize {
-    // The clocks answered or cut short, those in flight and the read's own.
-    let latest = state
-        .insts
-        .iter()
-        .filter_map(|o| o.pending.as_ref().map(|p| p.clock_ms))
-        .chain(state.rate.max_clock)
-        .fold(n, i64::max);
+/// How many slots surely hold their place at clock `n` ([`holds`]) for
+/// instance `i`'s read invoked after `after` acknowledgements: granted
+/// before it.
+fn surely_live(state: &State, i: usize, n: i64, after: usize) -> usize {
     state
         .rate
         .slots
         .iter()
-        .filter(|s| s.seq < after && s.expires() > latest && !s.released && !s.maybe_released)
-        .filter(|s| {
-            let owner = &state.insts[s.instance];
-            !(owner.slot.as_ref() == Some(&s.slot)
-                && owner
-                    .pending
-                    .as_ref()
-                    .is_some_and(|p| p.op == Op::ReleaseSlot))
-        })
+        .filter(|s| s.seq < after && holds(state, i, s, n))
         .count()
 }
 

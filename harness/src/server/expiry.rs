@@ -12,8 +12,10 @@
 //! key or field goes when a command touches it, exactly as every read sees
 //! it.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 
 use redis::aio::MultiplexedConnection;
 
@@ -23,11 +25,17 @@ use super::ServerError;
 /// Valkey 7.0 and later): its `--version` names major version 7 or more.
 /// A binary whose version cannot be read is taken to, which at worst starts
 /// it with one directive it does not know.
+/// Asked once per binary a process starts: the explorer starts a server
+/// for every world.
 pub(crate) fn debug_is_gated(binary: &Path) -> bool {
-    let Ok(out) = Command::new(binary).arg("--version").output() else {
-        return true;
-    };
-    major_version(&String::from_utf8_lossy(&out.stdout)).is_none_or(|major| major >= 7)
+    static SEEN: Mutex<BTreeMap<PathBuf, bool>> = Mutex::new(BTreeMap::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    *seen.entry(binary.to_path_buf()).or_insert_with(|| {
+        let Ok(out) = Command::new(binary).arg("--version").output() else {
+            return true;
+        };
+        major_version(&String::from_utf8_lossy(&out.stdout)).is_none_or(|major| major >= 7)
+    })
 }
 
 /// The major version in a `redis-server --version` line
