@@ -195,9 +195,10 @@ fn a_take_in_a_watch_transaction_passes_and_its_twin_without_the_watch_fails() {
         "4",
         "--walks",
         "0",
-        // Two skews (each search of whole operations is long on Node).
+        // One skew: the race and the twin's second holder do not depend
+        // on the second clock (each search is long on Node).
         "--skews",
-        "0,-500",
+        "0",
     ];
     let script = "fixtures/adapters/designs/watch_take.js";
     let (code, report) = certify(script, &args, &dir.path().join("ok"));

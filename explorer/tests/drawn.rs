@@ -312,7 +312,7 @@ fn a_take_that_trusts_the_token_over_the_expiry_is_caught() {
 /// check still passes, and the PASS says the renaming was given up.
 #[test]
 fn a_store_that_orders_what_it_draws_is_searched_again_reading_every_byte() {
-    let outcome = explore_with(Token::Drawn, (EXPIRY, LEAST), false, 6, 10_000);
+    let outcome = explore_with(Token::Drawn, (EXPIRY, LEAST), false, 5, 10_000);
     let row = &outcome.figures.per_skew[0];
     let why = row.drawn_failure.as_deref().expect("no drawn failure");
     assert!(

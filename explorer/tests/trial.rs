@@ -83,7 +83,7 @@ fn an_earlier_search_that_trusted_a_remembering_process_is_searched_again() {
     let store = WarmQueue(RedisStoreFactory::new(dir.path().join("kept.sqlite")));
     let config = ExplorerConfig {
         depth: 4,
-        queue_depth: 5,
+        queue_depth: 4,
         walks: 0,
         seed: 4,
         threads: 1,
