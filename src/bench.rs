@@ -447,17 +447,28 @@ async fn beside_builtin(args: &ExplorerBench) -> anyhow::Result<ExitCode> {
             .filter(|c| c.verdict == harness::Verdict::Fail)
             .map(|c| c.id.as_str())
             .collect();
+        let undecided: Vec<&str> = run
+            .outcome
+            .checks
+            .iter()
+            .filter(|c| c.verdict == harness::Verdict::Unknown)
+            .map(|c| c.id.as_str())
+            .collect();
+        let list = |ids: &[&str]| {
+            if ids.is_empty() {
+                "nothing".to_string()
+            } else {
+                ids.join(", ")
+            }
+        };
         println!(
-            "  {name:<40} {:>6.1}s  {:>8} states ({:>7} unique), drawn values {}, failed: {}",
+            "  {name:<40} {:>6.1}s  {:>8} states ({:>7} unique), drawn values {}, failed: {}, undecided: {}",
             run.wall,
             rows.iter().map(|r| r.states).sum::<usize>(),
             rows.iter().map(|r| r.unique_states).sum::<usize>(),
             rows.iter().map(|r| r.drawn_values).max().unwrap_or(0),
-            if failed.is_empty() {
-                "nothing".to_string()
-            } else {
-                failed.join(", ")
-            }
+            list(&failed),
+            list(&undecided),
         );
     };
     row("builtin:redis", &base);
@@ -465,7 +476,12 @@ async fn beside_builtin(args: &ExplorerBench) -> anyhow::Result<ExitCode> {
         let dir = workdir.path().join(format!("store-{k}"));
         std::fs::create_dir_all(&dir)?;
         let factory = spec.factory(&dir, Duration::from_secs(10), None);
-        let run = timed(factory, config.clone()).await?;
+        let run = timed(factory.clone(), config.clone()).await?;
+        // A store whose adapter failed (did not start, exited, hung) has no
+        // speed to show: its figures would time the harness giving up.
+        if let Some(why) = factory.adapter_failure() {
+            anyhow::bail!("{why}; no figures for {spec}");
+        }
         row(&spec.to_string(), &run);
         println!(
             "  {:<40} {:.1}x the built-in store's wall time",

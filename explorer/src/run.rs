@@ -157,6 +157,14 @@ pub fn explore_part(
         if !part.searches(index) {
             continue;
         }
+        if shared.factory.adapter_failure().is_some() {
+            // The store's adapter failed (it exited, hung, or wrote
+            // garbage): no later search can say anything of the store.
+            not_explored.push(format!(
+                "the searches from second clock {skew:+} ms on (the store's adapter failed)"
+            ));
+            break;
+        }
 
         // The races are the two-instance search's to reach: three
         // instances, at a depth of their own, look for violations only.
@@ -287,7 +295,7 @@ pub fn explore_part(
         saw_unsupported(&searched.unsupported);
         if let Some(level) = searched.stopped_at {
             not_explored.push(format!(
-                "the search under second clock {skew:+} ms{three} past depth {level} (of {})",
+                "the search under second clock {skew:+} ms{three} past depth {level} (of {}; --fail-fast)",
                 model.max_steps
             ));
         }
@@ -539,9 +547,7 @@ pub fn explore_part(
     let step = (!shared.factory.keeps_state_in_redis()).then_some(crate::local::ONE_OPERATION);
     let not_explored = (!not_explored.is_empty()).then(|| not_explored.join("; "));
     if let Some(cut) = &not_explored {
-        progress(&format!(
-            "explorer: --fail-fast stopped at the first violation; not explored: {cut}"
-        ));
+        progress(&format!("explorer: stopped early; not explored: {cut}"));
     }
     let savings = Savings {
         cache_answers: shared.cache_answers.load(Ordering::Relaxed),
@@ -566,6 +572,7 @@ pub fn explore_part(
                 step,
                 part: part.describe(config).as_deref(),
                 cut: not_explored.as_deref(),
+                adapter_failed: shared.factory.adapter_failure().as_deref(),
                 unsupported: &unsupported,
                 filled: step.is_none(),
             },

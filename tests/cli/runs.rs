@@ -167,6 +167,37 @@ fn the_explorer_benchmark_sets_a_store_beside_the_builtin_one() {
     );
     let bad = storeproof(&["bench", "explorer", "--store", "nonsense"], &[]);
     assert_eq!(bad.status.code(), Some(2));
+    // An adapter that does not start has no speed: one line naming it and
+    // the fix, no figures (a row timing the harness giving up would be a
+    // lie), and the searches stop at its failure.
+    let broken = storeproof(
+        &[
+            "bench",
+            "explorer",
+            "--depth",
+            "2",
+            "--threads",
+            "1",
+            "--store",
+            "cmd:python3 /nonexistent/adapter.py",
+        ],
+        &[],
+    );
+    assert_eq!(broken.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&broken.stderr);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("storeproof: error:") && last.contains("fix the adapter"),
+        "{err}"
+    );
+    let stdout = String::from_utf8_lossy(&broken.stdout);
+    assert!(!stdout.contains("/nonexistent/adapter.py "), "{stdout}");
+    // The built-in store's seven searches, then the broken store's first.
+    let searches = err
+        .lines()
+        .filter(|l| l.contains(" unique), depth "))
+        .count();
+    assert_eq!(searches, 7 + 1, "{err}");
 }
 
 #[test]

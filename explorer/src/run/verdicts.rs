@@ -271,8 +271,11 @@ pub(super) struct Context<'a> {
     pub(super) step: Option<&'a str>,
     /// The shard's part, in words (`None`: the whole).
     pub(super) part: Option<&'a str>,
-    /// What fail-fast left out, in words.
+    /// What fail-fast, or the store's adapter failing, left out, in words.
     pub(super) cut: Option<&'a str>,
+    /// The store's adapter failed (its first failure, in words): what did
+    /// not break is not known to hold.
+    pub(super) adapter_failed: Option<&'a str>,
     /// The operations the store answered `unsupported`, with its message.
     pub(super) unsupported: &'a [(Op, String)],
     /// The searches filled the server between commands (a store whose
@@ -322,7 +325,11 @@ pub(super) fn checks(
     context: &Context<'_>,
 ) -> Vec<CheckResult> {
     let Context {
-        step, part, cut, ..
+        step,
+        part,
+        cut,
+        adapter_failed,
+        ..
     } = *context;
     let evidence = Evidence::Explorer(Box::new(ExplorerEvidence {
         figures: figures.clone(),
@@ -354,6 +361,13 @@ pub(super) fn checks(
                 ),
             ),
             (cut, _) => match cut {
+            Some(cut) if verdict == Verdict::Pass && adapter_failed.is_some() => (
+                Verdict::Unknown,
+                format!(
+                    "not judged: the store's adapter failed ({}); not explored: {cut}",
+                    adapter_failed.unwrap_or_default()
+                ),
+            ),
             Some(cut) if verdict == Verdict::Pass => (
                 Verdict::Skipped,
                 format!(
