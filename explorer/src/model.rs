@@ -12,6 +12,8 @@ use std::sync::Arc;
 use harness::contract::Contract;
 
 use crate::fused::{Upcoming, FREE_COMMANDS};
+use crate::judge::discovers;
+use crate::property::Property;
 use crate::state::{Action, Op, Pending, State, Tick};
 use crate::world::{idle, nearest_expiry, Shared, World};
 
@@ -91,11 +93,7 @@ impl LeaseModel {
             return;
         }
         if self.whole_operations {
-            let busy = state
-                .insts
-                .iter()
-                .position(|i| !i.crashed && i.pending.is_some());
-            if let Some(i) = busy {
+            if let Some(i) = in_flight(state) {
                 out.push(Action::Continue(i));
                 return;
             }
@@ -325,6 +323,49 @@ impl LeaseModel {
         self.spent(state, action, world.step(state, action))
     }
 
+    /// The next state of `action` on `world`, run on through every state
+    /// whose one possible action is an operation's next command: the
+    /// `Continue`s taken after `action`, in order.
+    ///
+    /// Such a state has one successor ([`LeaseModel::possible`]): in a
+    /// search of whole operations, any state with an operation in flight;
+    /// in the interleaved search, one whose next command only its own
+    /// connection sees, with nothing beside it ([`crate::fused`]). Each
+    /// step is charged as it would be alone ([`LeaseModel::spent`]), so
+    /// chaining them explores exactly the schedules and depths the
+    /// one-command steps would, without keeping, fingerprinting and
+    /// restoring each state between. The chain stops at a state that
+    /// stops the search (a violation, the harness's trouble) or shows a
+    /// property `state` did not (a race reached): the search keeps and
+    /// records it as before.
+    pub fn step_chained(
+        &self,
+        world: &mut World,
+        state: &State,
+        action: Action,
+    ) -> (State, Vec<Action>) {
+        let mut next = self.step_on(world, state, action);
+        let mut more = Vec::new();
+        let mut offered = Vec::new();
+        // A bound only against a store that never ends an operation (the
+        // gate ends such an operation long before).
+        while more.len() < CHAIN_LIMIT {
+            // A property `state` showed was recorded when it was kept.
+            let shows = |p: &Property| discovers(&next, *p) && !discovers(state, *p);
+            if next.stops() || Property::ALL.iter().any(shows) {
+                break;
+            }
+            offered.clear();
+            self.possible(&next, &mut offered);
+            let [continued @ Action::Continue(_)] = offered[..] else {
+                break;
+            };
+            next = self.step_on(world, &next, continued);
+            more.push(continued);
+        }
+        (next, more)
+    }
+
     /// The next state, computed on this thread's world.
     pub fn step(&self, state: &State, action: Action) -> State {
         // Every world has a gate per possible instance: a world serves both
@@ -342,6 +383,18 @@ impl LeaseModel {
             }
         }
     }
+}
+
+/// The most commands a chained step runs ([`LeaseModel::step_chained`]);
+/// past it the state is kept and the next level goes on.
+const CHAIN_LIMIT: usize = 64;
+
+/// The first instance with an operation in flight that has not crashed.
+fn in_flight(state: &State) -> Option<usize> {
+    state
+        .insts
+        .iter()
+        .position(|i| !i.crashed && i.pending.is_some())
 }
 
 /// Whether `p`'s next command runs free ([`crate::fused`]).

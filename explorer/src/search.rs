@@ -281,7 +281,8 @@ pub fn search(
             break;
         }
         let trial0 = model.shared.kept_on_trial.load(Ordering::Relaxed);
-        let nexts = run_level(model, pool, &level, &jobs);
+        let chained = run_level_chained(model, pool, &level, &jobs, true);
+        let (nexts, chains): (Vec<State>, Vec<Vec<Action>>) = chained.into_iter().unzip();
         depth += 1;
         if !model.fresh_processes && model.shared.speed.trial {
             let kept = model.shared.kept_on_trial.load(Ordering::Relaxed) > trial0;
@@ -313,7 +314,7 @@ pub fn search(
             let values = model.shared.drawn.values();
             values.len() > 0 && values.on()
         };
-        for ((k, action), next) in jobs.into_iter().zip(nexts) {
+        for (((k, action), next), chain) in jobs.into_iter().zip(nexts).zip(chains) {
             out.states += 1;
             // Counted before the merge: a clean refusal leads back to a
             // state met already.
@@ -360,6 +361,7 @@ pub fn search(
                 {
                     let mut path = level[k].1.clone();
                     path.push(action);
+                    path.extend_from_slice(&chain);
                     merges.push(Merge {
                         symmetric,
                         drawn,
@@ -384,6 +386,7 @@ pub fn search(
             }
             let mut path = level[k].1.clone();
             path.push(action);
+            path.extend_from_slice(&chain);
             note(&mut out, &next, &path);
             next_level.push((next, path));
         }
@@ -581,10 +584,17 @@ fn check_memory(
         return (0, false);
     }
     let again: Vec<(usize, Action)> = picked.iter().map(|&j| jobs[j]).collect();
-    let mut compared = vec![(false, run_level(&model.recomputing(), pool, level, &again))];
+    // As the search ran them: chained.
+    let chained = |m: &LeaseModel, pool: &mut Pool, jobs: &[(usize, Action)]| -> Vec<State> {
+        run_level_chained(m, pool, level, jobs, true)
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect()
+    };
+    let mut compared = vec![(false, chained(&model.recomputing(), pool, &again))];
     if fresh {
         let on_fresh = model.with_fresh_processes();
-        compared.push((true, run_level(&on_fresh, pool, level, &again[..1])));
+        compared.push((true, chained(&on_fresh, pool, &again[..1])));
     }
     let mut checked = 0;
     for (on_fresh, states) in &compared {
@@ -640,12 +650,32 @@ fn note(out: &mut Searched, state: &State, path: &[Action]) {
 /// state's jobs not yet taken, on its own world. One world runs every
 /// transition of a state, so one that leaves the keys alone (a tick, a
 /// crash, a read) lets the next start with no restore.
+///
+/// One step each, unchained: what a merge is checked on (one step ahead of
+/// both states, whose chains could stop apart on what the fingerprint does
+/// not hold, a race reached on the way).
 fn run_level(
     model: &LeaseModel,
     pool: &mut Pool,
     level: &[(State, Vec<Action>)],
     jobs: &[(usize, Action)],
 ) -> Vec<State> {
+    run_level_chained(model, pool, level, jobs, false)
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect()
+}
+
+/// [`run_level`], with `chain` each job's next state run on as the search
+/// runs it ([`LeaseModel::step_chained`]), with the `Continue`s taken
+/// after the job's action.
+fn run_level_chained(
+    model: &LeaseModel,
+    pool: &mut Pool,
+    level: &[(State, Vec<Action>)],
+    jobs: &[(usize, Action)],
+    chain: bool,
+) -> Vec<(State, Vec<Action>)> {
     // The jobs of each state, as index ranges (jobs come grouped by state).
     let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
     for (j, (k, _)) in jobs.iter().enumerate() {
@@ -656,7 +686,7 @@ fn run_level(
     }
     let groups = &groups;
     let taken = AtomicUsize::new(0);
-    let mut done: Vec<(usize, State)> = std::thread::scope(|scope| {
+    let mut done: Vec<(usize, (State, Vec<Action>))> = std::thread::scope(|scope| {
         let handles: Vec<_> = pool
             .worlds
             .iter_mut()
@@ -671,7 +701,15 @@ fn run_level(
                         };
                         for j in group.clone() {
                             let (k, action) = jobs[j];
-                            mine.push((j, model.step_on(world, &level[k].0, action)));
+                            let state = &level[k].0;
+                            mine.push((
+                                j,
+                                if chain {
+                                    model.step_chained(world, state, action)
+                                } else {
+                                    (model.step_on(world, state, action), Vec::new())
+                                },
+                            ));
                         }
                     }
                     mine
@@ -695,7 +733,7 @@ fn run_level(
                 let mut s = level[*k].0.clone();
                 s.steps += 1;
                 s.harness_error = Some("a checker thread panicked".into());
-                out.push(s);
+                out.push((s, Vec::new()));
             }
         }
     }
