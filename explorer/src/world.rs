@@ -80,6 +80,10 @@ struct Inner {
     /// The step now running is a probe's second run ([`crate::drawn`]):
     /// it probes no further.
     probing: bool,
+    /// The operation the last step left in flight, its next command held
+    /// at the gate: the next step goes on with it if it is that command
+    /// from that state, else it is abandoned first ([`deliver::Live`]).
+    live: Option<deliver::Live>,
 }
 
 impl World {
@@ -138,6 +142,7 @@ impl World {
                 holds: None,
                 full: false,
                 probing: false,
+                live: None,
             })),
             shared,
             runtime,
@@ -193,6 +198,13 @@ impl World {
 
 impl Inner {
     async fn step_async(&mut self, next: &mut State, action: Action) -> Result<(), String> {
+        // The operation left in flight goes on only as this step's command.
+        if let Some(live) = self.live.take() {
+            match action {
+                Action::Continue(i) if live.continues(next, i) => self.live = Some(live),
+                _ => self.abandon_live(live).await,
+            }
+        }
         let lazy = self.shared.speed.lazy();
         if !lazy {
             self.restore(next).await?;

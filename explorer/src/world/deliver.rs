@@ -23,7 +23,10 @@ impl Inner {
         pending: Pending,
         guess: bool,
     ) -> Result<(), String> {
-        let pending = if self.shared.speed.cache && guess && !self.recompute {
+        // An operation left in flight goes on on its process: cheaper than
+        // any run from the start, and it keeps the chain's process.
+        let pending = if self.live.is_none() && self.shared.speed.cache && guess && !self.recompute
+        {
             let invoked = pending.invoked();
             let req = request_as_invoked(next, i, pending.op, invoked.acked_before);
             match self.replayed_behaviour(next, i, pending, &req, invoked) {
@@ -127,7 +130,9 @@ impl Inner {
         pending: Pending,
         guess: bool,
     ) -> Result<(), String> {
-        let lazy = self.shared.speed.lazy();
+        if let Some(live) = self.live.take() {
+            return self.go_on(next, i, pending, live).await;
+        }
         let use_cache = self.shared.speed.cache;
         let retry = pending.clone();
         let invoked = pending.invoked();
@@ -259,115 +264,244 @@ impl Inner {
             return out;
         }
         let answered_from_cache = gate.replay_remaining() == 0 && gate.recording().len() > replayed;
-        let (exchange, after) = if let Some((exchange, outcome)) =
-            guessed.filter(|_| answered_from_cache)
-        {
-            // The store sent the guessed command and got the cached reply:
-            // the server was not touched.
-            self.shared.cache_answers.fetch_add(1, Ordering::Relaxed);
-            next.keys = outcome.keys.clone();
-            (exchange, first)
-        } else {
-            if gate.replay_remaining() > 0 {
-                // Answered before the script ran out: nothing is left to answer.
-                gate.replay(Vec::new());
-            }
-            let held = match first {
-                Step::Answered(client, out) => {
-                    self.answered_unsent(next, i, (op, &req, invoked), client, out);
-                    return Ok(());
-                }
-                Step::Held(h) => h,
-            };
-            let input = Input::Command {
-                instance: i,
-                command: crate::state::cache_command(&delivered, watch.dirty, &held.command),
-                full: next.full,
-            };
-            let before = next.keys.clone();
-            let cached = if use_cache {
-                self.shared.cache.saw(guess_key, &held.command);
-                self.shared.cache.get(&next.keys, next.now, &input)
+        let (exchange, after) =
+            if let Some((exchange, outcome)) = guessed.filter(|_| answered_from_cache) {
+                // The store sent the guessed command and got the cached reply:
+                // the server was not touched.
+                self.shared.cache_answers.fetch_add(1, Ordering::Relaxed);
+                next.keys = outcome.keys.clone();
+                (exchange, first)
             } else {
-                None
-            };
-            if lazy {
-                self.ensure(next).await?;
-                // What the command does to it is known once read back.
-                self.holds = None;
-            }
-            self.rt();
-            gate.release(held.id).map_err(|e| e.to_string())?;
-            if !gate.wait_recorded(replayed + 1, STEP_TIMEOUT).await {
-                task.abort();
-                return Err(format!(
-                    "instance {}'s command {} got no reply within {}s",
-                    instance_name(i),
-                    held.command,
-                    STEP_TIMEOUT.as_secs()
-                ));
-            }
-            let exchange = gate
-                .recording()
-                .last()
-                .cloned()
-                .ok_or("the gate recorded nothing")?;
-            if lazy {
-                // An entry in the sample: its keys after are read back
-                // and compared too.
-                let check = cached
-                    .as_ref()
-                    .filter(|hit| {
-                        self.shared
-                            .cache
-                            .claim_check(&before, next.now, &input, hit)
-                    })
-                    .cloned();
-                match cached {
-                    Some(hit) if check.is_none() && hit.agrees(&held.command, &exchange.reply) => {
-                        // The server did what the cache says: no read back.
-                        self.shared.cache_hits.fetch_add(1, Ordering::Relaxed);
-                        next.keys = hit.keys.clone();
-                        self.holds = Some(keyspace_of(&hit.keys));
+                if gate.replay_remaining() > 0 {
+                    // Answered before the script ran out: nothing is left to answer.
+                    gate.replay(Vec::new());
+                }
+                let held = match first {
+                    Step::Answered(client, out) => {
+                        self.answered_unsent(next, i, (op, &req, invoked), client, out);
+                        return Ok(());
                     }
-                    _ => {
-                        let clean = self.snapshot(next).await?;
-                        // A cached reply the server no longer gives is
-                        // counted and said, whether or not it was in
-                        // the sample: the server went on as it did now.
-                        let compared = match (&cached, &check) {
-                            (_, Some(hit)) => Some(hit.differs(
-                                Some((&held.command, &exchange.reply)),
-                                clean.then_some(next.keys.as_slice()),
-                            )),
-                            (Some(hit), None) => {
-                                Some(hit.differs(Some((&held.command, &exchange.reply)), None))
-                            }
-                            (None, None) => None,
-                        };
-                        if let Some(difference) = compared {
-                            self.shared.checked(difference.map(|d| {
-                                format!(
-                                    "instance {}'s `{}` at server time {}: {d}",
-                                    instance_name(i),
-                                    held.command,
-                                    next.now
-                                )
-                            }));
+                    Step::Held(h) => h,
+                };
+                let run = Run {
+                    op,
+                    clock_ms,
+                    delivered: delivered.clone(),
+                    watch: watch.clone(),
+                    retry: retry.clone(),
+                    req: req.clone(),
+                    invoked,
+                    guess_key: guess_key.clone(),
+                };
+                let exchange = self.release_held(next, i, &run, &held, &mut task).await?;
+                (exchange, next_event(&gate, &mut task).await?)
+            };
+        let run = Run {
+            op,
+            clock_ms,
+            delivered,
+            watch,
+            retry,
+            req,
+            invoked,
+            guess_key,
+        };
+        self.finish(next, i, run, exchange, after, task).await
+    }
+
+    /// Goes on with `live`, the operation the last step left in flight, as
+    /// instance `i`'s step `pending` ([`Live::continues`] held): its held
+    /// command released, as a run from the start would release it once its
+    /// replies were replayed. A place of the operation first seen here is
+    /// probed as such a run would probe it ([`crate::drawn`]): stopped,
+    /// and run again from the start on a fresh process.
+    async fn go_on(
+        &mut self,
+        next: &mut State,
+        i: usize,
+        pending: Pending,
+        live: Live,
+    ) -> Result<(), String> {
+        let probe = !self.probing;
+        let place = pending.delivered.len();
+        if self
+            .shared
+            .drawn
+            .held(pending.op, place, &live.held.command, probe)
+            == Probe::Again
+        {
+            self.abandon_live(live).await;
+            self.clients[i] = None;
+            self.on_trial[i] = false;
+            self.shared.probe_processes.fetch_add(1, Ordering::Relaxed);
+            self.probing = true;
+            let out = Box::pin(self.deliver_on_store(next, i, pending, false)).await;
+            self.probing = false;
+            return out;
+        }
+        let invoked = pending.invoked();
+        let req = request_as_invoked(next, i, pending.op, invoked.acked_before);
+        let run = Run {
+            op: pending.op,
+            clock_ms: pending.clock_ms,
+            guess_key: GuessKey {
+                instance: i,
+                request: serde_json::to_string(&req).unwrap_or_default(),
+                delivered: pending
+                    .delivered
+                    .iter()
+                    .map(|e| (e.command.clone(), e.reply.clone()))
+                    .collect(),
+            },
+            delivered: pending.delivered.clone(),
+            watch: pending.watch.clone(),
+            retry: pending,
+            req,
+            invoked,
+        };
+        let Live { held, mut task, .. } = live;
+        let gate = self.gates[i].clone();
+        // Whether a watched key changed, as a run from the start is told.
+        gate.set_watch_dirty(run.watch.dirty);
+        let exchange = self.release_held(next, i, &run, &held, &mut task).await?;
+        let after = next_event(&gate, &mut task).await?;
+        self.finish(next, i, run, exchange, after, task).await
+    }
+
+    /// Abandons `live`: its held command refused, never sent.
+    pub(super) async fn abandon_live(&mut self, live: Live) {
+        self.abandon(live.i, live.held, live.task, live.clock_ms)
+            .await;
+    }
+
+    /// Releases instance `i`'s `held` command of `run` to the server and
+    /// waits for its reply: the keys after it read back, or taken from the
+    /// transition cache where the server agreed with it.
+    async fn release_held(
+        &mut self,
+        next: &mut State,
+        i: usize,
+        run: &Run,
+        held: &Held,
+        task: &mut Operation,
+    ) -> Result<harness::gate::Exchange, String> {
+        let lazy = self.shared.speed.lazy();
+        let use_cache = self.shared.speed.cache;
+        let gate = self.gates[i].clone();
+        let replayed = run.delivered.len();
+        let input = Input::Command {
+            instance: i,
+            command: crate::state::cache_command(&run.delivered, run.watch.dirty, &held.command),
+            full: next.full,
+        };
+        let before = next.keys.clone();
+        let cached = if use_cache {
+            self.shared.cache.saw(run.guess_key.clone(), &held.command);
+            self.shared.cache.get(&next.keys, next.now, &input)
+        } else {
+            None
+        };
+        if lazy {
+            self.ensure(next).await?;
+            // What the command does to it is known once read back.
+            self.holds = None;
+        }
+        self.rt();
+        gate.release(held.id).map_err(|e| e.to_string())?;
+        if !gate.wait_recorded(replayed + 1, STEP_TIMEOUT).await {
+            task.abort();
+            return Err(format!(
+                "instance {}'s command {} got no reply within {}s",
+                instance_name(i),
+                held.command,
+                STEP_TIMEOUT.as_secs()
+            ));
+        }
+        let exchange = gate
+            .recording()
+            .last()
+            .cloned()
+            .ok_or("the gate recorded nothing")?;
+        if lazy {
+            // An entry in the sample: its keys after are read back
+            // and compared too.
+            let check = cached
+                .as_ref()
+                .filter(|hit| {
+                    self.shared
+                        .cache
+                        .claim_check(&before, next.now, &input, hit)
+                })
+                .cloned();
+            match cached {
+                Some(hit) if check.is_none() && hit.agrees(&held.command, &exchange.reply) => {
+                    // The server did what the cache says: no read back.
+                    self.shared.cache_hits.fetch_add(1, Ordering::Relaxed);
+                    next.keys = hit.keys.clone();
+                    self.holds = Some(keyspace_of(&hit.keys));
+                }
+                _ => {
+                    let clean = self.snapshot(next).await?;
+                    // A cached reply the server no longer gives is
+                    // counted and said, whether or not it was in
+                    // the sample: the server went on as it did now.
+                    let compared = match (&cached, &check) {
+                        (_, Some(hit)) => Some(hit.differs(
+                            Some((&held.command, &exchange.reply)),
+                            clean.then_some(next.keys.as_slice()),
+                        )),
+                        (Some(hit), None) => {
+                            Some(hit.differs(Some((&held.command, &exchange.reply)), None))
                         }
-                        if use_cache && clean {
-                            self.shared.cache.put(
-                                &before,
-                                next.now,
-                                input,
-                                Outcome::new(Some(exchange.reply.clone()), next.keys.clone()),
-                            );
-                        }
+                        (None, None) => None,
+                    };
+                    if let Some(difference) = compared {
+                        self.shared.checked(difference.map(|d| {
+                            format!(
+                                "instance {}'s `{}` at server time {}: {d}",
+                                instance_name(i),
+                                held.command,
+                                next.now
+                            )
+                        }));
+                    }
+                    if use_cache && clean {
+                        self.shared.cache.put(
+                            &before,
+                            next.now,
+                            input,
+                            Outcome::new(Some(exchange.reply.clone()), next.keys.clone()),
+                        );
                     }
                 }
             }
-            (exchange, next_event(&gate, &mut task).await?)
-        };
+        }
+        Ok(exchange)
+    }
+
+    /// Records what `run`'s operation did given its replies, and moves
+    /// `next` on: the operation answered (judged, its client kept), or it
+    /// holds its next command (left in flight, [`Live`]).
+    async fn finish(
+        &mut self,
+        next: &mut State,
+        i: usize,
+        run: Run,
+        exchange: harness::gate::Exchange,
+        after: Step,
+        task: Operation,
+    ) -> Result<(), String> {
+        let Run {
+            op,
+            clock_ms,
+            delivered,
+            retry,
+            req,
+            invoked,
+            ..
+        } = run;
+        let use_cache = self.shared.speed.cache;
+        let gate = self.gates[i].clone();
         let text = vec![format!("{}", exchange.command)];
         if use_cache {
             let then = match &after {
@@ -388,12 +522,35 @@ impl Inner {
             }
             Step::Held(more) => {
                 // The operation has more commands: remember what was
-                // delivered and abandon this run of it (the held command is
-                // refused, never sent).
+                // delivered.
                 let mut delivered = delivered;
                 delivered.push(exchange);
                 next.insts[i].pending = Some(retry.advanced(delivered, &next.keys, &more.command));
-                self.abandon(i, more, task, clock_ms).await;
+                // Left in flight, its next command held: the next step
+                // goes on with it if it is that command (a chain of
+                // them, [`crate::model::LeaseModel::step_chained`]), else
+                // it is abandoned then (the held command refused, never
+                // sent).
+                self.live = Some(Live {
+                    i,
+                    task,
+                    held: more,
+                    op,
+                    clock_ms,
+                    delivered: next.insts[i]
+                        .pending
+                        .as_ref()
+                        .map(|p| p.delivered.clone())
+                        .unwrap_or_default(),
+                    watch: next.insts[i]
+                        .pending
+                        .as_ref()
+                        .map(|p| p.watch.clone())
+                        .unwrap_or_default(),
+                    keys: crate::state::keys_digest(&next.keys),
+                    now: next.now,
+                    full: next.full,
+                });
                 next.note = Note {
                     commands: text,
                     answer: None,
@@ -689,4 +846,58 @@ pub(super) async fn next_event(gate: &Gate, task: &mut Operation) -> Result<Step
         gate.release_all();
         format!("the operation {e}")
     })
+}
+
+/// What a run of an operation's step is about: the operation, its clock and
+/// request, the commands delivered before the step, and the pending state
+/// to advance.
+struct Run {
+    op: Op,
+    clock_ms: i64,
+    delivered: Vec<harness::gate::Exchange>,
+    watch: crate::state::Watch,
+    retry: Pending,
+    req: Request,
+    invoked: judge::Invoked,
+    guess_key: GuessKey,
+}
+
+/// An operation the last step left in flight on its process, its next
+/// command held at the gate.
+///
+/// Going on with it (releasing that command) is what running it again from
+/// its first command would do, its earlier replies replayed from the
+/// recording, when the step is that operation's next command from the state
+/// the last step left: the same instance, operation, clock, commands and
+/// replies so far, watched keys, server keys, time and fullness
+/// ([`Live::continues`]). Anything else on the world abandons it first.
+pub(super) struct Live {
+    i: usize,
+    task: Operation,
+    held: Held,
+    op: Op,
+    clock_ms: i64,
+    delivered: Vec<harness::gate::Exchange>,
+    watch: crate::state::Watch,
+    keys: u64,
+    now: i64,
+    full: bool,
+}
+
+impl Live {
+    /// Whether instance `i`'s next command from `state` is this operation's
+    /// held one.
+    pub(super) fn continues(&self, state: &State, i: usize) -> bool {
+        let Some(p) = state.insts.get(i).and_then(|x| x.pending.as_ref()) else {
+            return false;
+        };
+        self.i == i
+            && p.op == self.op
+            && p.clock_ms == self.clock_ms
+            && p.delivered == self.delivered
+            && p.watch == self.watch
+            && state.now == self.now
+            && state.full == self.full
+            && crate::state::keys_digest(&state.keys) == self.keys
+    }
 }
