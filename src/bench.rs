@@ -440,21 +440,15 @@ async fn beside_builtin(args: &ExplorerBench) -> anyhow::Result<ExitCode> {
     let base = timed(builtin, config.clone()).await?;
     let row = |name: &str, run: &Timed| {
         let rows = &run.outcome.figures.per_skew;
-        let failed: Vec<&str> = run
-            .outcome
-            .checks
-            .iter()
-            .filter(|c| c.verdict == harness::Verdict::Fail)
-            .map(|c| c.id.as_str())
-            .collect();
-        let undecided: Vec<&str> = run
-            .outcome
-            .checks
-            .iter()
-            .filter(|c| c.verdict == harness::Verdict::Unknown)
-            .map(|c| c.id.as_str())
-            .collect();
-        let list = |ids: &[&str]| {
+        // The ids of the checks with `verdict`, or "nothing".
+        let ids = |verdict: harness::Verdict| {
+            let ids: Vec<&str> = run
+                .outcome
+                .checks
+                .iter()
+                .filter(|c| c.verdict == verdict)
+                .map(|c| c.id.as_str())
+                .collect();
             if ids.is_empty() {
                 "nothing".to_string()
             } else {
@@ -467,8 +461,8 @@ async fn beside_builtin(args: &ExplorerBench) -> anyhow::Result<ExitCode> {
             rows.iter().map(|r| r.states).sum::<usize>(),
             rows.iter().map(|r| r.unique_states).sum::<usize>(),
             rows.iter().map(|r| r.drawn_values).max().unwrap_or(0),
-            list(&failed),
-            list(&undecided),
+            ids(harness::Verdict::Fail),
+            ids(harness::Verdict::Unknown),
         );
     };
     row("builtin:redis", &base);

@@ -347,12 +347,13 @@ impl LeaseModel {
         let mut next = self.step_on(world, state, action);
         let mut more = Vec::new();
         let mut offered = Vec::new();
+        // A property `state` showed was recorded when it was kept.
+        let shown: Vec<bool> = Property::ALL.iter().map(|p| discovers(state, *p)).collect();
         // A bound only against a store that never ends an operation (the
         // gate ends such an operation long before).
         while more.len() < CHAIN_LIMIT {
-            // A property `state` showed was recorded when it was kept.
-            let shows = |p: &Property| discovers(&next, *p) && !discovers(state, *p);
-            if next.stops() || Property::ALL.iter().any(shows) {
+            let shows = |(p, before): (&Property, &bool)| !before && discovers(&next, *p);
+            if next.stops() || Property::ALL.iter().zip(&shown).any(shows) {
                 break;
             }
             offered.clear();

@@ -98,14 +98,8 @@ impl QueueGhost {
                 .map(|s| (rel(s.invoked_at), s.seq, s.after))
                 .hash(h);
         }
-        self.last_claim
-            .filter(|(_, t)| *t == now)
-            .map(|(i, _)| i)
-            .hash(h);
-        self.last_expiry_complete
-            .filter(|(_, t)| *t == now)
-            .map(|(i, _)| i)
-            .hash(h);
+        crate::reading::acted_now(self.last_claim, now).hash(h);
+        crate::reading::acted_now(self.last_expiry_complete, now).hash(h);
         self.done.hash(h);
         self.maybe_done.hash(h);
         for c in &self.claims {

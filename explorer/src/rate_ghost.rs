@@ -143,14 +143,8 @@ impl RateGhost {
         }
         self.slot_race_reached.hash(h);
         self.hit_race_reached.hash(h);
-        self.last_acquire
-            .filter(|(_, t)| *t == now)
-            .map(|(i, _)| i)
-            .hash(h);
-        self.last_hit
-            .filter(|(_, t)| *t == now)
-            .map(|(i, _)| i)
-            .hash(h);
+        crate::reading::acted_now(self.last_acquire, now).hash(h);
+        crate::reading::acted_now(self.last_hit, now).hash(h);
         self.max_clock.and_then(live).hash(h);
     }
 }

@@ -210,6 +210,13 @@ impl Logical {
     }
 }
 
+/// The instance of `last` (an instance and the instant it last did
+/// something) if that instant is `now`: what the fingerprint keeps of it,
+/// since only an act at this very instant can still race the next step.
+pub(crate) fn acted_now(last: Option<(usize, i64)>, now: i64) -> Option<usize> {
+    last.filter(|(_, t)| *t == now).map(|(i, _)| i)
+}
+
 /// A key's content as the fingerprint reads it, byte for byte: hash fields
 /// sorted, a set sorted, a zset as (member, score) pairs in rank order, a
 /// string or a list in order; any other type (a stream: entries, last id,

@@ -451,3 +451,34 @@ fn a_counterexample_without_a_history_still_reads() {
     assert!(cx.history.events.is_empty());
     assert_eq!(cx.property, Property::OneLiveHolder);
 }
+
+/// A store whose adapter failed partway: what did not break in the
+/// searches that ran is unknown, never PASS and never skipped, and the
+/// reason names the failure and what was left out; what did break stays
+/// failed.
+#[test]
+fn after_the_adapters_failure_what_held_is_unknown_and_what_broke_fails() {
+    let context = Context {
+        cut: Some("the searches from second clock +500 ms on (the store's adapter failed)"),
+        adapter_failed: Some("the adapter of instance sp_inst_a exited"),
+        ..Context::default()
+    };
+    let results = checks(
+        &[found(Property::OneLiveHolder, true)],
+        &[],
+        &ExplorerFigures::default(),
+        &ExplorerConfig::default(),
+        &context,
+    );
+    let of = |p: Property| results.iter().find(|r| r.id == p.id()).unwrap();
+    assert_eq!(of(Property::OneLiveHolder).verdict, Verdict::Fail);
+    let held = of(Property::EpochMonotonic);
+    assert_eq!(held.verdict, Verdict::Unknown, "{}", held.reason);
+    assert!(
+        held.reason
+            .contains("the store's adapter failed (the adapter of instance sp_inst_a exited)")
+            && held.reason.contains("+500 ms on"),
+        "{}",
+        held.reason
+    );
+}

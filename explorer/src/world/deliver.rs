@@ -134,42 +134,31 @@ impl Inner {
             return self.go_on(next, i, pending, live).await;
         }
         let use_cache = self.shared.speed.cache;
-        let retry = pending.clone();
-        let invoked = pending.invoked();
-        let Pending {
+        let run = Run::of(next, i, pending);
+        let Run {
             op,
             clock_ms,
-            delivered,
-            watch,
+            invoked,
             ..
-        } = pending;
-        let req = request_as_invoked(next, i, op, invoked.acked_before);
+        } = run;
         let gate = self.gates[i].clone();
         // The run starts from the operation's first command: no
         // transaction is open until the replay opens it again.
         gate.reset_transactions();
-        gate.set_watch_dirty(watch.dirty);
+        gate.set_watch_dirty(run.watch.dirty);
         let client = match self.client(i, clock_ms).await {
             Ok(_) => self.clients[i].take().ok_or("no client")?,
             Err(e) => return Err(e),
         };
         gate.clear_recording();
         gate.clear_faults();
-        let replayed = delivered.len();
-        let guess_key = GuessKey {
-            instance: i,
-            request: serde_json::to_string(&req).unwrap_or_default(),
-            delivered: delivered
-                .iter()
-                .map(|e| (e.command.clone(), e.reply.clone()))
-                .collect(),
-        };
+        let replayed = run.delivered.len();
         // The command guessed and its cached outcome in this server state.
         let guessed = if use_cache && guess {
-            self.shared.cache.guess(&guess_key).and_then(|command| {
+            self.shared.cache.guess(&run.guess_key).and_then(|command| {
                 let input = Input::Command {
                     instance: i,
-                    command: crate::state::cache_command(&delivered, watch.dirty, &command),
+                    command: crate::state::cache_command(&run.delivered, run.watch.dirty, &command),
                     full: next.full,
                 };
                 let outcome = self.shared.cache.get(&next.keys, next.now, &input)?;
@@ -190,7 +179,7 @@ impl Inner {
         };
         match &guessed {
             Some((exchange, _)) => {
-                let mut script = delivered.clone();
+                let mut script = run.delivered.clone();
                 script.push(exchange.clone());
                 gate.replay_guessing(script, replayed);
             }
@@ -198,9 +187,9 @@ impl Inner {
             // and clears the divergence of a wrong guess just retried: left
             // on the gate it would judge this re-run by the guessed command
             // (another skew's clock) and call the store not deterministic.
-            None => gate.replay(delivered.clone()),
+            None => gate.replay(run.delivered.clone()),
         }
-        let mut task = start_operation(client, req.to_call(), clock_ms);
+        let mut task = start_operation(client, run.req.to_call(), clock_ms);
         // Wait for the command to deliver (or for an answer without one).
         let first = next_event(&gate, &mut task).await;
         if let Some(d) = gate.divergence() {
@@ -209,7 +198,7 @@ impl Inner {
                 // depends on its clock). Its connection was reset; whatever
                 // it sends until its operation ends is reset too, never
                 // sent, and a fresh client runs the step against the server.
-                self.shared.cache.saw(guess_key, &d.got);
+                self.shared.cache.saw(run.guess_key.clone(), &d.got);
                 gate.inject(FaultRule::always(Fault::ResetBeforeSend));
                 gate.set_mode(Mode::PassThrough);
                 // An operation that answered already has nothing to wait for.
@@ -221,13 +210,13 @@ impl Inner {
                 gate.clear_faults();
                 // Not needed if every reset held, but a restore is cheap.
                 self.holds = None;
-                return Box::pin(self.deliver(next, i, retry, false)).await;
+                return Box::pin(self.deliver(next, i, run.retry, false)).await;
             }
             gate.release_all();
             task.abort();
             if self.remembered(i, &d) {
                 self.holds = None;
-                return Box::pin(self.deliver(next, i, retry, guess)).await;
+                return Box::pin(self.deliver(next, i, run.retry, guess)).await;
             }
             return Err(format!(
                 "the store is not deterministic: instance {} {d}",
@@ -259,7 +248,7 @@ impl Inner {
             self.on_trial[i] = false;
             self.shared.probe_processes.fetch_add(1, Ordering::Relaxed);
             self.probing = true;
-            let out = Box::pin(self.deliver_on_store(next, i, retry, false)).await;
+            let out = Box::pin(self.deliver_on_store(next, i, run.retry, false)).await;
             self.probing = false;
             return out;
         }
@@ -278,34 +267,14 @@ impl Inner {
                 }
                 let held = match first {
                     Step::Answered(client, out) => {
-                        self.answered_unsent(next, i, (op, &req, invoked), client, out);
+                        self.answered_unsent(next, i, (op, &run.req, invoked), client, out);
                         return Ok(());
                     }
                     Step::Held(h) => h,
                 };
-                let run = Run {
-                    op,
-                    clock_ms,
-                    delivered: delivered.clone(),
-                    watch: watch.clone(),
-                    retry: retry.clone(),
-                    req: req.clone(),
-                    invoked,
-                    guess_key: guess_key.clone(),
-                };
                 let exchange = self.release_held(next, i, &run, &held, &mut task).await?;
                 (exchange, next_event(&gate, &mut task).await?)
             };
-        let run = Run {
-            op,
-            clock_ms,
-            delivered,
-            watch,
-            retry,
-            req,
-            invoked,
-            guess_key,
-        };
         self.finish(next, i, run, exchange, after, task).await
     }
 
@@ -339,26 +308,7 @@ impl Inner {
             self.probing = false;
             return out;
         }
-        let invoked = pending.invoked();
-        let req = request_as_invoked(next, i, pending.op, invoked.acked_before);
-        let run = Run {
-            op: pending.op,
-            clock_ms: pending.clock_ms,
-            guess_key: GuessKey {
-                instance: i,
-                request: serde_json::to_string(&req).unwrap_or_default(),
-                delivered: pending
-                    .delivered
-                    .iter()
-                    .map(|e| (e.command.clone(), e.reply.clone()))
-                    .collect(),
-            },
-            delivered: pending.delivered.clone(),
-            watch: pending.watch.clone(),
-            retry: pending,
-            req,
-            invoked,
-        };
+        let run = Run::of(next, i, pending);
         let Live { held, mut task, .. } = live;
         let gate = self.gates[i].clone();
         // Whether a watched key changed, as a run from the start is told.
@@ -525,7 +475,7 @@ impl Inner {
                 // delivered.
                 let mut delivered = delivered;
                 delivered.push(exchange);
-                next.insts[i].pending = Some(retry.advanced(delivered, &next.keys, &more.command));
+                let advanced = retry.advanced(delivered, &next.keys, &more.command);
                 // Left in flight, its next command held: the next step
                 // goes on with it if it is that command (a chain of
                 // them, [`crate::model::LeaseModel::step_chained`]), else
@@ -537,20 +487,13 @@ impl Inner {
                     held: more,
                     op,
                     clock_ms,
-                    delivered: next.insts[i]
-                        .pending
-                        .as_ref()
-                        .map(|p| p.delivered.clone())
-                        .unwrap_or_default(),
-                    watch: next.insts[i]
-                        .pending
-                        .as_ref()
-                        .map(|p| p.watch.clone())
-                        .unwrap_or_default(),
+                    delivered: advanced.delivered.clone(),
+                    watch: advanced.watch.clone(),
                     keys: crate::state::keys_digest(&next.keys),
                     now: next.now,
                     full: next.full,
                 });
+                next.insts[i].pending = Some(advanced);
                 next.note = Note {
                     commands: text,
                     answer: None,
@@ -808,15 +751,21 @@ pub(super) fn behaviour_key(
     clock_ms: i64,
 ) -> BehaviourKey {
     BehaviourKey {
-        given: GuessKey {
-            instance: i,
-            request: serde_json::to_string(req).unwrap_or_default(),
-            delivered: delivered
-                .iter()
-                .map(|e| (e.command.clone(), e.reply.clone()))
-                .collect(),
-        },
+        given: guess_key(i, req, delivered),
         clock_ms,
+    }
+}
+
+/// What instance `i`'s operation `req` is given before its next command,
+/// whatever its clock: the replies to the commands `delivered`.
+fn guess_key(i: usize, req: &Request, delivered: &[harness::gate::Exchange]) -> GuessKey {
+    GuessKey {
+        instance: i,
+        request: serde_json::to_string(req).unwrap_or_default(),
+        delivered: delivered
+            .iter()
+            .map(|e| (e.command.clone(), e.reply.clone()))
+            .collect(),
     }
 }
 
@@ -860,6 +809,24 @@ struct Run {
     req: Request,
     invoked: judge::Invoked,
     guess_key: GuessKey,
+}
+
+impl Run {
+    /// Instance `i`'s step `pending` from `next`.
+    fn of(next: &State, i: usize, pending: Pending) -> Run {
+        let invoked = pending.invoked();
+        let req = request_as_invoked(next, i, pending.op, invoked.acked_before);
+        Run {
+            op: pending.op,
+            clock_ms: pending.clock_ms,
+            guess_key: guess_key(i, &req, &pending.delivered),
+            delivered: pending.delivered.clone(),
+            watch: pending.watch.clone(),
+            retry: pending,
+            req,
+            invoked,
+        }
+    }
 }
 
 /// An operation the last step left in flight on its process, its next
