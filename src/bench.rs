@@ -464,6 +464,22 @@ async fn beside_builtin(args: &ExplorerBench) -> anyhow::Result<ExitCode> {
             ids(harness::Verdict::Fail),
             ids(harness::Verdict::Unknown),
         );
+        let s = &run.outcome.savings;
+        println!(
+            "  {:<40} {} transitions, {} round trips; from recorded behaviour {}, answered from the cache {}, cache hits {}, restores skipped {}, processes abandoned {}, probed {}, refreshed {}; store runs {}, live steps {}",
+            "",
+            run.outcome.figures.transitions,
+            run.outcome.figures.round_trips,
+            s.behaviour_answers,
+            s.cache_answers,
+            s.cache_hits,
+            s.restores_skipped,
+            s.abandoned_processes,
+            s.probe_processes,
+            s.refreshes,
+            s.store_runs,
+            s.live_steps,
+        );
     };
     row("builtin:redis", &base);
     for (k, spec) in args.stores.iter().enumerate() {

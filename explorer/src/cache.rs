@@ -6,7 +6,6 @@
 
 use std::hash::{Hash, Hasher};
 
-use crate::reading::Logical;
 use crate::state::*;
 
 /// What the server holds under the prefix: every key's name, content and
@@ -14,13 +13,12 @@ use crate::state::*;
 /// same server state: every command reads the same from both. `DUMP` bytes
 /// are not its identity (only how a state is moved onto a server): the same
 /// hash dumps in another field order after a read or a `RESTORE`.
-pub(crate) type Keyspace = Vec<(Vec<u8>, Logical, Option<i64>)>;
+/// Each key by its id ([`KeyDump::id`]: name, content and expiry).
+pub(crate) type Keyspace = Vec<u128>;
 
 /// The keyspace of `keys` (a state's or a snapshot's).
 pub(crate) fn keyspace_of(keys: &[KeyDump]) -> Keyspace {
-    keys.iter()
-        .map(|k| (k.name.clone(), k.logical.clone(), k.expire_at))
-        .collect()
+    keys.iter().map(|k| k.id).collect()
 }
 
 /// What moved the server in a cached transition.
@@ -220,7 +218,7 @@ impl TransitionCache {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         self.check_seed.hash(&mut h);
         for k in keys {
-            (&k.name, &k.logical, k.expire_at).hash(&mut h);
+            k.id.hash(&mut h);
         }
         now.hash(&mut h);
         input.hash(&mut h);

@@ -214,6 +214,11 @@ impl<'a> Canon<'a> {
         }
     }
 
+    /// Whether it reads no value as drawn: every byte is hashed as it is.
+    pub(crate) fn reads_nothing(&self) -> bool {
+        self.values.is_none()
+    }
+
     /// Hashes `bytes`: each drawn token as its index, every stretch
     /// between them with `literal`.
     pub(crate) fn hash<H: Hasher>(

@@ -180,19 +180,19 @@ impl Local {
             .map(|r| {
                 let dump = serde_json::to_vec(&r)
                     .map_err(|e| format!("snapshot failed: a lease row does not write: {e}"))?;
-                Ok(KeyDump {
-                    name: r.tree.clone().into_bytes(),
+                Ok(KeyDump::new(
+                    r.tree.clone().into_bytes(),
                     dump,
-                    expire_at: None,
+                    None,
                     // Epochs are small numbers, the expiry an instant: the
                     // fingerprint reads the latter relative to now.
-                    logical: Logical::Json(json!({"lease": {
+                    Logical::Json(json!({"lease": {
                         "holder": r.holder,
                         "epoch": r.epoch,
                         "expires_at_ms": r.expires_at_ms,
                         "released": r.released,
                     }})),
-                })
+                ))
             })
             .collect::<Result<_, String>>()?;
         Ok(())

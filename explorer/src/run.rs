@@ -558,6 +558,8 @@ pub fn explore_part(
         refreshes: shared.refreshes.load(Ordering::Relaxed),
         abandoned_processes: shared.abandoned_processes.load(Ordering::Relaxed),
         probe_processes: shared.probe_processes.load(Ordering::Relaxed),
+        store_runs: shared.store_runs.load(Ordering::Relaxed),
+        live_steps: shared.live_steps.load(Ordering::Relaxed),
     };
     ExplorerOutcome {
         checks: checks(

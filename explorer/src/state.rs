@@ -2,6 +2,7 @@
 //! into a fingerprint that reads every time relative to the virtual now.
 
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use harness::contract::{Reply, StoreError};
 use harness::gate::Exchange;
@@ -9,7 +10,7 @@ use harness::gate::Exchange;
 use crate::drawn::Canon;
 use crate::property::Property;
 pub(crate) use crate::reading::Logical;
-use crate::reading::{hash_item, rel, time_reply_ms};
+use crate::reading::{hash_item, rel, time_reply_ms, Template};
 
 pub use model::explore::{Action, Op, Tick};
 
@@ -23,16 +24,28 @@ pub use model::explore::{Action, Op, Tick};
 pub const START_MS: i64 = harness::server::VIRTUAL_EPOCH_MS + 379;
 
 /// One key under the prefix, as dumped.
+///
+/// Cheap to clone (the dump and the content are shared): a state is
+/// cloned for every successor, and a record of many fields is kilobytes.
 #[derive(Debug, Clone)]
 pub(crate) struct KeyDump {
     /// The full key name, prefix included.
     pub name: Vec<u8>,
     /// `DUMP` bytes, for `RESTORE … ABSTTL`.
-    pub dump: Vec<u8>,
+    pub dump: Arc<[u8]>,
     /// Absolute expiry on the virtual clock (`PEXPIRETIME`), if any.
     pub expire_at: Option<i64>,
     /// Type and content, for the fingerprint.
-    pub logical: Logical,
+    pub logical: Arc<Logical>,
+    /// The key's identity: a 128-bit digest of its name, content (exactly,
+    /// times absolute) and expiry, computed once. Two keys with the same
+    /// id hold the same content (a collision is 2^-128 likely): the cache,
+    /// the watch and the digests compare ids instead of reading the
+    /// content again at every step.
+    pub id: u128,
+    /// Its items split into runs once, for the fingerprint (`None`: a key
+    /// not read item by item).
+    template: Option<Arc<Template>>,
 }
 
 /// How the snapshot writes a hash field's own expiry into its value item
@@ -40,10 +53,31 @@ pub(crate) struct KeyDump {
 const FIELD_EXPIRY: &[u8] = b"\0pexpireat:";
 
 impl KeyDump {
+    /// A key read back: its name, dump, expiry and content.
+    pub(crate) fn new(
+        name: Vec<u8>,
+        dump: Vec<u8>,
+        expire_at: Option<i64>,
+        logical: Logical,
+    ) -> KeyDump {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        name.hash(&mut h);
+        expire_at.hash(&mut h);
+        logical.hash(&mut h);
+        KeyDump {
+            name,
+            dump: dump.into(),
+            expire_at,
+            template: Template::of(&logical).map(Arc::new),
+            logical: Arc::new(logical),
+            id: h.digest128(),
+        }
+    }
+
     /// The instants its hash fields expire at on their own (`HPEXPIRE`),
     /// as the snapshot read them.
     pub(crate) fn field_expiries(&self) -> impl Iterator<Item = i64> + '_ {
-        let items: &[Vec<u8>] = match &self.logical {
+        let items: &[Vec<u8>] = match &*self.logical {
             Logical::Items { kind, items } if kind == "hash" => items,
             _ => &[],
         };
@@ -221,8 +255,7 @@ pub(crate) fn key_digest(keys: &[KeyDump], name: &[u8]) -> u64 {
     match keys.iter().find(|k| k.name == name) {
         Some(k) => {
             1u8.hash(&mut h);
-            k.logical.hash(&mut h);
-            k.expire_at.hash(&mut h);
+            k.id.hash(&mut h);
         }
         None => 0u8.hash(&mut h),
     }
@@ -298,9 +331,7 @@ impl Pending {
 pub(crate) fn keys_digest(keys: &[KeyDump]) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     for k in keys {
-        k.name.hash(&mut h);
-        k.logical.hash(&mut h);
-        k.expire_at.hash(&mut h);
+        k.id.hash(&mut h);
     }
     h.finish()
 }
@@ -489,7 +520,11 @@ impl State {
         for k in &self.keys {
             canon.hash(&k.name, h, &mut |b, h| b.hash(h));
             k.expire_at.map(|t| rel(t, now, far)).hash(h);
-            k.logical.hash_at(now, far, relative, h, canon);
+            match &k.template {
+                // No drawn value to read in it: its runs, parsed once.
+                Some(t) if relative && canon.reads_nothing() => t.hash_at(now, far, h),
+                _ => k.logical.hash_at(now, far, relative, h, canon),
+            }
         }
     }
 

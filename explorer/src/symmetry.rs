@@ -130,7 +130,7 @@ fn items_only(state: &State) -> bool {
     state
         .keys
         .iter()
-        .all(|k| matches!(k.logical, Logical::Items { .. }))
+        .all(|k| matches!(*k.logical, Logical::Items { .. }))
 }
 
 /// `bytes` with every holder name of instance i made instance `perm[i]`'s.
@@ -155,7 +155,7 @@ fn rename_bytes(bytes: &[u8], perm: &[usize]) -> Vec<u8> {
 /// One key renamed, its content put back in the order the snapshot reads
 /// it in (hash fields and set members sorted, a zset by score then member).
 fn rename_key(k: &KeyDump, perm: &[usize]) -> KeyDump {
-    let logical = match &k.logical {
+    let logical = match &*k.logical {
         Logical::Items { kind, items } => {
             let items: Vec<Vec<u8>> = items.iter().map(|x| rename_bytes(x, perm)).collect();
             if kind == "zset" {
@@ -180,12 +180,12 @@ fn rename_key(k: &KeyDump, perm: &[usize]) -> KeyDump {
         }
         other => other.clone(),
     };
-    KeyDump {
-        name: rename_bytes(&k.name, perm),
-        dump: Vec::new(),
-        expire_at: k.expire_at,
+    KeyDump::new(
+        rename_bytes(&k.name, perm),
+        Vec::new(),
+        k.expire_at,
         logical,
-    }
+    )
 }
 
 /// `state` with instance i put at `perm[i]` and every trace of its holder
@@ -306,17 +306,19 @@ mod tests {
 
     #[test]
     fn a_renamed_set_and_zset_are_read_in_the_snapshots_order() {
-        let key = |kind: &str, items: &[&[u8]]| KeyDump {
-            name: b"k".to_vec(),
-            dump: vec![],
-            expire_at: None,
-            logical: Logical::Items {
-                kind: kind.into(),
-                items: items.iter().map(|x| x.to_vec()).collect(),
-            },
+        let key = |kind: &str, items: &[&[u8]]| {
+            KeyDump::new(
+                b"k".to_vec(),
+                vec![],
+                None,
+                Logical::Items {
+                    kind: kind.into(),
+                    items: items.iter().map(|x| x.to_vec()).collect(),
+                },
+            )
         };
-        let items = |k: KeyDump| match k.logical {
-            Logical::Items { items, .. } => items,
+        let items = |k: KeyDump| match &*k.logical {
+            Logical::Items { items, .. } => items.clone(),
             _ => unreachable!(),
         };
         let set = rename_key(&key("set", &[b"sp_inst_a", b"sp_inst_c"]), &[2, 1, 0]);

@@ -413,11 +413,9 @@ impl Inner {
             .map_err(|e| format!("snapshot failed: {e}"))?;
         let mut keys: Vec<KeyDump> = rows
             .into_iter()
-            .map(|(name, dump, expire, kind, items)| KeyDump {
-                name,
-                logical: logical(&kind, items, &dump),
-                dump,
-                expire_at: (expire > 0).then_some(expire),
+            .map(|(name, dump, expire, kind, items)| {
+                let logical = logical(&kind, items, &dump);
+                KeyDump::new(name, dump, (expire > 0).then_some(expire), logical)
             })
             .collect();
         keys.sort_by(|a, b| a.name.cmp(&b.name));

@@ -248,4 +248,9 @@ pub struct Savings {
     /// sends a command, to learn what it draws per process (a fresh one
     /// draws anew; see `Drawn`).
     pub probe_processes: u64,
+    /// Steps run on the store's process from the operation's first command
+    /// (its earlier replies replayed at the gate).
+    pub store_runs: u64,
+    /// Steps that went on with the operation the last step left in flight.
+    pub live_steps: u64,
 }

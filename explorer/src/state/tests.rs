@@ -10,12 +10,12 @@ const NOW: i64 = 2_000_000_000_000;
 /// (and `dump` as its DUMP bytes).
 fn holding(now: i64, kind: &str, items: &[&[u8]], dump: &[u8]) -> State {
     let mut s = State::initial(now, &[0, 0]);
-    s.keys.push(KeyDump {
-        name: b"sp:x:k".to_vec(),
-        dump: dump.to_vec(),
-        expire_at: None,
-        logical: logical(kind, items.iter().map(|i| i.to_vec()).collect(), dump),
-    });
+    s.keys.push(KeyDump::new(
+        b"sp:x:k".to_vec(),
+        dump.to_vec(),
+        None,
+        logical(kind, items.iter().map(|i| i.to_vec()).collect(), dump),
+    ));
     s
 }
 
@@ -55,14 +55,16 @@ fn the_fingerprint_tells_apart_every_byte_the_server_holds() {
 
 #[test]
 fn a_hash_fields_own_expiry_is_read_from_its_value_item() {
-    let key = |items: &[&[u8]]| KeyDump {
-        name: b"k".to_vec(),
-        dump: Vec::new(),
-        expire_at: None,
-        logical: Logical::Items {
-            kind: "hash".into(),
-            items: items.iter().map(|i| i.to_vec()).collect(),
-        },
+    let key = |items: &[&[u8]]| {
+        KeyDump::new(
+            b"k".to_vec(),
+            Vec::new(),
+            None,
+            Logical::Items {
+                kind: "hash".into(),
+                items: items.iter().map(|i| i.to_vec()).collect(),
+            },
+        )
     };
     let plain = key(&[b"a", b"1", b"b", b"2000"]);
     assert_eq!(plain.field_expiries().count(), 0);

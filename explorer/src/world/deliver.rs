@@ -189,6 +189,7 @@ impl Inner {
             // (another skew's clock) and call the store not deterministic.
             None => gate.replay(run.delivered.clone()),
         }
+        self.shared.store_runs.fetch_add(1, Ordering::Relaxed);
         let mut task = start_operation(client, run.req.to_call(), clock_ms);
         // Wait for the command to deliver (or for an answer without one).
         let first = next_event(&gate, &mut task).await;
@@ -308,6 +309,7 @@ impl Inner {
             self.probing = false;
             return out;
         }
+        self.shared.live_steps.fetch_add(1, Ordering::Relaxed);
         let run = Run::of(next, i, pending);
         let Live { held, mut task, .. } = live;
         let gate = self.gates[i].clone();

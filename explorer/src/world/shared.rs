@@ -91,6 +91,10 @@ pub struct Shared {
     pub abandoned_processes: AtomicU64,
     /// Processes started to probe an operation again ([`crate::run::Savings`]).
     pub probe_processes: AtomicU64,
+    /// Operations run on the store from their first command (earlier
+    /// replies replayed), and steps that went on with a live one.
+    pub store_runs: AtomicU64,
+    pub live_steps: AtomicU64,
     /// Cached outcomes compared with what the server did for the same
     /// input in the same state (the seeded sample, and every entry met
     /// again when its input went to the server anyway).
@@ -161,6 +165,8 @@ impl Shared {
             refreshes: AtomicU64::new(0),
             abandoned_processes: AtomicU64::new(0),
             probe_processes: AtomicU64::new(0),
+            store_runs: AtomicU64::new(0),
+            live_steps: AtomicU64::new(0),
             cache_checked: AtomicU64::new(0),
             cache_differed: AtomicU64::new(0),
             memory_trusted: std::sync::atomic::AtomicBool::new(speed.trial),
