@@ -866,6 +866,17 @@ impl<'a> Prepared<'a> {
     /// lost take never fills an epoch gap nobody saw (any growing epoch is
     /// allowed anyway), and which lost takes did so is no longer a choice.
     fn search(&self, cut: Option<usize>, budget: u64) -> Search {
+        self.search_noting(cut, budget, None)
+    }
+
+    /// [`Prepared::search`], noting in `dead` (when given) every order after
+    /// which its operation was next and no answer of it fitted.
+    fn search_noting(
+        &self,
+        cut: Option<usize>,
+        budget: u64,
+        mut dead_ends: Option<&mut explain::DeadEnds>,
+    ) -> Search {
         let included = |i: usize| cut.is_none_or(|c| self.ops[i].invoke_event < c);
         let known = |i: usize| -> bool {
             let op = &self.ops[i];
@@ -1061,6 +1072,12 @@ impl<'a> Prepared<'a> {
                 };
                 // Alternatives are popped from the end: try them in order.
                 top.alternatives.reverse();
+                if top.alternatives.is_empty() {
+                    if let Some(noted) = dead_ends.as_deref_mut() {
+                        let state = top.state;
+                        noted.note(i, state, || self.order_of(&stack));
+                    }
+                }
             } else {
                 if stack.len() - 1 > longest.len() {
                     longest = self.order_of(&stack);
@@ -1194,11 +1211,15 @@ impl<'a> Prepared<'a> {
             })
             .map(|(_, o)| o.invoke_event)
             .collect();
+        // Every other order after which the failing operation was next,
+        // for the explanation: what it would have had to answer there.
+        let mut dead = explain::DeadEnds::new(i);
+        let _ = self.search_noting(Some(at_event + 1), budget, Some(&mut dead));
         TreeVerdict::NotLinearizable {
             at_event,
             op_event: me.invoke_event,
             concurrent,
-            why: self.explain(&longest, i),
+            why: self.explain(&longest, i, &dead),
             longest_partial: self.steps(&longest, false),
         }
     }
@@ -1343,6 +1364,27 @@ mod tests {
         assert_eq!(
             why(&v),
             "b's lease.take (event 1) answered granted (epoch 2, until 101); after the longest order the search found that explains the replies before it (a's lease.take), the lease was held by a (epoch 1) until 100, so between 0 and 2 it would have had to answer busy (a, epoch 1, until 100)"
+        );
+    }
+
+    /// Every order that explains the replies before the failing one is
+    /// described, not the longest alone: here the lost release taking
+    /// effect or not, and what the take had to answer after each.
+    #[test]
+    fn a_failure_says_what_each_candidate_order_needed() {
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).granted("a", 1, 100, 1);
+        h.release("a", 1, 10).info("a", "lease.release", 11);
+        h.take("b", "t", 100, 20).granted("b", 1, 120, 21);
+        let v = h.verdict("t");
+        let why = why(&v);
+        assert!(
+            why.starts_with("b's lease.take (event 4) answered granted (epoch 1, until 120); after the longest order the search found that explains the replies before it (a's lease.take, a's lease.release (its reply lost, taking effect)), the lease was released by a (epoch 1), so between 20 and 21 it would have had to answer granted with an epoch above 1"),
+            "{why}"
+        );
+        assert!(
+            why.ends_with("; and under every other order that explains the replies before it: after a's lease.take, the lease was held by a (epoch 1) until 100, so between 20 and 21 it would have had to answer busy (a, epoch 1, until 100)"),
+            "{why}"
         );
     }
 

@@ -1,22 +1,131 @@
 //! Why a reply is one no order explains, in words: the lease as the longest
 //! order the search found left it, and the answer the failing operation
-//! would have had to give on it within its window (docs/PROTOCOL.md §4.2).
-//! Only that one order is described: others the search tried failed too,
-//! each at this reply or before it.
+//! would have had to give on it within its window (docs/PROTOCOL.md §4.2);
+//! then the same for every other order the search found after which the
+//! failing operation was next (each leaves the lease otherwise: the
+//! candidates), so the user sees that no order fits, not only one.
 
 use super::*;
 
+/// The most candidate orders an explanation describes.
+const CANDIDATES: usize = 4;
+
+/// The orders after which one operation was next and no answer of it fit
+/// the lease as the order left it, one per such lease ([`Prepared::search_noting`]).
+pub(super) struct DeadEnds {
+    op: usize,
+    seen: Vec<State>,
+    orders: Vec<Order>,
+    /// Such orders not kept (past [`CANDIDATES`]).
+    more: usize,
+}
+
+impl DeadEnds {
+    /// None yet, for operation `op`.
+    pub(super) fn new(op: usize) -> DeadEnds {
+        DeadEnds {
+            op,
+            seen: Vec::new(),
+            orders: Vec::new(),
+            more: 0,
+        }
+    }
+
+    /// Notes that operation `op` fit nothing after the order `order` gives,
+    /// which left `state`.
+    pub(super) fn note(&mut self, op: usize, state: State, order: impl FnOnce() -> Order) {
+        if op != self.op || self.seen.contains(&state) {
+            return;
+        }
+        self.seen.push(state);
+        if self.orders.len() < CANDIDATES {
+            self.orders.push(order());
+        } else {
+            self.more += 1;
+        }
+    }
+}
+
+/// The failing operation's situation after an order: the operations before
+/// it, the lease they left, the instants it may take effect at, and what
+/// it would have had to answer.
+struct Situation {
+    before: Vec<String>,
+    record: String,
+    window: Window,
+    expected: String,
+}
+
 impl Prepared<'_> {
     /// The failing operation `i`'s story after `longest`, the longest
-    /// partial linearization of the failing prefix: `None` when that order
-    /// cannot be replayed (it always can: it is one the search built).
-    pub(super) fn explain(&self, longest: &Order, i: usize) -> Option<String> {
+    /// partial linearization of the failing prefix, then after each other
+    /// order of `dead` that leaves the lease otherwise: `None` when that
+    /// order cannot be replayed (it always can: it is one the search built).
+    pub(super) fn explain(&self, longest: &Order, i: usize, dead: &DeadEnds) -> Option<String> {
+        let s = self.situation(longest, i)?;
+        let me = &self.ops[i];
+        let answered = me.reply.as_ref().map_or("nothing".to_string(), reply_words);
+        let order = if s.before.is_empty() {
+            "with nothing before it that explains the replies so far".to_string()
+        } else {
+            format!(
+                "after the longest order the search found that explains the replies before it ({})",
+                s.before.join(", ")
+            )
+        };
+        let mut text = format!(
+            "{}'s {} (event {}) answered {answered}; {order}, the lease was {}, so between {} and {} it would have had to answer {}",
+            me.instance,
+            me.op,
+            me.invoke_event,
+            s.record,
+            instant(s.window.lo),
+            instant(s.window.hi),
+            s.expected,
+        );
+        let others: Vec<String> = dead
+            .orders
+            .iter()
+            .filter_map(|o| self.situation(o, i))
+            .filter(|o| o.record != s.record || o.expected != s.expected)
+            .map(|o| {
+                let after = if o.before.is_empty() {
+                    "first".to_string()
+                } else {
+                    format!("after {}", o.before.join(", "))
+                };
+                format!(
+                    "{after}, the lease was {}, so between {} and {} it would have had to answer {}",
+                    o.record,
+                    instant(o.window.lo),
+                    instant(o.window.hi),
+                    o.expected
+                )
+            })
+            .collect();
+        if !others.is_empty() {
+            let more = if dead.more > 0 {
+                format!(" (and {} more)", dead.more)
+            } else {
+                String::new()
+            };
+            text.push_str(&format!(
+                "; and under every other order that explains the replies before it{more}: {}",
+                others.join("; ")
+            ));
+        }
+        Some(text)
+    }
+
+    /// Operation `i`'s [`Situation`] after `order` (the steps of it before
+    /// `i`).
+    fn situation(&self, order: &Order, i: usize) -> Option<Situation> {
         let mut s = State {
             rec: None,
             zone: Zone::start(),
         };
         let mut before = Vec::new();
-        for &(j, took, _, _) in longest {
+        for &(j, took, _, _) in order {
             if j == i {
                 break;
             }
@@ -50,25 +159,12 @@ impl Prepared<'_> {
             lo,
             hi: me.completed_ms,
         };
-        let answered = me.reply.as_ref().map_or("nothing".to_string(), reply_words);
-        let order = if before.is_empty() {
-            "with nothing before it that explains the replies so far".to_string()
-        } else {
-            format!(
-                "after the longest order the search found that explains the replies before it ({})",
-                before.join(", ")
-            )
-        };
-        Some(format!(
-            "{}'s {} (event {}) answered {answered}; {order}, the lease was {}, so between {} and {} it would have had to answer {}",
-            me.instance,
-            me.op,
-            me.invoke_event,
-            self.record_words(s.rec),
-            instant(window.lo),
-            instant(window.hi),
-            self.expected(s.rec, self.reqs[i], window),
-        ))
+        Some(Situation {
+            before,
+            record: self.record_words(s.rec),
+            window,
+            expected: self.expected(s.rec, self.reqs[i], window),
+        })
     }
 
     fn holder(&self, id: u32) -> &str {
