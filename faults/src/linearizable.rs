@@ -1383,7 +1383,39 @@ mod tests {
             "{why}"
         );
         assert!(
-            why.ends_with("; and under every other order that explains the replies before it: after a's lease.take, the lease was held by a (epoch 1) until 100, so between 20 and 21 it would have had to answer busy (a, epoch 1, until 100)"),
+            why.ends_with("; and under every other order that explains the replies before it: after that order's first operation only, the lease was held by a (epoch 1) until 100, so between 20 and 21 it would have had to answer busy (a, epoch 1, until 100)"),
+            "{why}"
+        );
+    }
+
+    /// Item 9: a busy answer whose expiry no grant or renewal of that
+    /// epoch promised (a store that reports the key's own time to live,
+    /// which counts from another instant) is said to be one.
+    #[test]
+    fn a_busy_expiry_nobody_promised_is_named() {
+        let mut h = H::default();
+        h.take("a", "t", 100, 0).granted("a", 1, 100, 0);
+        h.take("b", "t", 100, 10).busy("b", "a", 1, 98, 11);
+        let v = h.verdict("t");
+        let why = why(&v);
+        assert!(
+            why.starts_with("b's lease.take (event 2) answered busy (a, epoch 1, until 98), an expiry no grant or renewal promised: a's epoch 1 was promised until 100;"),
+            "{why}"
+        );
+    }
+
+    /// A long order is named by its last operations.
+    #[test]
+    fn a_long_order_is_named_by_its_last_operations() {
+        let mut h = H::default();
+        for k in 0..8 {
+            let at = k * 10;
+            h.take("a", "t", 5, at).granted("a", k + 1, at + 5, at);
+        }
+        h.take("b", "t", 100, 100).granted("b", 1, 200, 100);
+        let why = why(&h.verdict("t")).to_string();
+        assert!(
+            why.contains("(2 operations, then a's lease.take, a's lease.take, a's lease.take, a's lease.take, a's lease.take, a's lease.take)"),
             "{why}"
         );
     }

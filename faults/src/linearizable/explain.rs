@@ -70,18 +70,17 @@ impl Prepared<'_> {
         } else {
             format!(
                 "after the longest order the search found that explains the replies before it ({})",
-                s.before.join(", ")
+                words(&s.before, 0)
             )
         };
         let mut text = format!(
-            "{}'s {} (event {}) answered {answered}; {order}, the lease was {}, so between {} and {} it would have had to answer {}",
+            "{}'s {} (event {}) answered {answered}{}; {order}, the lease was {}, so {}",
             me.instance,
             me.op,
             me.invoke_event,
+            self.unpromised(i),
             s.record,
-            instant(s.window.lo),
-            instant(s.window.hi),
-            s.expected,
+            s.needed(),
         );
         let others: Vec<String> = dead
             .orders
@@ -89,18 +88,28 @@ impl Prepared<'_> {
             .filter_map(|o| self.situation(o, i))
             .filter(|o| o.record != s.record || o.expected != s.expected)
             .map(|o| {
-                let after = if o.before.is_empty() {
-                    "first".to_string()
-                } else {
-                    format!("after {}", o.before.join(", "))
+                // Where it leaves the longest order: the steps they share
+                // are not said again.
+                let shared = o
+                    .before
+                    .iter()
+                    .zip(&s.before)
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                let first = |k: usize| {
+                    if k == 1 {
+                        "that order's first operation".to_string()
+                    } else {
+                        format!("that order's first {k} operations")
+                    }
                 };
-                format!(
-                    "{after}, the lease was {}, so between {} and {} it would have had to answer {}",
-                    o.record,
-                    instant(o.window.lo),
-                    instant(o.window.hi),
-                    o.expected
-                )
+                let after = match (o.before.len(), shared) {
+                    (0, _) => "first".to_string(),
+                    (_, 0) => format!("after {}", words(&o.before, 0)),
+                    (n, k) if n == k => format!("after {} only", first(k)),
+                    (_, k) => format!("after {}, then {}", first(k), words(&o.before[k..], k)),
+                };
+                format!("{after}, the lease was {}, so {}", o.record, o.needed())
             })
             .collect();
         if !others.is_empty() {
@@ -258,6 +267,92 @@ impl Prepared<'_> {
                 (_, Life::Unknown) => format!("{holder}'s lease, live or not"),
             },
         }
+    }
+}
+
+impl Situation {
+    /// What the operation would have had to do, in words: answer as
+    /// expected within its window, or (a window the order closed) take
+    /// effect before the order's last step, which it cannot.
+    fn needed(&self) -> String {
+        match (self.window.lo, self.window.hi) {
+            (Some(lo), Some(hi)) if lo > hi => format!(
+                "it would have had to take effect at {lo} or later (the order's last step), after its own reply at {hi}"
+            ),
+            (lo, hi) => format!(
+                "between {} and {} it would have had to answer {}",
+                instant(lo),
+                instant(hi),
+                self.expected
+            ),
+        }
+    }
+}
+
+/// The operations of an order, the last few named (an order of a whole
+/// workload is hundreds long): `skipped` are said to come before them.
+fn words(ops: &[String], skipped: usize) -> String {
+    const NAMED: usize = 6;
+    if ops.len() <= NAMED {
+        return ops.join(", ");
+    }
+    let cut = ops.len() - NAMED;
+    let earlier = if skipped > 0 { " more" } else { "" };
+    format!(
+        "{}{earlier} operations, then {}",
+        cut,
+        ops[cut..].join(", ")
+    )
+}
+
+impl Prepared<'_> {
+    /// For a busy answer naming a holder's epoch whose grant or renewals
+    /// promised other expiries: those promises, in words (a store that
+    /// reports an expiry it never promised, such as one read back from
+    /// the key's own time to live, which counts from another instant).
+    fn unpromised(&self, i: usize) -> String {
+        let Seen::Busy {
+            holder,
+            epoch,
+            expires,
+        } = self.seen[i]
+        else {
+            return String::new();
+        };
+        let mut promised: Vec<i64> = self
+            .ops
+            .iter()
+            .enumerate()
+            .filter_map(|(j, _)| match (self.reqs[j], &self.seen[j]) {
+                (
+                    Req::Take { holder: h, .. },
+                    &Seen::Granted {
+                        epoch: e,
+                        expires: x,
+                    },
+                ) if h == holder && e == epoch => Some(x),
+                (
+                    Req::Renew {
+                        holder: h,
+                        epoch: e,
+                        ..
+                    },
+                    &Seen::Renewed { expires: x },
+                ) if h == holder && e == epoch => Some(x),
+                _ => None,
+            })
+            .collect();
+        promised.sort_unstable();
+        promised.dedup();
+        if promised.is_empty() || promised.contains(&expires) {
+            return String::new();
+        }
+        let list: Vec<String> = promised.iter().map(i64::to_string).collect();
+        format!(
+            ", an expiry no grant or renewal promised: {}'s epoch {epoch} was promised until {}",
+            self.holder(holder),
+            list.join(", then ")
+        )
     }
 }
 
