@@ -46,6 +46,8 @@ pub(crate) struct KeyDump {
     /// Its items split into runs once, for the fingerprint (`None`: a key
     /// not read item by item).
     template: Option<Arc<Template>>,
+    /// The instants its hash fields expire at on their own.
+    fields_expire: Arc<[i64]>,
 }
 
 /// How the snapshot writes a hash field's own expiry into its value item
@@ -69,27 +71,16 @@ impl KeyDump {
             dump: dump.into(),
             expire_at,
             template: Template::of(&logical).map(Arc::new),
+            fields_expire: field_expiries(&logical).collect::<Vec<_>>().into(),
             logical: Arc::new(logical),
             id: h.digest128(),
         }
     }
 
     /// The instants its hash fields expire at on their own (`HPEXPIRE`),
-    /// as the snapshot read them.
+    /// as the snapshot read them (read once: every tick asks).
     pub(crate) fn field_expiries(&self) -> impl Iterator<Item = i64> + '_ {
-        let items: &[Vec<u8>] = match &*self.logical {
-            Logical::Items { kind, items } if kind == "hash" => items,
-            _ => &[],
-        };
-        items.iter().skip(1).step_by(2).filter_map(|value| {
-            let at = value
-                .windows(FIELD_EXPIRY.len())
-                .rposition(|w| w == FIELD_EXPIRY)?;
-            std::str::from_utf8(&value[at + FIELD_EXPIRY.len()..])
-                .ok()?
-                .parse()
-                .ok()
-        })
+        self.fields_expire.iter().copied()
     }
 
     /// Whether the key, or a field of it, expires at or before `to`: then
@@ -102,6 +93,24 @@ impl KeyDump {
     pub(crate) fn expires_at_instant(&self, at: i64) -> bool {
         self.expire_at == Some(at) || self.field_expiries().any(|e| e == at)
     }
+}
+
+/// The instants the hash fields of `logical` expire at on their own, as
+/// the snapshot writes them into their values ([`FIELD_EXPIRY`]).
+fn field_expiries(logical: &Logical) -> impl Iterator<Item = i64> + '_ {
+    let items: &[Vec<u8>] = match logical {
+        Logical::Items { kind, items } if kind == "hash" => items,
+        _ => &[],
+    };
+    items.iter().skip(1).step_by(2).filter_map(|value| {
+        let at = value
+            .windows(FIELD_EXPIRY.len())
+            .rposition(|w| w == FIELD_EXPIRY)?;
+        std::str::from_utf8(&value[at + FIELD_EXPIRY.len()..])
+            .ok()?
+            .parse()
+            .ok()
+    })
 }
 
 /// The holder name instance `i` sends (and its name in `hello`): the same
