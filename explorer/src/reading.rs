@@ -134,14 +134,7 @@ pub(crate) fn hash_item<H: Hasher>(item: &[u8], now: i64, far_ms: i64, relative:
         return;
     }
     let mut runs = 0usize;
-    let mut rest = item;
-    while let Some(first) = rest.first() {
-        let digits = first.is_ascii_digit();
-        let len = rest
-            .iter()
-            .position(|b| b.is_ascii_digit() != digits)
-            .unwrap_or(rest.len());
-        let (run, after) = rest.split_at(len);
+    for (run, digits) in digit_runs(item) {
         match canonical_int(run).filter(|n| digits && (n - now).abs() < NEAR_NOW_MS) {
             Some(n) => {
                 1u8.hash(h);
@@ -162,9 +155,24 @@ pub(crate) fn hash_item<H: Hasher>(item: &[u8], now: i64, far_ms: i64, relative:
             },
         }
         runs += 1;
-        rest = after;
     }
     runs.hash(h);
+}
+
+/// `item` cut into runs of digits and runs of other bytes, in order, each
+/// with whether it is digits.
+fn digit_runs(item: &[u8]) -> impl Iterator<Item = (&[u8], bool)> {
+    let mut rest = item;
+    std::iter::from_fn(move || {
+        let digits = rest.first()?.is_ascii_digit();
+        let len = rest
+            .iter()
+            .position(|b| b.is_ascii_digit() != digits)
+            .unwrap_or(rest.len());
+        let (run, after) = rest.split_at(len);
+        rest = after;
+        Some((run, digits))
+    })
 }
 
 /// One run of an item's bytes (all digits, or none), read once: what
@@ -213,23 +221,14 @@ impl Template {
         let items = items
             .iter()
             .map(|item| {
-                let mut runs = Vec::new();
-                let mut rest = item.as_slice();
-                while let Some(first) = rest.first() {
-                    let digits = first.is_ascii_digit();
-                    let len = rest
-                        .iter()
-                        .position(|b| b.is_ascii_digit() != digits)
-                        .unwrap_or(rest.len());
-                    let (run, after) = rest.split_at(len);
-                    runs.push(Run {
+                let runs: Vec<Run> = digit_runs(item)
+                    .map(|(run, digits)| Run {
                         canonical: digits.then(|| canonical_int(run)).flatten(),
                         padded: digits.then(|| padded_int(run)).flatten(),
-                        len,
+                        len: run.len(),
                         digest: xxhash_rust::xxh3::xxh3_64(run),
-                    });
-                    rest = after;
-                }
+                    })
+                    .collect();
                 let ints = runs
                     .iter()
                     .flat_map(|r| r.canonical.into_iter().chain(r.padded))
