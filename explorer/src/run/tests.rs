@@ -1,7 +1,7 @@
 //! Unit tests of the run's rendering and verdicts.
 
 use harness::contract::{Reply, StoreError};
-use harness::{EventKind, Happened, Verdict};
+use harness::{CheckResult, EventKind, Happened, Verdict};
 
 use super::verdicts::*;
 use super::*;
@@ -170,6 +170,18 @@ fn found(property: Property, replays: bool) -> Finding {
         history,
         replays,
     }
+}
+
+/// The checks of `findings` under `context`, every race reached, at the
+/// default sizes and with no figures.
+fn judged(findings: &[Finding], context: &Context) -> Vec<CheckResult> {
+    checks(
+        findings,
+        &[],
+        &ExplorerFigures::default(),
+        &ExplorerConfig::default(),
+        context,
+    )
 }
 
 fn verdicts(findings: &[Finding], unreached: &[(Property, i64)]) -> Vec<(Property, Verdict)> {
@@ -344,13 +356,7 @@ fn an_unsupported_operation_skips_the_checks_about_it_with_the_stores_message() 
         unsupported: &said,
         ..Context::default()
     };
-    let results = checks(
-        &[],
-        &[],
-        &ExplorerFigures::default(),
-        &ExplorerConfig::default(),
-        &context,
-    );
+    let results = judged(&[], &context);
     let of = |p: Property| results.iter().find(|r| r.id == p.id()).unwrap();
     let answered = of(Property::Answered);
     assert_eq!(answered.verdict, Verdict::Skipped, "{}", answered.reason);
@@ -378,13 +384,7 @@ fn an_unsupported_operation_skips_the_checks_about_it_with_the_stores_message() 
         unsupported: &said,
         ..Context::default()
     };
-    let results = checks(
-        &[found(Property::OneLiveHolder, true)],
-        &[],
-        &ExplorerFigures::default(),
-        &ExplorerConfig::default(),
-        &context,
-    );
+    let results = judged(&[found(Property::OneLiveHolder, true)], &context);
     let of = |p: Property| results.iter().find(|r| r.id == p.id()).unwrap();
     assert_eq!(of(Property::OneLiveHolder).verdict, Verdict::Fail);
     assert_eq!(of(Property::ZombieRefused).verdict, Verdict::Skipped);
@@ -427,13 +427,7 @@ fn what_held_says_where_schedules_through_a_violation_were_cut() {
         epoch.reason
     );
     // Nothing cut: the plain scope.
-    let results = checks(
-        &[],
-        &[],
-        &ExplorerFigures::default(),
-        &ExplorerConfig::default(),
-        &Context::default(),
-    );
+    let results = judged(&[], &Context::default());
     assert!(results
         .iter()
         .all(|r| !r.reason.contains("explored (") && !r.reason.contains("cut")));
@@ -463,13 +457,7 @@ fn after_the_adapters_failure_what_held_is_unknown_and_what_broke_fails() {
         adapter_failed: Some("the adapter of instance sp_inst_a exited"),
         ..Context::default()
     };
-    let results = checks(
-        &[found(Property::OneLiveHolder, true)],
-        &[],
-        &ExplorerFigures::default(),
-        &ExplorerConfig::default(),
-        &context,
-    );
+    let results = judged(&[found(Property::OneLiveHolder, true)], &context);
     let of = |p: Property| results.iter().find(|r| r.id == p.id()).unwrap();
     assert_eq!(of(Property::OneLiveHolder).verdict, Verdict::Fail);
     let held = of(Property::EpochMonotonic);

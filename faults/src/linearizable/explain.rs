@@ -320,10 +320,10 @@ impl Prepared<'_> {
             return String::new();
         };
         let mut promised: Vec<i64> = self
-            .ops
+            .reqs
             .iter()
-            .enumerate()
-            .filter_map(|(j, _)| match (self.reqs[j], &self.seen[j]) {
+            .zip(&self.seen)
+            .filter_map(|(&req, seen)| match (req, seen) {
                 (
                     Req::Take { holder: h, .. },
                     &Seen::Granted {
