@@ -80,6 +80,10 @@ struct Inner {
     /// The step now running is a probe's second run ([`crate::drawn`]):
     /// it probes no further.
     probing: bool,
+    /// What the probe's first run sent where it was stopped: the second
+    /// run, from the same state and replies, must send it again up to
+    /// the values drawn ([`deliver::Probed`]).
+    probed: Option<deliver::Probed>,
     /// The operation the last step left in flight, its next command held
     /// at the gate: the next step goes on with it if it is that command
     /// from that state, else it is abandoned first ([`deliver::Live`]).
@@ -142,6 +146,7 @@ impl World {
                 holds: None,
                 full: false,
                 probing: false,
+                probed: None,
                 live: None,
             })),
             shared,

@@ -165,6 +165,13 @@ fn commands_stamped_with_the_wall_clock_leave_the_exploration_undecided() {
         "{}",
         complete.reason
     );
+    // Found by the first operation run twice from one state (the probe for
+    // drawn values), not by a replay deep in the search.
+    assert!(
+        complete.reason.contains("run twice from the same state"),
+        "{}",
+        complete.reason
+    );
     // Its answers are the built-in's: nothing is blamed on it, and nothing
     // passes on an exploration that could not go on.
     for c in &checks {

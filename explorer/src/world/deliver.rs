@@ -228,6 +228,13 @@ impl Inner {
         // What the operation sent a value drawn at random in, renamed by
         // the replay: the recorded value was drawn.
         self.shared.drawn.renamed(&gate.renamed());
+        if let Some(probed) = self.probed.take() {
+            if let Err(e) = self.probed_again(i, op, &probed, &first) {
+                gate.release_all();
+                task.abort();
+                return Err(e);
+            }
+        }
         let again = match (&first, &guessed) {
             (Step::Held(h), None) => {
                 let probe = !self.probing;
@@ -240,18 +247,10 @@ impl Inner {
             // reaches the server, and run again to see whether it draws
             // something there.
             if let Step::Held(h) = first {
+                let probed = Probed::of(&h, self.on_trial[i]);
                 self.abandon(i, h, task, clock_ms).await;
+                return self.probe(next, i, run.retry, probed).await;
             }
-            // On a fresh process: a value drawn once per process (a client
-            // token, as lock libraries name their owner) differs between
-            // processes only, and a kept process would send it again.
-            self.clients[i] = None;
-            self.on_trial[i] = false;
-            self.shared.probe_processes.fetch_add(1, Ordering::Relaxed);
-            self.probing = true;
-            let out = Box::pin(self.deliver_on_store(next, i, run.retry, false)).await;
-            self.probing = false;
-            return out;
         }
         let answered_from_cache = gate.replay_remaining() == 0 && gate.recording().len() > replayed;
         let (exchange, after) =
@@ -300,14 +299,9 @@ impl Inner {
             .held(pending.op, place, &live.held.command, probe)
             == Probe::Again
         {
+            let probed = Probed::of(&live.held, self.on_trial[i]);
             self.abandon_live(live).await;
-            self.clients[i] = None;
-            self.on_trial[i] = false;
-            self.shared.probe_processes.fetch_add(1, Ordering::Relaxed);
-            self.probing = true;
-            let out = Box::pin(self.deliver_on_store(next, i, pending, false)).await;
-            self.probing = false;
-            return out;
+            return self.probe(next, i, pending, probed).await;
         }
         self.shared.live_steps.fetch_add(1, Ordering::Relaxed);
         let run = Run::of(next, i, pending);
@@ -318,6 +312,69 @@ impl Inner {
         let exchange = self.release_held(next, i, &run, &held, &mut task).await?;
         let after = next_event(&gate, &mut task).await?;
         self.finish(next, i, run, exchange, after, task).await
+    }
+
+    /// Runs instance `i`'s step `pending` again from its first command on
+    /// a fresh process, a probe's second run: a value drawn once per
+    /// process (a client token, as lock libraries name their owner)
+    /// differs between processes only, and a kept process would send it
+    /// again. `probed` is what the first run sent.
+    async fn probe(
+        &mut self,
+        next: &mut State,
+        i: usize,
+        pending: Pending,
+        probed: Probed,
+    ) -> Result<(), String> {
+        self.clients[i] = None;
+        self.on_trial[i] = false;
+        self.shared.probe_processes.fetch_add(1, Ordering::Relaxed);
+        self.probing = true;
+        self.probed = Some(probed);
+        let out = Box::pin(self.deliver_on_store(next, i, pending, false)).await;
+        self.probing = false;
+        self.probed = None;
+        out
+    }
+
+    /// A probe's second run of instance `i`'s operation `op` reached
+    /// `first` from the same state, request, clock and replies as the run
+    /// that sent `probed`: a store that decides on what it is given sends
+    /// the same command again, up to the values it draws. Any other
+    /// command (or an answer without one) came from something no replay
+    /// gives back, such as the machine's clock or a counter in memory:
+    /// the store is not deterministic, unless the first run's process was
+    /// kept on trial, whose memory is then not trusted any more.
+    fn probed_again(
+        &mut self,
+        i: usize,
+        op: Op,
+        probed: &Probed,
+        first: &Step,
+    ) -> Result<(), String> {
+        let second = match first {
+            Step::Held(h) => {
+                let mut renaming = harness::gate::drawn::Renaming::default();
+                if renaming.unify(&probed.command, &h.command) {
+                    return Ok(());
+                }
+                format!("`{}`", h.command)
+            }
+            Step::Answered(..) => "no command (it answered)".to_string(),
+        };
+        let what = format!(
+            "{}'s operation {}, run twice from the same state with the same request, clock and replies, sent `{}` the first time and {second} the second",
+            instance_name(i),
+            op.wire(),
+            probed.command
+        );
+        if probed.on_trial {
+            self.shared.distrust(format!(
+                "instance {what} (its first process was kept from an earlier operation)"
+            ));
+            return Ok(());
+        }
+        Err(format!("the store is not deterministic: instance {what}"))
     }
 
     /// Abandons `live`: its held command refused, never sent.
@@ -827,6 +884,22 @@ impl Run {
             retry: pending,
             req,
             invoked,
+        }
+    }
+}
+
+/// What a probe's first run sent where it was stopped ([`crate::drawn`]).
+pub(super) struct Probed {
+    command: harness::gate::Command,
+    /// Its process was kept on trial: it may remember.
+    on_trial: bool,
+}
+
+impl Probed {
+    fn of(held: &Held, on_trial: bool) -> Probed {
+        Probed {
+            command: held.command.clone(),
+            on_trial,
         }
     }
 }
