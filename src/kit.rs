@@ -18,9 +18,13 @@
 //! - [`redis_command_failure`]: a Redis error as the store error §6 names
 //!   (`store_full` for OOM, `unavailable` for a lost connection, …).
 //!
+//! - [`example`]: a whole lease store written on these parts.
+//!
 //! The `redis` and `async_trait` crates are re-exported at the versions
 //! storeproof is built with, so a store's connection type is the one
 //! [`check_server`] takes.
+
+pub mod example;
 
 pub use async_trait::async_trait;
 pub use redis;

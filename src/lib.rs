@@ -9,19 +9,20 @@
 //! folder; its [`Certificate`] carries the typed report, so a test asserts
 //! on the verdict and prints each failed check with its counterexample.
 //!
-//! ```no_run
-//! # async fn certify(store: impl storeproof::StoreFactory + 'static) {
+//! ```
+//! use storeproof::kit::example::LeaseStore;
 //! use storeproof::{Certification, Suite};
 //!
-//! let certificate = Certification::of(store)
+//! // The kit's example store stands in for yours; its kept executions go
+//! // to a file in the run's working directory.
+//! let certificate = Certification::of_in_workdir(|dir| LeaseStore::new(dir.join("kept.sqlite")))
 //!     .suites(&[Suite::Conformance])
-//!     .cases(8)
-//!     .out("target/storeproof-report")
-//!     .run()
-//!     .await
+//!     .check("conformance.lease.take")
+//!     .cases(2)
+//!     .out(std::env::temp_dir().join("storeproof-doc-report"))
+//!     .run_blocking()
 //!     .expect("the run could be set up");
 //! assert!(certificate.passed(), "{certificate}");
-//! # }
 //! ```
 //!
 //! The `storeproof` binary is [`cli::main`].

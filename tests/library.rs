@@ -5,31 +5,37 @@
 
 use std::path::Path;
 
+use storeproof::kit::example::{LeaseStore, Scripts};
 use storeproof::{Certificate, Certification, Error, RunVerdict, Suite, Verdict};
-use stores::redis::{builtin_source, RedisStoreFactory};
 
 /// The checks both runs play: the take's own scenarios and its races, on
 /// the lease contract only (kept small: the whole run is `certify`'s job).
 const CHECKS: &str = "conformance.lease.take";
 
-fn builtin(dir: &Path) -> RedisStoreFactory {
-    RedisStoreFactory::new(dir.join("kept.sqlite"))
+/// The kit's example store: a lease store written on the kit, small enough
+/// to read in one sitting.
+fn example(dir: &Path) -> LeaseStore {
+    LeaseStore::new(dir.join("kept.sqlite"))
 }
 
-/// The built-in store with a take that grants even over a live lease: the
+/// The example store with a take that grants even over a live lease: the
 /// check of a live holder is gone.
-fn takes_over_live_leases(dir: &Path) -> RedisStoreFactory {
-    let source = builtin_source("lease_take.lua").expect("the take's script");
-    let live_check = "if rec[2] and rec[4] ~= '1' and now < tonumber(rec[3]) then";
-    assert!(source.contains(live_check), "the take's script changed");
-    let flawed = source.replace(live_check, "if false then");
-    builtin(dir)
-        .with_patched_script("lease_take.lua", &flawed)
-        .expect("a script of the store")
+fn takes_over_live_leases(dir: &Path) -> LeaseStore {
+    let live_check = "if r[2] and r[4] ~= '1' and now < tonumber(r[3]) then return";
+    let take = Scripts::default().take;
+    assert!(take.contains(live_check), "the example's take changed");
+    let flawed: &'static str = Box::leak(
+        take.replace(live_check, "if false then return")
+            .into_boxed_str(),
+    );
+    example(dir).with_scripts(Scripts {
+        take: flawed,
+        ..Scripts::default()
+    })
 }
 
 /// [`CHECKS`] of the store `make` makes, its report under `out`.
-fn certified(make: fn(&Path) -> RedisStoreFactory, out: &Path) -> Certificate {
+fn certified(make: fn(&Path) -> LeaseStore, out: &Path) -> Certificate {
     Certification::of_in_workdir(make)
         .suites(&[Suite::Conformance])
         .check(CHECKS)
@@ -43,7 +49,7 @@ fn certified(make: fn(&Path) -> RedisStoreFactory, out: &Path) -> Certificate {
 #[test]
 fn a_correct_store_passes_and_its_report_folder_is_written() {
     let out = tempfile::tempdir().unwrap();
-    let certificate = certified(builtin, out.path());
+    let certificate = certified(example, out.path());
     assert!(certificate.passed(), "{certificate}");
     assert_eq!(certificate.verdict(), RunVerdict::Pass);
     assert_eq!(certificate.failed().count(), 0);
@@ -57,7 +63,7 @@ fn a_correct_store_passes_and_its_report_folder_is_written() {
     for file in ["index.html", "report.json", "junit.xml"] {
         assert!(certificate.out.join(file).is_file(), "no {file} written");
     }
-    assert_eq!(certificate.report.store.spec, "builtin:redis");
+    assert_eq!(certificate.report.store.spec, "rust:example-lease-store");
 }
 
 #[test]
@@ -85,7 +91,7 @@ fn a_flawed_store_fails_with_its_counterexample() {
 fn a_bad_size_is_refused_and_nothing_is_written() {
     let out = tempfile::tempdir().unwrap();
     let report = out.path().join("report");
-    let refused = Certification::of_in_workdir(builtin)
+    let refused = Certification::of_in_workdir(example)
         .cases(0)
         .out(&report)
         .run_blocking();

@@ -79,6 +79,52 @@ fn the_python_example_adapter_passes_every_check_the_builtin_store_does() {
     assert!(ids(&python).contains(&"conformance.lease.take-races".to_string()));
 }
 
+/// The example with its take split into a read and a write (the small
+/// change of issue 22's bar) fails the take race and keeps every one-call
+/// rule; its explorer failure is `explorer/tests/adapter_keepalive.rs`'s.
+#[test]
+fn the_example_with_a_take_split_into_a_read_and_a_write_fails_the_race() {
+    let twin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/adapters/python/read_then_write_take.py");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("twin");
+    let output = common::command()
+        .args([
+            "certify",
+            "--suite",
+            "conformance",
+            "--check",
+            "conformance.lease.take",
+            "--store",
+        ])
+        .arg(format!("cmd:{} {}", common::python(), twin.display()))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let verdict = |id: &str| {
+        report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .map(|c| c["verdict"].clone())
+    };
+    assert_eq!(verdict("conformance.lease.take-races"), Some("fail".into()));
+    assert_eq!(
+        verdict("conformance.lease.take-free-tree"),
+        Some("pass".into())
+    );
+}
+
 #[test]
 fn the_python_example_adapter_passes_the_explorer() {
     let adapter = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
