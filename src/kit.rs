@@ -15,8 +15,13 @@
 //!   every instance; open it under the directory
 //!   [`Certification::of_in_workdir`](crate::Certification::of_in_workdir)
 //!   gives.
-//! - [`redis_command_failure`]: a Redis error as the store error §6 names
-//!   (`store_full` for OOM, `unavailable` for a lost connection, …).
+//! - [`redis_command_failure`]: a set-up command's Redis error as the store
+//!   error §6 and §7 name (a refused command is `config_refused`).
+//! - [`operation_failure`]: an operation's failed command or script as §6
+//!   names it: `store_full` when the server is full (nothing changed),
+//!   else `unavailable` (the outcome is unknown); [`is_server_reply`] says
+//!   whether the connection is still in step (else drop it and open a new
+//!   one for the next operation).
 //!
 //! - [`example`]: a whole lease store written on these parts.
 //!
@@ -33,7 +38,8 @@ pub use harness::contract::{
     ChildState, ChildView, LeaseView, Request, MAX_DURATION_MS, MAX_LIMIT,
 };
 pub use stores::redis::assumptions::redis_command_failure;
-pub use stores::redis::KeptExecutions;
+pub use stores::redis::script_failure as operation_failure;
+pub use stores::redis::{is_server_reply, KeptExecutions};
 
 use harness::contract::StoreError;
 use stores::redis::assumptions::{assess, durability_opted_out, read_facts};

@@ -87,6 +87,31 @@ fn a_flawed_store_fails_with_its_counterexample() {
     );
 }
 
+/// The faults suite meets the example with a full server and restarts:
+/// its operations answer `store_full` while full (nothing changed) and
+/// answer again once the server is back (a broken connection is dropped,
+/// a forgotten script sent again). The Rust kit's pitfalls: a set-up
+/// command's error mapping used for an operation, a connection kept after
+/// it broke.
+#[test]
+fn the_example_store_rides_out_a_full_server_and_restarts() {
+    let out = tempfile::tempdir().unwrap();
+    let certificate = Certification::of_in_workdir(example)
+        .suites(&[Suite::Faults])
+        .check("faults.full-server-refuses")
+        .check("faults.lease-linearizable")
+        .faults(12, 12)
+        .seed(3)
+        .out(out.path().join("report"))
+        .run_blocking()
+        .expect("the run could be set up");
+    assert!(certificate.passed(), "{certificate}");
+    for id in ["faults.full-server-refuses", "faults.lease-linearizable"] {
+        let check = certificate.check(id).expect(id);
+        assert_eq!(check.verdict, Verdict::Pass, "{id}: {}", check.reason);
+    }
+}
+
 #[test]
 fn a_bad_size_is_refused_and_nothing_is_written() {
     let out = tempfile::tempdir().unwrap();

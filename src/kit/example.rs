@@ -12,7 +12,10 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 use redis::aio::MultiplexedConnection;
 
-use super::{check_server, redis_command_failure, KeptExecutions, LeaseView, Request};
+use super::{
+    check_server, is_server_reply, operation_failure, redis_command_failure, KeptExecutions,
+    LeaseView, Request,
+};
 use crate::StoreInfo;
 use crate::{Call, Contract, ErrorKind, Hello, Reply, StoreClient, StoreError, StoreFactory};
 
@@ -129,7 +132,8 @@ impl StoreFactory for LeaseStore {
         Ok((
             info,
             Box::new(Client {
-                conn,
+                client,
+                conn: Some(conn),
                 prefix,
                 scripts,
                 kept,
@@ -138,30 +142,46 @@ impl StoreFactory for LeaseStore {
     }
 }
 
-/// One instance: its connection, key prefix and scripts.
+/// One instance: its connection (none after one broke: the next operation
+/// opens another), key prefix and scripts.
 struct Client {
-    conn: MultiplexedConnection,
+    client: redis::Client,
+    conn: Option<MultiplexedConnection>,
     prefix: String,
     scripts: [redis::Script; 4],
     kept: KeptExecutions,
 }
 
 impl Client {
-    /// Runs script `which` on `tree`'s hash: its reply's words.
+    /// Runs script `which` of operation `op` on `tree`'s hash: its
+    /// reply's words. A server that restarted and forgot the script
+    /// (`NOSCRIPT`) is sent it again; a connection that broke is dropped.
     async fn run(
         &mut self,
+        op: &str,
         which: usize,
         tree: &str,
         args: &[String],
     ) -> Result<Vec<Option<String>>, StoreError> {
+        let mut conn = match &self.conn {
+            Some(conn) => conn.clone(),
+            None => self
+                .client
+                .get_multiplexed_async_connection()
+                .await
+                .map_err(|e| operation_failure(op, &e))?,
+        };
+        self.conn = Some(conn.clone());
         let mut invocation = self.scripts[which].key(format!("{}lease:{tree}", self.prefix));
         for a in args {
             invocation.arg(a);
         }
-        invocation
-            .invoke_async(&mut self.conn)
-            .await
-            .map_err(|e| redis_command_failure("EVALSHA", &e))
+        invocation.invoke_async(&mut conn).await.map_err(|e| {
+            if !is_server_reply(&e) {
+                self.conn = None;
+            }
+            operation_failure(op, &e)
+        })
     }
 }
 
@@ -173,22 +193,33 @@ impl StoreClient for Client {
                 tree,
                 holder,
                 ttl_ms,
-            } => self.run(0, &tree, &[holder, ttl_ms.to_string()]).await?,
+            } => {
+                self.run("lease.take", 0, &tree, &[holder, ttl_ms.to_string()])
+                    .await?
+            }
             Request::LeaseRenew {
                 tree,
                 holder,
                 epoch,
                 ttl_ms,
             } => {
-                self.run(1, &tree, &[holder, epoch.to_string(), ttl_ms.to_string()])
-                    .await?
+                self.run(
+                    "lease.renew",
+                    1,
+                    &tree,
+                    &[holder, epoch.to_string(), ttl_ms.to_string()],
+                )
+                .await?
             }
             Request::LeaseRelease {
                 tree,
                 holder,
                 epoch,
-            } => self.run(2, &tree, &[holder, epoch.to_string()]).await?,
-            Request::LeaseRead { tree } => self.run(3, &tree, &[]).await?,
+            } => {
+                self.run("lease.release", 2, &tree, &[holder, epoch.to_string()])
+                    .await?
+            }
+            Request::LeaseRead { tree } => self.run("lease.read", 3, &tree, &[]).await?,
             Request::LeaseKeepExecution { tree, execution } => {
                 self.kept.keep(&tree, &execution).await?;
                 return Ok(Reply::Kept {});

@@ -449,8 +449,8 @@ fn script_load_failure(e: &RedisError) -> StoreError {
 }
 
 /// Whether the server answered (with an error reply): the connection itself
-/// is fine then and is kept.
-fn is_server_reply(e: &RedisError) -> bool {
+/// is fine then and is kept; any other failure leaves it out of step.
+pub fn is_server_reply(e: &RedisError) -> bool {
     matches!(
         e.kind(),
         redis::ErrorKind::Server(_) | redis::ErrorKind::Extension
@@ -467,7 +467,7 @@ fn is_oom(code: Option<&str>, detail: &str) -> bool {
 /// A failed script call: `store_full` when the server is full (the script
 /// was refused at its first write, so nothing changed), else `unavailable`
 /// (the outcome is unknown).
-fn script_failure(op: &str, e: &RedisError) -> StoreError {
+pub fn script_failure(op: &str, e: &RedisError) -> StoreError {
     let (code, detail) = if is_server_reply(e) {
         (e.code(), e.detail().unwrap_or_default().to_string())
     } else {
