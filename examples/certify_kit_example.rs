@@ -12,14 +12,14 @@
 
 use std::process::ExitCode;
 
-use storeproof::kit::example::LeaseStore;
+use storeproof::kit::example::ExampleStore;
 use storeproof::Certification;
 
 fn main() -> ExitCode {
     let out = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "storeproof-report".into());
-    let run = Certification::of_in_workdir(|dir| LeaseStore::new(dir.join("kept.sqlite")))
+    let run = Certification::of_in_workdir(|dir| ExampleStore::new(dir.join("kept.sqlite")))
         .out(out)
         .verbose()
         .run_blocking();

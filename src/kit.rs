@@ -23,7 +23,7 @@
 //!   whether the connection is still in step (else drop it and open a new
 //!   one for the next operation).
 //!
-//! - [`example`]: a whole lease store written on these parts.
+//! - [`example`]: a whole store (lease, queue, rate) written on these parts.
 //!
 //! The `redis` and `async_trait` crates are re-exported at the versions
 //! storeproof is built with, so a store's connection type is the one

@@ -10,12 +10,12 @@
 //! on the verdict and prints each failed check with its counterexample.
 //!
 //! ```
-//! use storeproof::kit::example::LeaseStore;
+//! use storeproof::kit::example::ExampleStore;
 //! use storeproof::{Certification, Suite};
 //!
 //! // The kit's example store stands in for yours; its kept executions go
 //! // to a file in the run's working directory.
-//! let certificate = Certification::of_in_workdir(|dir| LeaseStore::new(dir.join("kept.sqlite")))
+//! let certificate = Certification::of_in_workdir(|dir| ExampleStore::new(dir.join("kept.sqlite")))
 //!     .suites(&[Suite::Conformance])
 //!     .check("conformance.lease.take")
 //!     .cases(2)

@@ -1,11 +1,11 @@
-//! A whole lease store written on the kit, as a Rust author writes one: a
-//! hash per tree on Redis, one Lua script per operation (each decides on
-//! the server's `TIME`, atomically), kept executions in SQLite, the server
-//! checked on connect. [`Certification`](crate::Certification) certifies
-//! it in the crate's doc example and in `tests/library.rs`.
-//!
-//! Its [`Scripts`] are public so that a test can certify a variant (a take
-//! split into a read and a write fails `conformance.lease.take-races`).
+//! A whole store written on the kit, as a Rust author writes one: the
+//! lease, queue and rate contracts on Redis, one Lua script per operation
+//! (the Node example's, `adapters/node/example/lua`: each decides
+//! atomically, leases and queue on the server's `TIME`, rate limits on the
+//! caller's clock), kept executions in SQLite, the server checked on
+//! connect. [`Certification`](crate::Certification) certifies it in the
+//! crate's doc example, in `tests/library.rs` and, with every suite, in
+//! `examples/certify_kit_example.rs`.
 
 use std::path::PathBuf;
 
@@ -13,90 +13,111 @@ use async_trait::async_trait;
 use redis::aio::MultiplexedConnection;
 
 use super::{
-    check_server, is_server_reply, operation_failure, redis_command_failure, KeptExecutions,
-    LeaseView, Request,
+    check_server, is_server_reply, operation_failure, redis_command_failure, ChildState, ChildView,
+    KeptExecutions, LeaseView, Request,
 };
 use crate::StoreInfo;
 use crate::{Call, Contract, ErrorKind, Hello, Reply, StoreClient, StoreError, StoreFactory};
 
-/// Server time in ms, in front of every script.
-const NOW: &str =
-    "local t = redis.call('TIME')\nlocal now = t[1] * 1000 + math.floor(t[2] / 1000)\n";
+/// Server time and exact decimal comparison, in front of every script.
+const PRELUDE: &str = include_str!("../../adapters/node/example/lua/_prelude.lua");
 
-/// The store's scripts: `KEYS[1]` is the tree's hash (holder, epoch,
-/// expires_at, released), never deleted and with no TTL, so epochs only
-/// grow; `now` is the server's time in ms.
-#[derive(Debug, Clone, Copy)]
-pub struct Scripts {
-    /// `lease.take`, ARGV holder, ttl_ms: `busy` with the live lease, or
-    /// `granted` with the new epoch and expiry.
-    pub take: &'static str,
-    /// `lease.renew`, ARGV holder, epoch, ttl_ms: `renewed` or `lost`.
-    pub renew: &'static str,
-    /// `lease.release`, ARGV holder, epoch: `released` or `not_held`.
-    pub release: &'static str,
-    /// `lease.read`: the record and whether it is live, or nothing.
-    pub read: &'static str,
-}
+/// Each operation's script.
+const SCRIPTS: [(&str, &str); 13] = [
+    (
+        "lease.take",
+        include_str!("../../adapters/node/example/lua/lease_take.lua"),
+    ),
+    (
+        "lease.renew",
+        include_str!("../../adapters/node/example/lua/lease_renew.lua"),
+    ),
+    (
+        "lease.release",
+        include_str!("../../adapters/node/example/lua/lease_release.lua"),
+    ),
+    (
+        "lease.read",
+        include_str!("../../adapters/node/example/lua/lease_read.lua"),
+    ),
+    (
+        "queue.save",
+        include_str!("../../adapters/node/example/lua/queue_save.lua"),
+    ),
+    (
+        "queue.claim",
+        include_str!("../../adapters/node/example/lua/queue_claim.lua"),
+    ),
+    (
+        "queue.complete",
+        include_str!("../../adapters/node/example/lua/queue_complete.lua"),
+    ),
+    (
+        "queue.read",
+        include_str!("../../adapters/node/example/lua/queue_read.lua"),
+    ),
+    (
+        "rate.acquire_slot",
+        include_str!("../../adapters/node/example/lua/rate_acquire_slot.lua"),
+    ),
+    (
+        "rate.release_slot",
+        include_str!("../../adapters/node/example/lua/rate_release_slot.lua"),
+    ),
+    (
+        "rate.hit",
+        include_str!("../../adapters/node/example/lua/rate_hit.lua"),
+    ),
+    (
+        "rate.pause",
+        include_str!("../../adapters/node/example/lua/rate_pause.lua"),
+    ),
+    (
+        "rate.read",
+        include_str!("../../adapters/node/example/lua/rate_read.lua"),
+    ),
+];
 
-impl Default for Scripts {
-    fn default() -> Self {
-        Scripts {
-            take: r"
-local r = redis.call('HMGET', KEYS[1], 'holder', 'epoch', 'expires_at', 'released')
-if r[2] and r[4] ~= '1' and now < tonumber(r[3]) then return {'busy', r[1], r[2], r[3]} end
-local epoch = string.format('%d', (tonumber(r[2]) or 0) + 1)
-local expires = string.format('%d', now + ARGV[2])
-redis.call('HSET', KEYS[1], 'holder', ARGV[1], 'epoch', epoch, 'expires_at', expires, 'released', '0')
-return {'granted', epoch, expires}",
-            renew: r"
-local r = redis.call('HMGET', KEYS[1], 'holder', 'epoch', 'expires_at', 'released')
-if not (r[2] and r[4] ~= '1' and now < tonumber(r[3])) then return {'lost'} end
-if r[1] ~= ARGV[1] or r[2] ~= ARGV[2] then return {'lost', r[1], r[2]} end
-local expires = string.format('%d', now + ARGV[3])
-redis.call('HSET', KEYS[1], 'expires_at', expires)
-return {'renewed', expires}",
-            release: r"
-local r = redis.call('HMGET', KEYS[1], 'holder', 'epoch', 'released')
-if r[2] and r[1] == ARGV[1] and r[2] == ARGV[2] and r[3] ~= '1' then
-  redis.call('HSET', KEYS[1], 'released', '1')
-  return {'released'}
-end
-return {'not_held'}",
-            read: r"
-local r = redis.call('HMGET', KEYS[1], 'holder', 'epoch', 'expires_at', 'released')
-if not r[2] then return {'none'} end
-return {'lease', r[1], r[2], r[3], (r[4] ~= '1' and now < tonumber(r[3])) and '1' or '0'}",
-        }
-    }
-}
-
-/// The example lease store: [`LeaseStore::new`] with the SQLite file its
-/// kept executions go to.
-pub struct LeaseStore {
+/// The example store: [`ExampleStore::new`] with the SQLite file its kept
+/// executions go to.
+pub struct ExampleStore {
     kept_db: PathBuf,
-    scripts: Scripts,
+    scripts: Vec<(&'static str, String)>,
 }
 
-impl LeaseStore {
+impl ExampleStore {
     /// The store, its kept executions in the SQLite file `kept_db`.
-    pub fn new(kept_db: impl Into<PathBuf>) -> LeaseStore {
-        LeaseStore {
+    pub fn new(kept_db: impl Into<PathBuf>) -> ExampleStore {
+        let scripts = SCRIPTS.iter().map(|(op, s)| (*op, s.to_string())).collect();
+        ExampleStore {
             kept_db: kept_db.into(),
-            scripts: Scripts::default(),
+            scripts,
         }
     }
 
-    /// The same store running `scripts` instead.
-    pub fn with_scripts(self, scripts: Scripts) -> LeaseStore {
-        LeaseStore { scripts, ..self }
+    /// Operation `op`'s script (without the prelude).
+    pub fn script(&self, op: &str) -> Option<&str> {
+        self.scripts
+            .iter()
+            .find(|(o, _)| *o == op)
+            .map(|(_, s)| s.as_str())
+    }
+
+    /// The same store running `source` for operation `op` (a test's variant).
+    pub fn with_script(mut self, op: &str, source: &str) -> ExampleStore {
+        for (o, s) in &mut self.scripts {
+            if *o == op {
+                *s = source.to_string();
+            }
+        }
+        self
     }
 }
 
 #[async_trait]
-impl StoreFactory for LeaseStore {
+impl StoreFactory for ExampleStore {
     fn spec(&self) -> String {
-        "rust:example-lease-store".into()
+        "rust:example-store".into()
     }
 
     async fn connect(
@@ -111,29 +132,27 @@ impl StoreFactory for LeaseStore {
             .await
             .map_err(|e| redis_command_failure("connect", &e))?;
         check_server(&mut conn, hello.opt_out.as_deref()).await?;
-        let s = self.scripts;
-        let scripts = [s.take, s.renew, s.release, s.read]
-            .map(|body| redis::Script::new(&format!("{NOW}{body}")));
+        let mut scripts = Vec::new();
         // Loaded now, so that every operation sends one `EVALSHA`.
-        for script in &scripts {
-            script
-                .prepare_invoke()
-                .load_async(&mut conn)
-                .await
-                .map_err(|e| redis_command_failure("SCRIPT LOAD", &e))?;
+        for (op, body) in &self.scripts {
+            let script = redis::Script::new(&format!("{PRELUDE}{body}"));
+            let loaded = script.prepare_invoke().load_async(&mut conn).await;
+            loaded.map_err(|e| redis_command_failure("SCRIPT LOAD", &e))?;
+            scripts.push((*op, script));
         }
         let info = StoreInfo {
-            name: "example-lease-store".into(),
+            name: "example-store".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            contracts: vec![Contract::Lease],
+            contracts: vec![Contract::Lease, Contract::Queue, Contract::Rate],
         };
         let kept = KeptExecutions::open(self.kept_db.clone(), &hello.prefix).await?;
         let prefix = hello.prefix.clone();
+        let conn = Some(conn);
         Ok((
             info,
             Box::new(Client {
                 client,
-                conn: Some(conn),
+                conn,
                 prefix,
                 scripts,
                 kept,
@@ -148,21 +167,23 @@ struct Client {
     client: redis::Client,
     conn: Option<MultiplexedConnection>,
     prefix: String,
-    scripts: [redis::Script; 4],
+    scripts: Vec<(&'static str, redis::Script)>,
     kept: KeptExecutions,
 }
 
 impl Client {
-    /// Runs script `which` of operation `op` on `tree`'s hash: its
-    /// reply's words. A server that restarted and forgot the script
-    /// (`NOSCRIPT`) is sent it again; a connection that broke is dropped.
+    /// Runs operation `op`'s script: its reply's words. A server that
+    /// restarted and forgot the script (`NOSCRIPT`) is sent it again; a
+    /// connection that broke is dropped.
     async fn run(
         &mut self,
         op: &str,
-        which: usize,
-        tree: &str,
+        keys: &[String],
         args: &[String],
     ) -> Result<Vec<Option<String>>, StoreError> {
+        let script = self.scripts.iter().find(|(o, _)| *o == op).map(|(_, s)| s);
+        let script = script
+            .ok_or_else(|| StoreError::new(ErrorKind::Unsupported, format!("{op}: no script")))?;
         let mut conn = match &self.conn {
             Some(conn) => conn.clone(),
             None => self
@@ -172,7 +193,10 @@ impl Client {
                 .map_err(|e| operation_failure(op, &e))?,
         };
         self.conn = Some(conn.clone());
-        let mut invocation = self.scripts[which].key(format!("{}lease:{tree}", self.prefix));
+        let mut invocation = script.prepare_invoke();
+        for k in keys {
+            invocation.key(k);
+        }
         for a in args {
             invocation.arg(a);
         }
@@ -187,92 +211,94 @@ impl Client {
 
 #[async_trait]
 impl StoreClient for Client {
-    async fn call(&mut self, call: &Call, _clock_ms: i64) -> Result<Reply, StoreError> {
-        let words = match Request::parse(call)? {
-            Request::LeaseTake {
-                tree,
-                holder,
-                ttl_ms,
-            } => {
-                self.run("lease.take", 0, &tree, &[holder, ttl_ms.to_string()])
-                    .await?
-            }
-            Request::LeaseRenew {
-                tree,
-                holder,
-                epoch,
-                ttl_ms,
-            } => {
-                self.run(
-                    "lease.renew",
-                    1,
-                    &tree,
-                    &[holder, epoch.to_string(), ttl_ms.to_string()],
-                )
-                .await?
-            }
-            Request::LeaseRelease {
-                tree,
-                holder,
-                epoch,
-            } => {
-                self.run("lease.release", 2, &tree, &[holder, epoch.to_string()])
-                    .await?
-            }
-            Request::LeaseRead { tree } => self.run("lease.read", 3, &tree, &[]).await?,
+    async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
+        let req = Request::parse(call)?;
+        match &req {
             Request::LeaseKeepExecution { tree, execution } => {
-                self.kept.keep(&tree, &execution).await?;
+                self.kept.keep(tree, execution).await?;
                 return Ok(Reply::Kept {});
             }
             Request::LeaseKeptExecutions { tree } => {
-                return Ok(Reply::Executions(self.kept.list(&tree).await?))
+                return Ok(Reply::Executions(self.kept.list(tree).await?))
             }
-            other => {
-                return Err(StoreError::new(
-                    ErrorKind::Unsupported,
-                    format!("{}: a lease store only", other.op()),
-                ))
-            }
-        };
-        reply(&words).ok_or_else(|| {
-            StoreError::new(
+            _ => {}
+        }
+        let (keys, args) = invocation(&req, &self.prefix, clock_ms).ok_or_else(|| {
+            StoreError::new(ErrorKind::Unsupported, format!("{}: not offered", req.op()))
+        })?;
+        let words = self.run(req.op(), &keys, &args).await?;
+        match reply(&words) {
+            Some(reply) if reply.answers(&req) => Ok(reply),
+            _ => Err(StoreError::new(
                 ErrorKind::Unavailable,
-                format!("a script answered {words:?}"),
-            )
-        })
+                format!("{}: the script answered {words:?}", req.op()),
+            )),
+        }
     }
 }
 
-/// A script's words as the contract's reply.
+/// The script's KEYS and ARGV for `req` (a table: one operation a line).
+#[rustfmt::skip]
+fn invocation(req: &Request, prefix: &str, clock_ms: i64) -> Option<(Vec<String>, Vec<String>)> {
+    use Request::*;
+    let k = |kind: &str, id: &str| format!("{prefix}{kind}:{id}");
+    let (c, s) = (clock_ms.to_string(), |n: &i64| n.to_string());
+    Some(match req {
+        LeaseTake { tree, holder, ttl_ms } => (vec![k("lease", tree)], vec![holder.clone(), s(ttl_ms)]),
+        LeaseRenew { tree, holder, epoch, ttl_ms } => (vec![k("lease", tree)], vec![holder.clone(), s(epoch), s(ttl_ms)]),
+        LeaseRelease { tree, holder, epoch } => (vec![k("lease", tree)], vec![holder.clone(), s(epoch)]),
+        LeaseRead { tree } => (vec![k("lease", tree)], vec![]),
+        // Deeper children first: the rank is i64::MAX - depth, 19 digits.
+        QueueSave { child, depth, payload } => (vec![k("child", child), k("queue", "index"), k("queue", "seq")],
+            vec![child.clone(), s(depth), payload.clone(), format!("{:019}", i64::MAX - depth)]),
+        QueueClaim { instance, claim_ttl_ms } => (vec![k("queue", "index")], vec![k("child", ""), instance.clone(), s(claim_ttl_ms)]),
+        QueueComplete { child, instance, attempt } => (vec![k("child", child), k("queue", "index")], vec![instance.clone(), s(attempt)]),
+        QueueRead { child } => (vec![k("child", child)], vec![]),
+        // Rate limits decide on the caller's clock, never server time.
+        RateAcquireSlot { provider: p, limit, ttl_ms, .. } => (vec![k("slots", p), k("pause", p), k("seq", p)], vec![c, s(limit), s(ttl_ms)]),
+        RateReleaseSlot { provider, slot } => (vec![k("slots", provider)], vec![c, slot.clone()]),
+        RateHit { provider: p, limit, window_ms } => (vec![k("hits", p), k("pause", p), k("seq", p)], vec![c, s(limit), s(window_ms)]),
+        RatePause { provider, until_ms } => (vec![k("pause", provider)], vec![s(until_ms)]),
+        RateRead { provider: p } => (vec![k("slots", p), k("pause", p)], vec![c]),
+        _ => return None,
+    })
+}
+
+/// A script's words as the contract's reply (a table: one outcome a line).
+#[rustfmt::skip]
 fn reply(words: &[Option<String>]) -> Option<Reply> {
     let text = |i: usize| words.get(i).cloned().flatten();
     let int = |i: usize| text(i).and_then(|w| w.parse::<i64>().ok());
+    let state = |i: usize| match text(i)?.as_str() {
+        "queued" => Some(ChildState::Queued),
+        "claimed" => Some(ChildState::Claimed),
+        "done" => Some(ChildState::Done),
+        _ => None,
+    };
     Some(match text(0)?.as_str() {
-        "granted" => Reply::Granted {
-            epoch: int(1)?,
-            expires_at_ms: int(2)?,
-        },
-        "busy" => Reply::Busy {
-            holder: text(1)?,
-            epoch: int(2)?,
-            expires_at_ms: int(3)?,
-        },
-        "renewed" => Reply::Renewed {
-            expires_at_ms: int(1)?,
-        },
-        "lost" => Reply::Lost {
-            holder: text(1),
-            epoch: int(2),
-        },
+        "granted" => Reply::Granted { epoch: int(1)?, expires_at_ms: int(2)? },
+        "busy" => Reply::Busy { holder: text(1)?, epoch: int(2)?, expires_at_ms: int(3)? },
+        "renewed" => Reply::Renewed { expires_at_ms: int(1)? },
+        "lost" => Reply::Lost { holder: text(1), epoch: int(2) },
         "released" => Reply::Released {},
         "not_held" => Reply::NotHeld {},
-        "none" => Reply::Lease(None),
-        "lease" => Reply::Lease(Some(LeaseView {
-            holder: text(1),
-            epoch: int(2)?,
-            expires_at_ms: int(3),
-            live: text(4)? == "1",
-        })),
+        "lease" if words.len() == 1 => Reply::Lease(None),
+        "lease" => Reply::Lease(Some(LeaseView { holder: text(1), epoch: int(2)?, expires_at_ms: int(3), live: text(4)? == "1" })),
+        "saved" => Reply::Saved {},
+        "exists" => Reply::Exists { state: state(1)? },
+        "claimed" => Reply::Claimed { child: text(1)?, depth: int(2)?, payload: text(3)?, attempt: int(4)? },
+        "empty" => Reply::Empty {},
+        "completed" => Reply::Completed {},
+        "not_claimer" => Reply::NotClaimer { claimer: text(1), attempt: int(2) },
+        "child" if words.len() == 1 => Reply::Child(None),
+        "child" => Reply::Child(Some(ChildView { state: state(1)?, claimer: text(2), attempt: int(3)?, depth: int(4)? })),
+        "acquired" => Reply::Acquired { slot: text(1)? },
+        "full" => Reply::Full { retry_at_ms: int(1)? },
+        "paused" => Reply::Paused { until_ms: int(1)? },
+        "unknown" => Reply::Unknown {},
+        "allowed" => Reply::Allowed { remaining: int(1)? },
+        "limited" => Reply::Limited { retry_at_ms: int(1)? },
+        "rate" => Reply::RateState { slots_in_use: int(1)?, paused_until_ms: int(2) },
         _ => return None,
     })
 }
