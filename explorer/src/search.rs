@@ -417,6 +417,13 @@ pub fn search(
                 break;
             }
         }
+        // The harness's trouble (a store that is not deterministic, a server
+        // that stopped answering): the exploration cannot go on, and every
+        // check it would decide is undecided now; the level that showed it
+        // is the last (what it found before stands).
+        if out.discoveries.contains_key(&Property::HarnessOk) {
+            break;
+        }
         let broken = stops_fast(fail_fast, model.contract, &out.discoveries);
         if broken && !level.is_empty() && depth < model.max_steps {
             out.stopped_at = Some(depth);
