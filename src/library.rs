@@ -149,6 +149,30 @@ impl Certification {
         self
     }
 
+    /// The explorer's skews of the second clock, in ms (`--skews`; by
+    /// default seven, from none to ten leases either way).
+    pub fn skews(mut self, skews: &[i64]) -> Self {
+        let text: Vec<String> = skews.iter().map(i64::to_string).collect();
+        match explorer::parse_skews(&text.join(",")) {
+            Ok(skews) => self.args.skews = Some(certify::Skews(skews)),
+            Err(problem) => {
+                self.error.get_or_insert(Error::Option {
+                    option: "--skews",
+                    problem,
+                });
+            }
+        }
+        self
+    }
+
+    /// Stops the explorer at the first violation of a check the run asks
+    /// for (`--fail-fast`); what it did not explore is named, and no check
+    /// it would have decided passes.
+    pub fn fail_fast(mut self, on: bool) -> Self {
+        self.args.fail_fast = Some(on);
+        self
+    }
+
     /// The explorer's random walks (`--walks`).
     pub fn walks(mut self, n: usize) -> Self {
         self.args.walks = self.bounded("--walks", certify::WALKS, n);

@@ -6,7 +6,11 @@
 use std::path::Path;
 
 use storeproof::kit::example::ExampleStore;
-use storeproof::{Certificate, Certification, Error, RunVerdict, Suite, Verdict};
+use storeproof::kit::{async_trait, LeaseView};
+use storeproof::{
+    Call, Certificate, Certification, Error, Hello, Reply, RunVerdict, StoreClient, StoreError,
+    StoreFactory, StoreInfo, Suite, Verdict,
+};
 
 /// The checks both runs play: the take's own scenarios and its races, on
 /// the lease contract only (kept small: the whole run is `certify`'s job).
@@ -107,6 +111,97 @@ fn the_example_store_rides_out_a_full_server_and_restarts() {
         let check = certificate.check(id).expect(id);
         assert_eq!(check.verdict, Verdict::Pass, "{id}: {}", check.reason);
     }
+}
+
+/// The example with its take split into a read and then a write, two round
+/// trips (issue 22's "small change"): a read of the lease answers busy
+/// while it is live, else the example's take with its live check gone.
+struct SplitTake(ExampleStore);
+
+/// An instance of [`SplitTake`].
+struct SplitTakeClient(Box<dyn StoreClient>);
+
+#[async_trait]
+impl StoreFactory for SplitTake {
+    fn spec(&self) -> String {
+        "rust:example-split-take".into()
+    }
+
+    async fn connect(
+        &self,
+        hello: &Hello,
+        clock_ms: i64,
+    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
+        let (info, inner) = self.0.connect(hello, clock_ms).await?;
+        Ok((info, Box::new(SplitTakeClient(inner))))
+    }
+}
+
+#[async_trait]
+impl StoreClient for SplitTakeClient {
+    async fn call(&mut self, call: &Call, clock_ms: i64) -> Result<Reply, StoreError> {
+        if call.op == "lease.take" {
+            let read = Call {
+                op: "lease.read".into(),
+                args: serde_json::json!({ "tree": call.args["tree"] }),
+            };
+            if let Reply::Lease(Some(LeaseView {
+                holder: Some(holder),
+                epoch,
+                expires_at_ms: Some(expires_at_ms),
+                live: true,
+            })) = self.0.call(&read, clock_ms).await?
+            {
+                return Ok(Reply::Busy {
+                    holder,
+                    epoch,
+                    expires_at_ms,
+                });
+            }
+        }
+        self.0.call(call, clock_ms).await
+    }
+}
+
+/// The split take keeps every one-call rule of the take and loses its race
+/// in conformance and in the explorer.
+#[test]
+fn the_example_with_its_take_split_into_a_read_and_a_write_loses_the_race() {
+    let out = tempfile::tempdir().unwrap();
+    let certificate = Certification::of_in_workdir(|dir| SplitTake(takes_over_live_leases(dir)))
+        .suites(&[Suite::Conformance, Suite::Explorer])
+        .check(CHECKS)
+        .check("explorer.one-live-holder")
+        .cases(2)
+        .depths(6, 4, 4)
+        .walks(0)
+        .skews(&[0])
+        .fail_fast(true)
+        .seed(5)
+        .out(out.path().join("report"))
+        .run_blocking()
+        .expect("the run could be set up");
+    let verdict = |id: &str| certificate.check(id).map(|c| c.verdict);
+    assert_eq!(
+        verdict("conformance.lease.take-races"),
+        Some(Verdict::Fail),
+        "{certificate}"
+    );
+    assert_eq!(
+        verdict("explorer.one-live-holder"),
+        Some(Verdict::Fail),
+        "{certificate}"
+    );
+    assert_eq!(
+        verdict("conformance.lease.take-free-tree"),
+        Some(Verdict::Pass),
+        "{certificate}"
+    );
+    assert_eq!(
+        verdict("conformance.lease.take-busy"),
+        Some(Verdict::Pass),
+        "{certificate}"
+    );
 }
 
 #[test]
