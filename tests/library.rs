@@ -181,27 +181,15 @@ fn the_example_with_its_take_split_into_a_read_and_a_write_loses_the_race() {
         .out(out.path().join("report"))
         .run_blocking()
         .expect("the run could be set up");
-    let verdict = |id: &str| certificate.check(id).map(|c| c.verdict);
-    assert_eq!(
-        verdict("conformance.lease.take-races"),
-        Some(Verdict::Fail),
-        "{certificate}"
-    );
-    assert_eq!(
-        verdict("explorer.one-live-holder"),
-        Some(Verdict::Fail),
-        "{certificate}"
-    );
-    assert_eq!(
-        verdict("conformance.lease.take-free-tree"),
-        Some(Verdict::Pass),
-        "{certificate}"
-    );
-    assert_eq!(
-        verdict("conformance.lease.take-busy"),
-        Some(Verdict::Pass),
-        "{certificate}"
-    );
+    for (id, wanted) in [
+        ("conformance.lease.take-races", Verdict::Fail),
+        ("explorer.one-live-holder", Verdict::Fail),
+        ("conformance.lease.take-free-tree", Verdict::Pass),
+        ("conformance.lease.take-busy", Verdict::Pass),
+    ] {
+        let verdict = certificate.check(id).map(|c| c.verdict);
+        assert_eq!(verdict, Some(wanted), "{id}: {certificate}");
+    }
 }
 
 #[test]

@@ -9,6 +9,11 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 fn certify(store: &str, out: &std::path::Path) -> (Option<i32>, Value) {
+    certify_with(store, out, &[])
+}
+
+/// [`certify`] with `extra` arguments (`--check`, say).
+fn certify_with(store: &str, out: &std::path::Path, extra: &[&str]) -> (Option<i32>, Value) {
     let output = common::command()
         .args([
             "certify",
@@ -24,6 +29,7 @@ fn certify(store: &str, out: &std::path::Path) -> (Option<i32>, Value) {
             "--out",
         ])
         .arg(out)
+        .args(extra)
         .output()
         .unwrap();
     eprintln!(
@@ -87,35 +93,16 @@ fn the_example_with_a_take_split_into_a_read_and_a_write_fails_the_race() {
     let twin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/adapters/python/read_then_write_take.py");
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("twin");
-    let output = common::command()
-        .args([
-            "certify",
-            "--suite",
-            "conformance",
-            "--check",
-            "conformance.lease.take",
-            "--store",
-        ])
-        .arg(format!("cmd:{} {}", common::python(), twin.display()))
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&output.stdout)
+    let (code, report) = certify_with(
+        &format!("cmd:{} {}", common::python(), twin.display()),
+        &dir.path().join("twin"),
+        &["--check", "conformance.lease.take"],
     );
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(code, Some(1), "{report}");
     let verdict = |id: &str| {
         report["checks"]
             .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["id"] == id)
+            .and_then(|checks| checks.iter().find(|c| c["id"] == id))
             .map(|c| c["verdict"].clone())
     };
     assert_eq!(verdict("conformance.lease.take-races"), Some("fail".into()));
