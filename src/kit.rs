@@ -23,6 +23,12 @@
 //!   whether the connection is still in step (else drop it and open a new
 //!   one for the next operation).
 //!
+//! - [`ScriptedConnection`]: a store made of Lua scripts on one Redis
+//!   connection, as §5 runs it: connect, check the server and load every
+//!   script in one call; one `EVALSHA` per operation, `NOSCRIPT` loaded
+//!   again, a connection that broke replaced; [`reply_of_words`] reads a
+//!   script's answer written in the examples' convention.
+//!
 //! - [`example`]: a whole store (lease, queue, rate) written on these parts.
 //!
 //! The `redis` and `async_trait` crates are re-exported at the versions
@@ -30,6 +36,7 @@
 //! [`check_server`] takes.
 
 pub mod example;
+mod lua;
 
 pub use async_trait::async_trait;
 pub use redis;
@@ -40,6 +47,8 @@ pub use harness::contract::{
 pub use stores::redis::assumptions::redis_command_failure;
 pub use stores::redis::script_failure as operation_failure;
 pub use stores::redis::{is_server_reply, KeptExecutions};
+
+pub use lua::{reply_of_words, ScriptedConnection};
 
 use harness::contract::StoreError;
 use stores::redis::assumptions::{assess, durability_opted_out, read_facts};

@@ -24,7 +24,7 @@ async fn a_store_answering_nulls_for_a_lease_that_is_not_live_passes_every_lease
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let adapter = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../fixtures/adapters/python/storeproof_adapter.py");
+        .join("../fixtures/adapters/python/builtin_scripts.py");
     let store = ExternalStoreFactory::new(
         format!(
             "STOREPROOF_ADAPTER_NULL_DEAD_LEASES=1 {} {}",

@@ -29,9 +29,14 @@ What it gives (each module's docstring says what it guarantees):
 - :mod:`.errors`: the error kinds of §6 as :class:`StoreError`;
 - :mod:`.server`: the server checks of §7 as one call (:func:`check_server`)
   and the error kinds of failed Redis commands, for any client;
-- :mod:`.kept_executions`: kept executions in SQLite under ``$STOREPROOF_WORKDIR``.
+- :mod:`.kept_executions`: kept executions in SQLite under ``$STOREPROOF_WORKDIR``
+  (what :class:`Store` does for ``lease.keep_execution`` unless overridden);
+- :mod:`.lua`: a store's Lua scripts, loaded at ``hello``, one ``EVALSHA``
+  per operation, ``NOSCRIPT`` loaded and retried once (:class:`LuaScripts`);
+- :mod:`.redis_py`: redis-py set up as §5 and §6 need it (imported on its
+  own: ``import storeproof_kit.redis_py``).
 
-Pure Python, standard library only.
+Pure Python, standard library only (but :mod:`.redis_py`, which needs redis-py).
 """
 
 from .adapter import Adapter, Store, drive, hello_answer, log, serve
@@ -52,6 +57,7 @@ from .errors import (
     unsupported,
 )
 from .kept_executions import KeptExecutions, workdir
+from .lua import LuaScripts
 from .replies import (
     ANSWERS,
     MalformedReply,

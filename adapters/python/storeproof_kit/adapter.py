@@ -19,6 +19,9 @@ The loop guarantees, whatever the store does:
   then preceded by :meth:`Store.close`, which ends the earlier case;
 - every reply one the operation may answer, built by the reply builders
   (anything else is answered ``unavailable``);
+- ``lease.keep_execution`` and ``lease.kept_executions`` kept by the kit in
+  a durable side file (:class:`~storeproof_kit.kept_executions.KeptExecutions`,
+  one namespace per prefix), never in Redis, unless the store overrides them;
 - a :class:`~storeproof_kit.errors.StoreError` raised by the store answered
   as that error; any other exception answered ``unavailable`` ("adapter
   failure: …") with its traceback on stderr, and the instance goes on.
@@ -33,7 +36,8 @@ import traceback
 from typing import IO, Any, Optional, Sequence, Union
 
 from .errors import BAD_REQUEST, StoreError, bad_request, type_name, unavailable, unsupported
-from .replies import Reply
+from .kept_executions import KeptExecutions
+from .replies import Reply, executions, kept
 from .requests import CONTRACTS, Hello, Request, contract_of, parse_hello, parse_request
 
 #: The capabilities a hello answer may declare (§3.1, §3.2, §3.3).
@@ -82,6 +86,9 @@ class Store:
     #: The hello answer's ``state`` (``redis``, ``durable``), or None to leave
     #: it out (the same as ``redis``).
     state: Optional[str] = None
+    # The kit's own: the kept-executions file of this case and its namespace.
+    _kit_kept: Optional[KeptExecutions] = None
+    _kit_prefix: str = ""
 
     def connect(self, hello: Hello) -> None:
         """``hello``: connect to ``hello.redis_url``, check the server
@@ -106,6 +113,23 @@ class Store:
         set-up commands. Override it when ``capabilities`` lists
         ``reconnect``."""
         raise bad_request("reconnect: this adapter does not offer reconnect")
+
+    def lease_keep_execution(self, tree: str, execution: str) -> Reply:
+        """``lease.keep_execution`` (§4.2) as the contract wants it, never in
+        Redis: the kit's durable side file (:class:`KeptExecutions`), shared
+        by every instance of the run. Override both kept-execution methods to
+        keep them elsewhere."""
+        self._kept_executions().keep(tree, execution)
+        return kept()
+
+    def lease_kept_executions(self, tree: str) -> Reply:
+        """``lease.kept_executions`` (§4.2) from the kit's side file."""
+        return executions(self._kept_executions().list(tree))
+
+    def _kept_executions(self) -> KeptExecutions:
+        if self._kit_kept is None:
+            self._kit_kept = KeptExecutions(self._kit_prefix)
+        return self._kit_kept
 
     def operation(self, request: Request) -> Reply:
         """One operation of an offered contract, its arguments valid. By
@@ -195,6 +219,10 @@ class Adapter:
             # A new case (§3.3): the earlier one is closed and forgotten first.
             self.hello = None
             self.store.close()
+        if self.store._kit_kept is not None:
+            self.store._kit_kept.close()
+            self.store._kit_kept = None
+        self.store._kit_prefix = hello.prefix
         _who["instance"] = hello.instance
         self.store.connect(hello)
         answer = hello_answer(self.store)

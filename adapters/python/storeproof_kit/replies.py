@@ -3,7 +3,8 @@
 (``model/src/contract/reply.rs``) accepts.
 
 A builder checks every field's type where it is called: integers are
-``int`` (never ``bool``) that fit a signed 64-bit integer, strings are
+``int`` (never ``bool``) that fit a signed 64-bit integer, or the canonical
+decimal text of one (``"42"``, as a Lua script answers big numbers), strings are
 ``str``, ``None`` only where the protocol allows null; anything else raises
 :class:`MalformedReply` (a ``ValueError``) naming the field, so a malformed
 reply is never written. Outcomes with nothing to say are ``{}``. Which
@@ -13,6 +14,7 @@ to write any other (the answer becomes ``unavailable``).
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Optional, Union
 
 from .requests import I64_MAX, I64_MIN
@@ -39,6 +41,10 @@ ANSWERS: dict[str, tuple[str, ...]] = {
     "call.begin": ("begun", "duplicate", "fenced"),
     "call.finish": ("finished", "already_finished", "not_begun", "fenced"),
 }
+
+#: The text of a whole number in canonical decimal (no sign on 0, no
+#: leading zeros), which an integer field takes as that number.
+_DECIMAL = re.compile(r"0|-?[1-9][0-9]*")
 
 #: A queue child's states.
 CHILD_STATES = ("queued", "claimed", "done")
@@ -95,8 +101,14 @@ class Reply:
 
 
 def _int(path: str, v: Any) -> int:
+    # A decimal string is taken as Node's kit takes it: a script's reply
+    # carries big numbers as text (a Lua number is a double).
+    if isinstance(v, str) and _DECIMAL.fullmatch(v):
+        v = int(v)
     if isinstance(v, bool) or not isinstance(v, int) or not I64_MIN <= v <= I64_MAX:
-        raise MalformedReply("`%s` must be a whole number (a signed 64-bit integer), got %r" % (path, v))
+        raise MalformedReply(
+            "`%s` must be a whole number (a signed 64-bit integer, or its canonical decimal text), got %r" % (path, v)
+        )
     return int(v)
 
 

@@ -127,7 +127,8 @@ class Refusals(unittest.TestCase):
         self.assertIsInstance(cm.exception, ValueError)
 
     def test_integers(self):
-        for bad in (True, False, 1.0, "1", None, 2**63, -(2**63) - 1):
+        for bad in (True, False, 1.0, b"1", "01", "+1", " 1", "1.0", "", "-0", "9223372036854775808", None,
+                    2**63, -(2**63) - 1):
             self.malformed(lambda: kit.granted(bad, 1), "granted.epoch")
             self.malformed(lambda: kit.renewed(bad), "renewed.expires_at_ms")
             self.malformed(lambda: kit.claimed("c", bad, "p", 1), "claimed.depth")
@@ -135,8 +136,14 @@ class Refusals(unittest.TestCase):
             self.malformed(lambda: kit.fenced(bad), "fenced.epoch")
         kit.granted(-(2**63), 2**63 - 1)
 
+    def test_integers_as_canonical_decimal_text(self):
+        # As a Lua script answers big numbers (a Lua number is a double).
+        self.assertEqual(kit.granted("9223372036854775807", "-12"), kit.granted(2**63 - 1, -12))
+        self.assertEqual(kit.lost(None, "0"), kit.lost(None, 0))
+        self.assertEqual(kit.rate_state("3", "17"), kit.rate_state(3, 17))
+
     def test_nullable_integers_refuse_other_types(self):
-        for bad in (True, "1", 1.5):
+        for bad in (True, "01", 1.5):
             self.malformed(lambda: kit.lost(None, bad), "lost.epoch")
             self.malformed(lambda: kit.not_claimer(None, bad), "not_claimer.attempt")
             self.malformed(lambda: kit.rate_state(0, bad), "paused_until_ms")
