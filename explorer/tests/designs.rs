@@ -154,7 +154,7 @@ impl StoreFactory for Functions {
 
 fn run(store: Arc<dyn StoreFactory>) -> ExplorerOutcome {
     let config = ExplorerConfig {
-        depth: 6,
+        depth: 5,
         walks: 0,
         seed: 3,
         threads: 1,

@@ -247,7 +247,7 @@ fn unique_states(outcome: &ExplorerOutcome) -> usize {
 /// Every check passes, and the search finds as many states as the
 /// fixed twin's.
 fn explored_as_its_fixed_twin(token: Token, read_back: bool) {
-    let drawn = run(token, EXPIRY, read_back, 6);
+    let drawn = run(token, EXPIRY, read_back, 5);
     for c in &drawn.checks {
         eprintln!("{} {}: {}", c.id, c.verdict.word(), c.reason);
         if let Some(x) = &c.counterexample {
@@ -258,7 +258,7 @@ fn explored_as_its_fixed_twin(token: Token, read_back: bool) {
         }
     }
     common::passes(&drawn);
-    let fixed = run(Token::Fixed, EXPIRY, read_back, 6);
+    let fixed = run(Token::Fixed, EXPIRY, read_back, 5);
     assert_eq!(unique_states(&drawn), unique_states(&fixed));
     let row = &drawn.figures.per_skew[0];
     assert!(row.drawn_values > 0 && row.drawn_merges > 0, "{row:?}");
@@ -300,7 +300,7 @@ fn a_token_drawn_per_process_is_explored_as_its_fixed_twin() {
 
 #[test]
 fn a_take_that_trusts_the_token_over_the_expiry_is_caught() {
-    let outcome = run(Token::Drawn, TOKEN_ONLY, true, 6);
+    let outcome = run(Token::Drawn, TOKEN_ONLY, true, 4);
     let holder = common::check(&outcome, "explorer.one-live-holder");
     assert_eq!(holder.verdict, Verdict::Fail, "{}", holder.reason);
 }

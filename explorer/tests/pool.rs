@@ -164,7 +164,7 @@ fn run(write: &'static str, fail_fast: bool) -> ExplorerOutcome {
         write,
     };
     let config = ExplorerConfig {
-        depth: 6,
+        depth: 5,
         walks: 0,
         seed: 3,
         threads: 1,

@@ -187,7 +187,7 @@ fn run(watch: bool, depth: usize) -> ExplorerOutcome {
 
 #[test]
 fn a_take_in_an_optimistic_transaction_passes() {
-    let outcome = run(true, 6);
+    let outcome = run(true, 5);
     for c in &outcome.checks {
         eprintln!("{} {}: {}", c.id, c.verdict.word(), c.reason);
         if let Some(x) = &c.counterexample {
@@ -218,7 +218,7 @@ fn a_take_in_an_optimistic_transaction_passes() {
 
 #[test]
 fn a_take_that_forgets_its_watch_grants_a_second_live_holder() {
-    let outcome = run(false, 6);
+    let outcome = run(false, 5);
     let holder = common::check(&outcome, "explorer.one-live-holder");
     assert_eq!(holder.verdict, Verdict::Fail, "{}", holder.reason);
     let answered = common::check(&outcome, "explorer.answered");
