@@ -198,7 +198,9 @@ pub(crate) fn cuts_of(figures: &ExplorerFigures) -> Option<String> {
 }
 
 /// How the searches read times, in words: relative to now where states a
-/// shift of every time by whole seconds apart were taken as one (a reduction, checked one
+/// shift of every time by whole seconds apart, or apart only in times
+/// further back than [`crate::FAR_PAST_MS`] (plus the largest skew: the
+/// fingerprint's `far_past_ms`), were taken as one (a reduction, checked one
 /// step ahead on a seeded sample of its merges), absolutely where they were
 /// told apart (no reduction: after a merge went on differently, or asked
 /// for). `None` when every search read absolute times unasked.
@@ -223,13 +225,15 @@ fn time_reading(figures: &ExplorerFigures, config: &ExplorerConfig) -> Option<St
     if !relative.is_empty() {
         said.push(if config.shift_checks_per_level == 0 {
             format!(
-                "under second clock {} ms states that differ only by a shift of every time by whole seconds were taken as one, unchecked",
-                relative.join(", ")
+                "under second clock {} ms states that differ only by a shift of every time by whole seconds, or only in times more than {} ms before every instance's clock, were taken as one, unchecked",
+                relative.join(", "),
+                crate::FAR_PAST_MS
             )
         } else {
             format!(
-                "under second clock {} ms states that differ only by a shift of every time by whole seconds were taken as one (sound for a store that reads time in milliseconds or whole seconds), checked on {checked} such merges drawn with the seed (up to {} a level: the successors of both agreed one step ahead)",
+                "under second clock {} ms states that differ only by a shift of every time by whole seconds, or only in times more than {} ms before every instance's clock, were taken as one (sound for a store that reads time in milliseconds or whole seconds and never that far back), checked on {checked} such merges drawn with the seed (up to {} a level: the successors of both agreed one step ahead)",
                 relative.join(", "),
+                crate::FAR_PAST_MS,
                 config.shift_checks_per_level
             )
         });
