@@ -185,6 +185,32 @@ mod tests {
         );
     }
 
+    /// Each outcome with fields of different values, so that a field read
+    /// from the wrong place shows.
+    #[test]
+    #[rustfmt::skip]
+    fn each_outcome_reads_its_fields_in_order() {
+        let child = ChildView { state: ChildState::Claimed, claimer: Some("i".into()), attempt: 3, depth: 2 };
+        let table: Vec<(Vec<Option<&str>>, Reply)> = vec![
+            (vec![Some("busy"), Some("b"), Some("4"), Some("90")], Reply::Busy { holder: "b".into(), epoch: 4, expires_at_ms: 90 }),
+            (vec![Some("lost"), Some("b"), Some("4")], Reply::Lost { holder: Some("b".into()), epoch: Some(4) }),
+            (vec![Some("renewed"), Some("91")], Reply::Renewed { expires_at_ms: 91 }),
+            (vec![Some("exists"), Some("done")], Reply::Exists { state: ChildState::Done }),
+            (vec![Some("claimed"), Some("c"), Some("2"), Some("p"), Some("3")], Reply::Claimed { child: "c".into(), depth: 2, payload: "p".into(), attempt: 3 }),
+            (vec![Some("not_claimer"), Some("i"), Some("5")], Reply::NotClaimer { claimer: Some("i".into()), attempt: Some(5) }),
+            (vec![Some("child"), Some("claimed"), Some("i"), Some("3"), Some("2")], Reply::Child(Some(child))),
+            (vec![Some("acquired"), Some("s1")], Reply::Acquired { slot: "s1".into() }),
+            (vec![Some("full"), Some("70")], Reply::Full { retry_at_ms: 70 }),
+            (vec![Some("paused"), Some("71")], Reply::Paused { until_ms: 71 }),
+            (vec![Some("allowed"), Some("6")], Reply::Allowed { remaining: 6 }),
+            (vec![Some("limited"), Some("72")], Reply::Limited { retry_at_ms: 72 }),
+            (vec![Some("rate"), Some("1"), Some("77")], Reply::RateState { slots_in_use: 1, paused_until_ms: Some(77) }),
+        ];
+        for (w, reply) in table {
+            assert_eq!(reply_of_words(&words(&w)), Some(reply), "{w:?}");
+        }
+    }
+
     #[test]
     fn other_words_are_no_reply() {
         for w in [
