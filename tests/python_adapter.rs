@@ -45,6 +45,15 @@ fn certify_with(store: &str, out: &std::path::Path, extra: &[&str]) -> (Option<i
     )
 }
 
+/// `--store` of the Python fixture `file` (fixtures/adapters/python/), on
+/// the resolved interpreter.
+fn python_store(file: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/adapters/python")
+        .join(file);
+    format!("cmd:{} {}", common::python(), path.display())
+}
+
 fn ids(report: &Value) -> Vec<String> {
     report["checks"]
         .as_array()
@@ -58,13 +67,9 @@ fn ids(report: &Value) -> Vec<String> {
 
 #[test]
 fn the_python_example_adapter_passes_every_check_the_builtin_store_does() {
-    let adapter = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/adapters/python/storeproof_adapter.py");
+    let adapter = python_store("storeproof_adapter.py");
     let dir = tempfile::tempdir().unwrap();
-    let (code, python) = certify(
-        &format!("cmd:{} {}", common::python(), adapter.display()),
-        &dir.path().join("python"),
-    );
+    let (code, python) = certify(&adapter, &dir.path().join("python"));
     assert_eq!(code, Some(0));
     assert_eq!(python["verdict"], "pass");
     assert_eq!(python["store"]["name"], "storeproof-python-example");
@@ -90,11 +95,10 @@ fn the_python_example_adapter_passes_every_check_the_builtin_store_does() {
 /// rule; its explorer failure is `explorer/tests/adapter_keepalive.rs`'s.
 #[test]
 fn the_example_with_a_take_split_into_a_read_and_a_write_fails_the_race() {
-    let twin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/adapters/python/read_then_write_take.py");
+    let twin = python_store("read_then_write_take.py");
     let dir = tempfile::tempdir().unwrap();
     let (code, report) = certify_with(
-        &format!("cmd:{} {}", common::python(), twin.display()),
+        &twin,
         &dir.path().join("twin"),
         &["--check", "conformance.lease.take"],
     );
@@ -114,8 +118,7 @@ fn the_example_with_a_take_split_into_a_read_and_a_write_fails_the_race() {
 
 #[test]
 fn the_python_example_adapter_passes_the_explorer() {
-    let adapter = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/adapters/python/storeproof_adapter.py");
+    let adapter = python_store("storeproof_adapter.py");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
     let output = common::command()
@@ -137,7 +140,7 @@ fn the_python_example_adapter_passes_the_explorer() {
             "0,-500",
             "--store",
         ])
-        .arg(format!("cmd:{} {}", common::python(), adapter.display()))
+        .arg(&adapter)
         .arg("--out")
         .arg(&out)
         .output()
@@ -166,8 +169,7 @@ fn the_python_example_adapter_passes_the_explorer() {
 
 #[test]
 fn a_store_offering_only_rate_limits_gets_the_rest_skipped_with_reasons() {
-    let adapter = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/adapters/python/storeproof_adapter.py");
+    let adapter = python_store("storeproof_adapter.py");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
     let output = common::command()
@@ -218,7 +220,7 @@ fn a_store_offering_only_rate_limits_gets_the_rest_skipped_with_reasons() {
             "0,-500",
             "--store",
         ])
-        .arg(format!("cmd:{} {}", common::python(), adapter.display()))
+        .arg(&adapter)
         .arg("--out")
         .arg(&out)
         .output()
