@@ -65,10 +65,13 @@ impl StoreSpec {
                 workdir.join(SQLITE_FILE),
                 SqliteClock::following(server_clock),
             )),
-            StoreSpec::Command(command) => Arc::new(
-                ExternalStoreFactory::new(command, workdir.to_path_buf())
-                    .with_timeout(adapter_timeout),
-            ),
+            StoreSpec::Command(command) => {
+                let factory = ExternalStoreFactory::new(command, workdir.to_path_buf())
+                    .with_timeout(adapter_timeout);
+                // Every suite's first checks connect `a` and `b`.
+                factory.warm(&["a", "b"]);
+                Arc::new(factory)
+            }
             StoreSpec::Sabotage(name) => sabotage::by_name_following(name, workdir, server_clock)
                 .unwrap_or_else(|| Arc::new(builtin())),
         }

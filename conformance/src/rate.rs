@@ -225,7 +225,7 @@ pub(super) fn checks() -> Vec<CheckDef> {
                 let long = "z".repeat(1024);
                 let mut s = vec![];
                 for id in ["ünï→漢字", "a:{b}", "*", long.as_str()] {
-                    s.push(acquire(id, id, 1, TTL));
+                    s.push(acquire_as("a", id, id, 1, TTL));
                     s.push(acquire("b", id, 1, TTL));
                     s.push(hit("b", id, 1, WINDOW));
                     s.push(release_slot("b", id, 1));

@@ -244,8 +244,13 @@ pub fn qread(instance: &str, child: &str) -> Step {
 
 /// `rate.acquire_slot` by `holder` (also the instance name).
 pub fn acquire(holder: &str, provider: &str, limit: i64, ttl_ms: i64) -> Step {
+    acquire_as(holder, provider, holder, limit, ttl_ms)
+}
+
+/// `rate.acquire_slot` from `instance` naming another holder id.
+pub fn acquire_as(instance: &str, provider: &str, holder: &str, limit: i64, ttl_ms: i64) -> Step {
     call(
-        holder,
+        instance,
         Request::RateAcquireSlot {
             provider: provider.into(),
             holder: holder.into(),

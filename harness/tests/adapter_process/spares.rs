@@ -78,3 +78,41 @@ async fn an_instance_asked_for_again_gets_a_process_started_ahead_and_spares_die
     let left: Vec<i32> = all.into_iter().filter(|p| alive(*p)).collect();
     assert!(left.is_empty(), "left alive: {left:?}");
 }
+
+#[tokio::test]
+async fn a_warmed_name_is_served_by_the_process_started_before_it_was_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let factory = ExternalStoreFactory::new(ADAPTER, dir.path().to_path_buf());
+    factory.warm(&["a", "b"]);
+    // Started before any check connects, and sent nothing.
+    assert_eq!(wait_for(dir.path(), "started-a", 1).len(), 1);
+    assert_eq!(wait_for(dir.path(), "started-b", 1).len(), 1);
+    assert!(pids(dir.path(), "hello-a").is_empty());
+    let warmed = pids(dir.path(), "started-a");
+    // Warming again starts nothing more.
+    factory.warm(&["a"]);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(pids(dir.path(), "started-a"), warmed);
+
+    let client = factory.connect(&hello("a"), 0).await.unwrap();
+    assert_eq!(
+        pids(dir.path(), "hello-a"),
+        warmed,
+        "the first check of a warmed name gets the warmed process"
+    );
+    drop(client);
+    drop(factory);
+    let all: Vec<i32> = ["started-a", "started-b"]
+        .iter()
+        .flat_map(|f| pids(dir.path(), f))
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while all.iter().any(|p| alive(*p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left: Vec<i32> = all.into_iter().filter(|p| alive(*p)).collect();
+    assert!(
+        left.is_empty(),
+        "a warmed process outlived its store: {left:?}"
+    );
+}

@@ -242,6 +242,31 @@ impl Drop for Spares {
 }
 
 impl ExternalStoreFactory {
+    /// Starts one spare for each of `names` not asked for yet, so the first
+    /// check of each finds its adapter loaded: the few hundred
+    /// milliseconds an interpreter and its client library take are paid
+    /// beside whatever runs first (a server starting, a check with another
+    /// name) instead of in front of it. A name so started counts as asked
+    /// for. Nothing is sent to them; a spare never used is killed with the
+    /// factory's last clone.
+    pub fn warm(&self, names: &[&str]) {
+        let Ok(mut m) = self.spares.0.lock() else {
+            return;
+        };
+        for name in names {
+            if m.contains_key(*name) {
+                continue;
+            }
+            let mut kept = VecDeque::new();
+            // A spare that cannot start is no failure here: the process
+            // wanted then is started again and its failure reported.
+            if let Ok(s) = Started::start(self, name) {
+                kept.push_back(s);
+            }
+            m.insert((*name).to_string(), kept);
+        }
+    }
+
     /// A process for `instance`: the oldest spare, or one started now; then,
     /// for a name asked for before, spares are started again up to
     /// [`SPARES_PER_INSTANCE`]. A spare that
