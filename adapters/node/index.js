@@ -1314,7 +1314,17 @@ function createAdapter(store) {
     logInstance = h.instance;
     const deadline = deadlineIn(HELLO_DEADLINE_MS);
     const ctx = Object.freeze({ ...h, clockMs, deadline, log });
-    await guarded('hello', deadline, () => store.hello(ctx));
+    try {
+      await guarded('hello', deadline, () => store.hello(ctx));
+    } catch (e) {
+      // A refused server (§7) leaves a process that offers cases in step
+      // for the next case (§3.3): what this hello opened is closed now.
+      if (store.cases) {
+        const closing = Object.freeze({ op: 'close', clockMs, deadline: deadlineIn(deadlineMs), instance: h.instance, prefix: h.prefix, log });
+        await guarded('close', closing.deadline, () => store.close(closing)).catch(() => {});
+      }
+      throw e;
+    }
     let kept = null;
     if (keepsExecutions && !ops['lease.keep_execution']) kept = new KeptExecutions(keptExecutionsPath(h.prefix), h.prefix);
     session = { hello: ctx, kept };

@@ -177,7 +177,7 @@ pub async fn run_check(target: &Subject<'_>, n: usize, def: &CheckDef) -> CheckR
             run_scenario(target, spec, &target.check_prefix(n), &steps()).await
         }
         CheckKind::Special(s) => s.run(target, &target.check_prefix(n)).await,
-        CheckKind::Server(case) => case.run(target).await,
+        CheckKind::Server(case) => case.run(target, &target.check_prefix(n)).await,
         CheckKind::Generated(g) => g.run(target, spec, n).await,
     };
     let verdict = match (outcome.verdict, spec.level) {

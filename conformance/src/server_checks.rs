@@ -230,8 +230,10 @@ impl ServerCase {
     }
 
     /// Runs the case on servers of its own (`Needs::OwnServers`, settled by
-    /// `plan` before it runs).
-    pub(crate) async fn run(&self, target: &Subject<'_>) -> Outcome {
+    /// `plan` before it runs), the store's instance under `prefix`: a
+    /// process kept from an earlier case (docs/PROTOCOL.md §3.3) must check
+    /// this server again, as a process just started would.
+    pub(crate) async fn run(&self, target: &Subject<'_>, prefix: &str) -> Outcome {
         let started = match self.start(target.server_kind()).await {
             Ok(s) => s,
             Err(e) => return Outcome::unknown(e, Evidence::None),
@@ -239,7 +241,7 @@ impl ServerCase {
         let hello = Hello {
             instance: "a".into(),
             redis_url: started.url.clone(),
-            prefix: format!("{}server:", target.run_prefix),
+            prefix: prefix.to_string(),
             opt_out: self.opt_out.then(|| OPT_OUT_WRITES_MAY_BE_LOST.to_string()),
         };
         let server = ServerSetup {
@@ -255,7 +257,7 @@ impl ServerCase {
         };
         let connected = target
             .factory
-            .connect(&hello, harness::server::VIRTUAL_EPOCH_MS)
+            .connect_case(&hello, harness::server::VIRTUAL_EPOCH_MS)
             .await;
         // An adapter that failed is bad input, not the store's verdict on
         // the server: nothing can be judged.

@@ -48,10 +48,26 @@ async fn appendfsync_always_keeps_every_acknowledged_write_through_a_power_cut()
     assert_eq!(kept, 300);
 }
 
+/// A power cut of an everysec server of `kind`: (bytes dropped, keys kept
+/// of 300). Its fsync runs once a second in the background, so a cut that
+/// comes right after one has nothing to lose (seen under load): up to five
+/// servers are cut, and the first loss is returned.
+async fn everysec_cut(kind: Option<ServerKind>) -> (u64, usize) {
+    let mut last = (0, 0);
+    for _ in 0..5 {
+        let mut s = on(kind.clone(), "everysec").await;
+        last = write_and_cut(&mut s, 300).await;
+        let _ = s.stop().await;
+        if last.0 > 0 && last.1 < 300 {
+            break;
+        }
+    }
+    last
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn appendfsync_everysec_loses_acknowledged_writes_in_a_power_cut() {
-    let mut s = server("everysec").await;
-    let (dropped, kept) = write_and_cut(&mut s, 300).await;
+    let (dropped, kept) = everysec_cut(None).await;
     eprintln!("dropped {dropped} bytes, kept {kept} of 300 keys");
     assert!(dropped > 0);
     assert!(kept < 300);
@@ -74,13 +90,11 @@ async fn every_server_of_the_matrix_keeps_with_always_and_loses_with_everysec() 
         let (dropped, kept) = write_and_cut(&mut s, 300).await;
         assert_eq!((dropped, kept), (0, 300), "{kind}, always");
         let _ = s.stop().await;
-        let mut s = on(Some(kind.clone()), "everysec").await;
-        let (dropped, kept) = write_and_cut(&mut s, 300).await;
+        let (dropped, kept) = everysec_cut(Some(kind.clone())).await;
         eprintln!("{kind}: dropped {dropped} bytes, kept {kept} of 300 keys");
         assert!(
             dropped > 0 && kept < 300,
             "{kind}, everysec: {dropped} {kept}"
         );
-        let _ = s.stop().await;
     }
 }

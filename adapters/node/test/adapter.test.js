@@ -108,6 +108,28 @@ test('hello again: a new case for a store that offers cases, after close ends th
   assert.throws(() => kit.createAdapter(fakeStore({ cases: true }).store), TypeError, 'cases needs close');
 });
 
+test('hello refused by a store that offers cases: what it opened is closed, and the next hello starts clean', async () => {
+  const { store, calls } = fakeStore({
+    cases: true,
+    hello(h) {
+      calls.push(['hello', h]);
+      if (h.redisUrl.includes(':2/')) throw new StoreError('config_refused', 'CONFIG GET refused');
+    },
+    close(ctx) {
+      calls.push(['close', ctx]);
+    },
+  });
+  const adapter = kit.createAdapter(store);
+  assert.ok(JSON.parse(await adapter.handleLine(HELLO)).ok);
+  const refused = JSON.parse(await adapter.handleLine(HELLO.replace('sp:x:', 'sp:y:').replace(':1/', ':2/').replace('"id":0', '"id":1')));
+  assert.equal(refused.error.kind, 'config_refused');
+  assert.deepEqual(calls.map(([c]) => c), ['hello', 'close', 'hello', 'close']);
+  assert.equal(calls[3][1].prefix, 'sp:y:', 'the refused case is the one closed');
+  const next = JSON.parse(await adapter.handleLine(HELLO.replace('sp:x:', 'sp:z:').replace('"id":0', '"id":2')));
+  assert.ok(next.ok);
+  assert.deepEqual(calls.map(([c]) => c), ['hello', 'close', 'hello', 'close', 'hello'], 'nothing more to close');
+});
+
 test('hello: a misspelt opt-out or a non-Redis URL never reaches the store', async () => {
   const { store, calls } = fakeStore();
   const adapter = kit.createAdapter(store);

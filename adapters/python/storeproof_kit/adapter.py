@@ -224,7 +224,18 @@ class Adapter:
             self.store._kit_kept = None
         self.store._kit_prefix = hello.prefix
         _who["instance"] = hello.instance
-        self.store.connect(hello)
+        try:
+            self.store.connect(hello)
+        except BaseException:
+            # A refused server (§7) leaves a process that offers cases in
+            # step for the next case (§3.3): what this hello opened is
+            # closed now.
+            if cases:
+                try:
+                    self.store.close()
+                except Exception:  # noqa: BLE001 - the hello's own error is the answer
+                    pass
+            raise
         answer = hello_answer(self.store)
         self.hello = hello
         return answer

@@ -283,6 +283,33 @@ class Loop(unittest.TestCase):
         out = self.run_lines([hello()], NoClose())
         self.assertIn("does not implement Store.close", out[0]["error"]["message"])
 
+    def test_a_refused_hello_of_a_store_that_offers_cases_closes_what_it_opened(self):
+        class Refusing(Memory):
+            capabilities = ["cases"]
+            opened = closed = 0
+
+            def connect(self, hello):
+                self.opened += 1
+                if "bad" in hello.redis_url:
+                    raise kit.StoreError("config_refused", "CONFIG GET was refused")
+                super().connect(hello)
+
+            def close(self):
+                self.closed += 1
+
+        out = self.run_lines([
+            hello(0),
+            hello(1, prefix="sp:t2:", redis_url="redis://bad:1/"),
+            hello(2, prefix="sp:t3:"),
+            req(3, "lease.read", {"tree": "t"}),
+        ], Refusing())
+        self.assertEqual(out[1]["error"]["kind"], "config_refused")
+        # Closed once to end the first case and once for the refused hello's
+        # own connection; the next hello starts as a process just started.
+        self.assertEqual(self.store.closed, 2)
+        self.assertIn("ok", out[2])
+        self.assertIn("ok", out[3])
+
     def test_reconnect(self):
         out = self.run_lines([
             hello(),

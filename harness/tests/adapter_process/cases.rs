@@ -127,3 +127,56 @@ async fn a_process_without_cases_or_out_of_step_is_never_reused() {
         "a process with an answer unread is not reused"
     );
 }
+
+/// Refuses a hello whose prefix says `refuse-KIND` with that error kind;
+/// otherwise as [`adapter`] with `cases`.
+fn refusing_adapter() -> String {
+    r#"while read line; do id=$(echo "$line" | sed 's/.*"id":\([0-9]*\).*/\1/'); case "$line" in *refuse-*) kind=$(echo "$line" | sed 's/.*refuse-\([a-z_]*\).*/\1/'); echo "{\"id\":$id,\"error\":{\"kind\":\"$kind\",\"message\":\"refused\"}}";; *'"op":"hello"'*) echo "{\"id\":$id,\"ok\":{\"name\":\"$$\",\"version\":\"1\",\"contracts\":[\"lease\"],\"capabilities\":[\"cases\"]}}";; esac; done"#.to_string()
+}
+
+#[tokio::test]
+async fn a_process_that_refused_a_servers_settings_goes_on_to_the_next_case_and_no_other_failure_does(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let factory = ExternalStoreFactory::new(refusing_adapter(), dir.path().to_path_buf());
+    let (first, client) = pid_of(&factory, &hello("a", "sp:r1:"), true).await;
+    drop(client);
+    for kind in ["config_refused", "durability", "deployment"] {
+        let refused = factory
+            .connect_case(&hello("a", &format!("sp:refuse-{kind}:")), 0)
+            .await;
+        assert_eq!(
+            refused.err().map(|e| e.kind.name()),
+            Some(kind),
+            "the refusal is the answer"
+        );
+        let (next, client) =
+            pid_of(&factory, &hello("a", &format!("sp:after-{kind}:")), true).await;
+        assert_eq!(
+            next, first,
+            "a refusal of the server's settings keeps the process in step"
+        );
+        drop(client);
+    }
+    // Any other failed hello: the process is not handed out again.
+    let refused = factory
+        .connect_case(&hello("a", "sp:refuse-bad_request:"), 0)
+        .await;
+    assert!(refused.is_err());
+    let (next, client) = pid_of(&factory, &hello("a", "sp:r2:"), true).await;
+    assert_ne!(
+        next, first,
+        "a hello that failed otherwise ends its process"
+    );
+    drop(client);
+    // A process that never served a case has not said it offers cases.
+    let fresh = ExternalStoreFactory::new(refusing_adapter(), dir.path().to_path_buf());
+    let refused = fresh
+        .connect_case(&hello("a", "sp:refuse-durability:"), 0)
+        .await;
+    assert!(refused.is_err());
+    let before = adapters_started();
+    let (_, client) = pid_of(&fresh, &hello("a", "sp:r3:"), true).await;
+    assert_eq!(adapters_started() - before, 1, "its first refusal ends it");
+    drop(client);
+}

@@ -216,6 +216,15 @@ impl StoreClient for ExternalClient {
     }
 }
 
+/// Whether a hello refused with `kind` refused the server it was given
+/// (docs/PROTOCOL.md §7), not the request or the store itself.
+fn refuses_the_server(kind: ErrorKind) -> bool {
+    matches!(
+        kind,
+        ErrorKind::ConfigRefused | ErrorKind::Durability | ErrorKind::Deployment
+    )
+}
+
 /// Whether a hello answer offers `capability` in its optional
 /// `capabilities` list (an absent or malformed list offers nothing).
 fn offers(hello_answer: &Value, capability: &str) -> bool {
@@ -279,7 +288,21 @@ impl ExternalStoreFactory {
         pool: Option<Arc<Idle>>,
     ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
         let args = serde_json::to_value(hello).unwrap_or(Value::Null);
-        let ok = adapter.request("hello", &args, clock_ms).await??;
+        let ok = match adapter.request("hello", &args, clock_ms).await? {
+            Ok(ok) => ok,
+            Err(refused) => {
+                // A process that served an earlier case offered `cases`: its
+                // refusal of this server's settings (§7) is an answer, in
+                // step, and it goes on to the next case (§3.3) instead of
+                // being killed and another interpreter loaded.
+                let known = !adapter.served.is_empty();
+                if let Some(pool) = pool.filter(|_| known && refuses_the_server(refused.kind)) {
+                    adapter.served.insert(hello.prefix.clone());
+                    cases::put_away(&pool, &mut adapter);
+                }
+                return Err(refused);
+            }
+        };
         let info: StoreInfo = serde_json::from_value(ok.clone()).map_err(|e| {
             adapter_failed(format!(
                 "the adapter of instance {} answered hello with {} ({e}); it must be {{\"name\", \"version\", \"contracts\": [\"lease\", …]}}",
