@@ -68,8 +68,9 @@ impl StoreSpec {
             StoreSpec::Command(command) => {
                 let factory = ExternalStoreFactory::new(command, workdir.to_path_buf())
                     .with_timeout(adapter_timeout);
-                // Every suite's first checks connect `a` and `b`.
-                factory.warm(&["a", "b"]);
+                // Every suite's first checks connect `a` and `b`; the
+                // fault workload and the explorer's walks `c` too.
+                factory.warm(&["a", "b", "c"]);
                 Arc::new(factory)
             }
             StoreSpec::Sabotage(name) => sabotage::by_name_following(name, workdir, server_clock)

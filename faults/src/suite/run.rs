@@ -108,6 +108,74 @@ impl Connector<'_, '_> {
     }
 }
 
+/// One connection of the store under test shared by the roles it plays for
+/// one instance: one adapter process, as one instance of a deployment is.
+/// An instance's rounds call one role at a time, so sharing changes no
+/// order; it spares an adapter two interpreters per instance.
+#[derive(Clone)]
+struct SharedClient {
+    client: Arc<tokio::sync::Mutex<Box<dyn StoreClient>>>,
+    remembers: bool,
+}
+
+#[async_trait::async_trait]
+impl StoreClient for SharedClient {
+    async fn call(
+        &mut self,
+        call: &harness::contract::Call,
+        clock_ms: i64,
+    ) -> Result<harness::contract::Reply, harness::contract::StoreError> {
+        self.client.lock().await.call(call, clock_ms).await
+    }
+
+    async fn reconnect(&mut self, clock_ms: i64) -> bool {
+        self.client.lock().await.reconnect(clock_ms).await
+    }
+
+    fn remembers(&self) -> bool {
+        self.remembers
+    }
+}
+
+impl Connector<'_, '_> {
+    /// `instance`'s clients for the lease, queue and rate roles, played by
+    /// `players` in that order: those of the store under test share one
+    /// connection ([`SharedClient`]), a reference store's are its own.
+    async fn connect_roles(
+        &self,
+        players: [Player; 3],
+        instance: &str,
+        prefix: &str,
+        url: &str,
+        clock_ms: i64,
+    ) -> Result<Vec<Box<dyn StoreClient>>, SuiteError> {
+        let mut shared: Option<SharedClient> = None;
+        let mut clients: Vec<Box<dyn StoreClient>> = Vec::new();
+        for player in players {
+            let client: Box<dyn StoreClient> = match (player, &shared) {
+                (Player::Subject, Some(s)) => Box::new(s.clone()),
+                (Player::Subject, None) => {
+                    let c = self
+                        .connect(player, instance, prefix, url, clock_ms)
+                        .await?;
+                    let s = SharedClient {
+                        remembers: c.remembers(),
+                        client: Arc::new(tokio::sync::Mutex::new(c)),
+                    };
+                    shared = Some(s.clone());
+                    Box::new(s)
+                }
+                _ => {
+                    self.connect(player, instance, prefix, url, clock_ms)
+                        .await?
+                }
+            };
+            clients.push(client);
+        }
+        Ok(clients)
+    }
+}
+
 impl FaultsSuite {
     pub(super) async fn workload(
         &self,
@@ -163,9 +231,16 @@ impl FaultsSuite {
                 .map_err(|e| setup("could not start a gate", e))?;
             let url = gate.url();
             let now = lease_clock.now_ms();
-            let mut lease = connector
-                .connect(roles.lease, name, &prefix, &url, now)
-                .await?;
+            let players = [roles.lease, roles.queue, roles.rate];
+            let mut connected = connector
+                .connect_roles(players, name, &prefix, &url, now)
+                .await?
+                .into_iter();
+            let (Some(mut lease), Some(queue), Some(rate)) =
+                (connected.next(), connected.next(), connected.next())
+            else {
+                return Err(setup("connected its instances", "a role has no client"));
+            };
             if sqlite_lease {
                 let call_gate = CallGate::new();
                 lease = Box::new(call_gate.wrap(lease));
@@ -184,15 +259,7 @@ impl FaultsSuite {
                     at: Boundary::Gate,
                 });
             }
-            let clients = Clients {
-                lease,
-                queue: connector
-                    .connect(roles.queue, name, &prefix, &url, now)
-                    .await?,
-                rate: connector
-                    .connect(roles.rate, name, &prefix, &url, now)
-                    .await?,
-            };
+            let clients = Clients { lease, queue, rate };
             gates.push(gate);
             instances.push((name.to_string(), clients));
         }
@@ -403,4 +470,67 @@ pub(super) async fn set_maxmemory(
         .query_async::<()>(&mut admin)
         .await
         .map_err(|e| format!("CONFIG SET maxmemory {value}: {e}"))
+}
+
+#[cfg(test)]
+mod shared_tests {
+    use std::sync::Arc;
+
+    use harness::contract::{Call, Contract};
+    use harness::store::external::{adapters_started, ExternalStoreFactory};
+    use harness::{ServerRef, Subject};
+    use stores::redis::RedisStoreFactory;
+    use stores::sqlite::{SqliteClock, SqliteStoreFactory};
+
+    use super::{Connector, Player};
+
+    /// Answers hello with `cases`, and every other request with a lease
+    /// read of a free tree; never dials its server.
+    const ADAPTER: &str = r#"while read line; do id=$(echo "$line" | sed 's/.*"id":\([0-9]*\).*/\1/'); case "$line" in *'"op":"hello"'*) echo "{\"id\":$id,\"ok\":{\"name\":\"shared\",\"version\":\"1\",\"contracts\":[\"lease\",\"queue\",\"rate\"],\"capabilities\":[\"cases\"]}}";; *) echo "{\"id\":$id,\"ok\":{\"lease\":null}}";; esac; done"#;
+
+    #[tokio::test]
+    async fn the_roles_the_store_under_test_plays_for_one_instance_share_one_adapter_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let factory = Arc::new(ExternalStoreFactory::new(ADAPTER, dir.path().to_path_buf()));
+        let subject = Subject {
+            spec: "shared".into(),
+            factory,
+            opt_out: None,
+            run_prefix: "sp:shared:".into(),
+            contracts: Contract::COORDINATION.to_vec(),
+            server: ServerRef::External {
+                url: "redis://127.0.0.1:1/".into(),
+            },
+            seed: 0,
+            may_start_servers: false,
+        };
+        let connector = Connector {
+            subject: &subject,
+            redis: RedisStoreFactory::new(dir.path().join("kept.sqlite")),
+            sqlite: SqliteStoreFactory::new(dir.path().join("set.sqlite"), SqliteClock::System),
+        };
+        let before = adapters_started();
+        let mut clients = connector
+            .connect_roles(
+                [Player::Subject; 3],
+                "a",
+                "sp:shared:a:",
+                "redis://127.0.0.1:1/",
+                0,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            adapters_started() - before,
+            1,
+            "one process serves the three roles"
+        );
+        let read = Call {
+            op: "lease.read".into(),
+            args: serde_json::json!({"tree": "t"}),
+        };
+        for c in clients.iter_mut() {
+            assert!(c.call(&read, 0).await.is_ok(), "every role is answered");
+        }
+    }
 }
