@@ -588,6 +588,9 @@ async fn certify_on(
         opt_out.clone(),
     )
     .await?;
+    // The adapter answered: the names every suite connects are started
+    // ahead (an adapter that cannot start wastes nothing on them).
+    factory.warm(&["a", "b", "c"]);
     // From here on the run is set up: progress starts (a bar that started
     // earlier would be left on the terminal above a setup error's line).
     let progress = crate::progress::Progress::new(args.quiet);

@@ -65,14 +65,10 @@ impl StoreSpec {
                 workdir.join(SQLITE_FILE),
                 SqliteClock::following(server_clock),
             )),
-            StoreSpec::Command(command) => {
-                let factory = ExternalStoreFactory::new(command, workdir.to_path_buf())
-                    .with_timeout(adapter_timeout);
-                // Every suite's first checks connect `a` and `b`; the
-                // fault workload and the explorer's walks `c` too.
-                factory.warm(&["a", "b", "c"]);
-                Arc::new(factory)
-            }
+            StoreSpec::Command(command) => Arc::new(
+                ExternalStoreFactory::new(command, workdir.to_path_buf())
+                    .with_timeout(adapter_timeout),
+            ),
             StoreSpec::Sabotage(name) => sabotage::by_name_following(name, workdir, server_clock)
                 .unwrap_or_else(|| Arc::new(builtin())),
         }

@@ -1051,9 +1051,13 @@ class LuaScripts {
   /**
    * SCRIPT LOAD of one script, or of every script (`name` left out). A
    * refusal (ACL, renamed command) is config_refused; no answer is unavailable.
+   * Every script: asked first with one SCRIPT EXISTS, and only those the
+   * server lacks are loaded (a later case on the same server, §3.3, sends one
+   * command, not one per script).
    */
   async load(send, name) {
-    for (const n of name === undefined ? this.names : [name]) {
+    const wanted = name === undefined ? await this.missing(send, this.names) : [name];
+    for (const n of wanted) {
       let sha;
       try {
         sha = asText(await send(['SCRIPT', 'LOAD', this.source[n]]));
@@ -1069,6 +1073,24 @@ class LuaScripts {
         throw new StoreError('unavailable', `SCRIPT LOAD of ${n} answered ${JSON.stringify(sha)}, expected ${this.sha[n]}`);
       }
     }
+  }
+
+  /**
+   * The scripts of `names` the server does not hold (a script's SHA1 names its
+   * source, so one held is this one). A SCRIPT EXISTS that fails or answers
+   * out of shape says nothing: every one is loaded, and a load says what is
+   * wrong.
+   */
+  async missing(send, names) {
+    if (names.length === 0) return names;
+    let held;
+    try {
+      held = await send(['SCRIPT', 'EXISTS', ...names.map((n) => this.sha[n])]);
+    } catch {
+      return names;
+    }
+    if (!Array.isArray(held) || held.length !== names.length) return names;
+    return names.filter((_, i) => !(held[i] === 1 || held[i] === true || held[i] === 1n));
   }
 
   /**

@@ -231,6 +231,7 @@ test('Lua scripts: load all; a refused SCRIPT LOAD is config_refused; a wrong SH
   const scripts = kit.luaScripts({ sources: { a: 'return 1', b: 'return 2' } });
   const loaded = [];
   await scripts.load(async (argv) => {
+    if (argv[1] === 'EXISTS') return [0, 0];
     loaded.push(argv[2]);
     return require('crypto').createHash('sha1').update(argv[2]).digest('hex');
   });
@@ -242,6 +243,34 @@ test('Lua scripts: load all; a refused SCRIPT LOAD is config_refused; a wrong SH
   await assert.rejects(scripts.load(async () => {
     throw new Error('connect ECONNREFUSED');
   }), (e) => e.kind === 'unavailable');
+});
+
+test('Lua scripts: a server that holds them is asked once (SCRIPT EXISTS) and sent only those it lacks', async () => {
+  const scripts = kit.luaScripts({ sources: { a: 'return 1', b: 'return 2' } });
+  const held = new Set();
+  const sent = [];
+  const server = async (argv) => {
+    sent.push(argv.slice(0, 2).join(' '));
+    if (argv[1] === 'EXISTS') return argv.slice(2).map((sha) => (held.has(sha) ? 1 : 0));
+    const sha = require('crypto').createHash('sha1').update(argv[2]).digest('hex');
+    held.add(sha);
+    return sha;
+  };
+  await scripts.load(server);
+  assert.deepEqual(sent, ['SCRIPT EXISTS', 'SCRIPT LOAD', 'SCRIPT LOAD']);
+  sent.length = 0;
+  await scripts.load(server);
+  assert.deepEqual(sent, ['SCRIPT EXISTS'], 'a later case on the same server');
+  held.delete(scripts.sha.b);
+  sent.length = 0;
+  await scripts.load(server);
+  assert.deepEqual(sent, ['SCRIPT EXISTS', 'SCRIPT LOAD']);
+  // An answer out of shape, or a refused SCRIPT EXISTS: every one is loaded.
+  for (const odd of [async () => [1], async () => 'OK', async () => { throw errorReply('NOPERM no'); }]) {
+    sent.length = 0;
+    await scripts.load(async (argv) => (argv[1] === 'EXISTS' ? (sent.push('SCRIPT EXISTS'), odd()) : server(argv)));
+    assert.deepEqual(sent, ['SCRIPT EXISTS', 'SCRIPT LOAD', 'SCRIPT LOAD']);
+  }
 });
 
 test('Lua scripts from a folder: the prelude goes in front of every other file', () => {

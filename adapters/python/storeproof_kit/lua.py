@@ -51,8 +51,14 @@ class LuaScripts:
     def load(self, execute: Execute, names: Optional[Iterable[str]] = None) -> None:
         """``SCRIPT LOAD`` of the scripts named (every one by default). A
         refusal (ACL, a renamed command) is ``config_refused``; no answer,
-        or a server not ready, ``unavailable``."""
-        for name in self.source if names is None else names:
+        or a server not ready, ``unavailable``. Every one: asked first with
+        one ``SCRIPT EXISTS``, and only those the server lacks are loaded (a
+        later case on the same server, §3.3, sends one command, not one per
+        script)."""
+        wanted = list(self.source if names is None else names)
+        if names is None and wanted:
+            wanted = self._missing(execute, wanted)
+        for name in wanted:
             try:
                 sha = _text(execute("SCRIPT", "LOAD", self.source[name]))
             except CommandFailed as e:
@@ -66,6 +72,19 @@ class LuaScripts:
                 ) from None
             if sha != self.sha[name]:
                 raise StoreError(UNAVAILABLE, "SCRIPT LOAD of %s answered %r, expected %s" % (name, sha, self.sha[name]))
+
+    def _missing(self, execute: Execute, names: list[str]) -> list[str]:
+        """The scripts of ``names`` the server does not hold (a script's SHA1
+        names its source, so one held is this one). A ``SCRIPT EXISTS``
+        that fails or answers out of shape says nothing: every one is
+        loaded, and a load says what is wrong."""
+        try:
+            held = execute("SCRIPT", "EXISTS", *[self.sha[n] for n in names])
+        except CommandFailed:
+            return names
+        if not isinstance(held, (list, tuple)) or len(held) != len(names):
+            return names
+        return [n for n, h in zip(names, held) if not (isinstance(h, (int, bool)) and int(h) == 1)]
 
     def run(self, execute: Execute, name: str, keys: Iterable[Any], args: Iterable[Any],
             what: Optional[str] = None) -> Any:

@@ -28,6 +28,8 @@ class FakeServer:
             e = self.fail.pop(0)
             if e is not None:
                 raise e
+        if cmd[:2] == ("SCRIPT", "EXISTS"):
+            return [1 if sha in self.scripts else 0 for sha in cmd[2:]]
         if cmd[:2] == ("SCRIPT", "LOAD"):
             sha = hashlib.sha1(cmd[2]).hexdigest()
             self.scripts[sha] = cmd[2]
@@ -43,10 +45,37 @@ class Scripts(unittest.TestCase):
     def test_load_then_one_evalsha_per_run_with_text_arguments(self):
         scripts, server = kit.LuaScripts(SRC), FakeServer()
         scripts.load(server)
-        self.assertEqual([c[:2] for c in server.sent], [("SCRIPT", "LOAD")] * 2)
+        self.assertEqual([c[:2] for c in server.sent], [("SCRIPT", "EXISTS")] + [("SCRIPT", "LOAD")] * 2)
         server.sent.clear()
         self.assertEqual(scripts.run(server, "take", ["k"], [7, "a", 2**63 - 1]), ["k", "7", "a", "9223372036854775807"])
         self.assertEqual(server.sent, [("EVALSHA", hashlib.sha1(b"return 1").hexdigest(), "1", "k", "7", "a", "9223372036854775807")])
+
+    def test_a_server_that_holds_the_scripts_is_asked_once_and_sent_only_those_it_lacks(self):
+        scripts, server = kit.LuaScripts(SRC), FakeServer()
+        scripts.load(server)
+        server.sent.clear()
+        scripts.load(server)
+        self.assertEqual(server.sent, [("SCRIPT", "EXISTS", scripts.sha["take"], scripts.sha["read"])])
+        del server.scripts[scripts.sha["read"]]
+        server.sent.clear()
+        scripts.load(server)
+        self.assertEqual([c[:2] for c in server.sent], [("SCRIPT", "EXISTS"), ("SCRIPT", "LOAD")])
+        self.assertEqual(server.sent[1][2], SRC["read"].encode())
+        # An answer out of shape, or a refused SCRIPT EXISTS: every script is loaded.
+        for answer in [[1], "OK", None]:
+            sent = []
+
+            def odd(*cmd, answer=answer, sent=sent):
+                sent.append(cmd)
+                if cmd[1] == "EXISTS":
+                    return answer
+                return server(*cmd)
+
+            scripts.load(odd)
+            self.assertEqual([c[1] for c in sent], ["EXISTS", "LOAD", "LOAD"], answer)
+        refused = FakeServer([kit.CommandFailed("NOPERM", "no")])
+        scripts.load(refused)
+        self.assertEqual([c[1] for c in refused.sent], ["EXISTS", "LOAD", "LOAD"])
 
     def test_a_forgotten_script_is_loaded_again_and_retried_once(self):
         scripts, server = kit.LuaScripts(SRC), FakeServer()
@@ -78,7 +107,7 @@ class Scripts(unittest.TestCase):
                               (kit.CommandFailed(None, "reset"), "unavailable"),
                               (kit.CommandFailed("LOADING", "wait"), "unavailable")]:
             with self.assertRaises(kit.StoreError) as cm:
-                kit.LuaScripts(SRC).load(FakeServer([failure]))
+                kit.LuaScripts(SRC).load(FakeServer([failure, failure]))
             self.assertEqual(cm.exception.kind, kind, failure)
 
     def test_a_load_answering_another_sha_is_unavailable(self):

@@ -2,7 +2,6 @@
 
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Arc;
@@ -170,7 +169,7 @@ impl ManagedServer {
         }
         let mut ready = false;
         for _ in 0..PORT_ATTEMPTS {
-            server.port = pick_free_port()?;
+            server.port = super::port::pick_free_port()?;
             let conf = server.options.render_config(server.port, &server.dir)?;
             fs::write(&server.conf_path, conf).map_err(|source| ServerError::Io {
                 action: format!("write {}", server.conf_path.display()),
@@ -969,19 +968,6 @@ fn place_shim(dir: &Path, owned: &mut Owned) -> Result<PathBuf, ServerError> {
         source,
         hint: "check that the directory is writable and not full",
     })
-}
-
-/// A port that was free a moment ago. Another process may take it before
-/// the server binds it; `start` notices and picks another.
-fn pick_free_port() -> Result<u16, ServerError> {
-    TcpListener::bind(("127.0.0.1", 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|source| ServerError::Io {
-            action: "find a free port on 127.0.0.1".to_string(),
-            source,
-            hint: "check that the loopback interface is up",
-        })
 }
 
 /// Whether a Redis server answers `PING` at `url` on a new connection

@@ -16,6 +16,7 @@ mod expiry;
 mod external;
 mod managed;
 mod options;
+mod port;
 mod process;
 
 use std::path::PathBuf;

@@ -100,7 +100,16 @@ async fn a_warmed_name_is_served_by_the_process_started_before_it_was_asked_for(
         warmed,
         "the first check of a warmed name gets the warmed process"
     );
-    drop(client);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        pids(dir.path(), "started-a"),
+        warmed,
+        "its first ask starts no spare, as the first ask of any name"
+    );
+    // Asked again: its process, then two spares.
+    let again = factory.connect(&hello("a"), 0).await.unwrap();
+    assert_eq!(wait_for(dir.path(), "started-a", 4).len(), 4);
+    drop((client, again));
     drop(factory);
     let all: Vec<i32> = ["started-a", "started-b"]
         .iter()

@@ -250,6 +250,10 @@ impl StoreFactory for ExternalStoreFactory {
         self.failure.get().cloned()
     }
 
+    fn warm(&self, instances: &[&str]) {
+        self.warm_spares(instances);
+    }
+
     async fn connect(
         &self,
         hello: &Hello,

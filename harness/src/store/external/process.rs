@@ -215,9 +215,13 @@ impl Started {
     }
 }
 
-/// The spares of one store, per instance name.
+/// The spares of one store, per instance name; and the names warmed but
+/// not yet asked for ([`ExternalStoreFactory::warm`]).
 #[derive(Default)]
-pub(super) struct Spares(Mutex<HashMap<String, VecDeque<Started>>>);
+pub(super) struct Spares(
+    Mutex<HashMap<String, VecDeque<Started>>>,
+    Mutex<HashSet<String>>,
+);
 
 impl std::fmt::Debug for Spares {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -246,17 +250,19 @@ impl ExternalStoreFactory {
     /// check of each finds its adapter loaded: the few hundred
     /// milliseconds an interpreter and its client library take are paid
     /// beside whatever runs first (a server starting, a check with another
-    /// name) instead of in front of it. A name so started counts as asked
-    /// for. Nothing is sent to them; a spare never used is killed with the
-    /// factory's last clone.
-    pub fn warm(&self, names: &[&str]) {
-        let Ok(mut m) = self.spares.0.lock() else {
+    /// name) instead of in front of it. The first ask of a name so started
+    /// takes that process and starts no spare (as the first ask of any
+    /// name); only a second ask does. Nothing is sent to them; a spare never
+    /// used is killed with the factory's last clone.
+    pub(super) fn warm_spares(&self, names: &[&str]) {
+        let (Ok(mut m), Ok(mut warmed)) = (self.spares.0.lock(), self.spares.1.lock()) else {
             return;
         };
         for name in names {
             if m.contains_key(*name) {
                 continue;
             }
+            warmed.insert((*name).to_string());
             let mut kept = VecDeque::new();
             // A spare that cannot start is no failure here: the process
             // wanted then is started again and its failure reported.
@@ -277,11 +283,18 @@ impl ExternalStoreFactory {
         // (`a`, `b`, …), and a name asked for once would waste its spares.
         // One look at the pool: the spare to take, and how many to start
         // (none for a name new to it).
+        // A warmed name's first ask is its first: its spare, no more.
+        let first = self
+            .spares
+            .1
+            .lock()
+            .is_ok_and(|mut warmed| warmed.remove(instance));
         let (spare, missing) = match self.spares.0.lock() {
             Ok(mut m) => match m.get_mut(instance) {
                 Some(kept) => {
                     let spare = kept.pop_front();
-                    (spare, SPARES_PER_INSTANCE.saturating_sub(kept.len()))
+                    let wanted = if first { 0 } else { SPARES_PER_INSTANCE };
+                    (spare, wanted.saturating_sub(kept.len()))
                 }
                 None => {
                     m.insert(instance.to_string(), VecDeque::new());
