@@ -108,6 +108,13 @@ impl Suite for FaultsSuite {
         if wants_workload {
             let all = layouts(subject);
             progress.part("faults", all.len() as u64);
+            // The layouts start side by side, each with an instance of every
+            // name: an adapter's processes are started for all of them now.
+            let names: Vec<&str> = (0..self.config.instances)
+                .map(harness::gate::drive::instance_name)
+                .collect();
+            let wanted: Vec<&str> = all.iter().flat_map(|_| names.iter().copied()).collect();
+            subject.factory.warm(&wanted);
             // The layouts run side by side: each has its own server, gates,
             // prefix and clocks, and most of a workload's time is spent
             // waiting out its fault plan, not computing.

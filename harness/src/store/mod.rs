@@ -141,11 +141,11 @@ pub trait StoreFactory: Send + Sync {
         None
     }
 
-    /// Starts the processes of `instances` ahead of their first connect, so
-    /// that an adapter's interpreter and client library load beside the
-    /// work before it. An optimisation only, changing no answer: nothing by
-    /// default (storeproof's own stores load nothing), and a wrapping store
-    /// need not forward it.
+    /// Starts the processes of `instances` ahead of their connects (a name
+    /// listed twice: two), so that an adapter's interpreter and client
+    /// library load beside the work before them. An optimisation only,
+    /// changing no answer: nothing by default (storeproof's own stores load
+    /// nothing), and a wrapping store need not forward it.
     fn warm(&self, _instances: &[&str]) {}
 
     /// Connects one instance. The store validates its server here

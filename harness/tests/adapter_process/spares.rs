@@ -125,3 +125,18 @@ async fn a_warmed_name_is_served_by_the_process_started_before_it_was_asked_for(
         "a warmed process outlived its store: {left:?}"
     );
 }
+
+#[tokio::test]
+async fn a_name_warmed_twice_has_two_processes_waiting_and_no_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let factory = ExternalStoreFactory::new(ADAPTER, dir.path().to_path_buf());
+    factory.warm(&["a", "b", "a"]);
+    assert_eq!(wait_for(dir.path(), "started-a", 2).len(), 2);
+    assert_eq!(wait_for(dir.path(), "started-b", 1).len(), 1);
+    factory.warm(&["a", "a"]);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(pids(dir.path(), "started-a").len(), 2, "two wait already");
+    factory.warm(&["a", "a", "a"]);
+    assert_eq!(wait_for(dir.path(), "started-a", 3).len(), 3);
+    drop(factory);
+}

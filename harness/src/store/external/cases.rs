@@ -55,6 +55,13 @@ impl std::fmt::Debug for Idle {
 }
 
 impl Idle {
+    /// How many processes of `instance` are idle.
+    pub(super) fn count(&self, instance: &str) -> usize {
+        self.0
+            .lock()
+            .map_or(0, |m| m.get(instance).map_or(0, Vec::len))
+    }
+
     /// An idle process of `instance` that has never served `prefix` and is
     /// still alive (one that died idle is killed and reaped, not handed
     /// out).

@@ -246,30 +246,41 @@ impl Drop for Spares {
 }
 
 impl ExternalStoreFactory {
-    /// Starts one spare for each of `names` not asked for yet, so the first
-    /// check of each finds its adapter loaded: the few hundred
-    /// milliseconds an interpreter and its client library take are paid
-    /// beside whatever runs first (a server starting, a check with another
-    /// name) instead of in front of it. The first ask of a name so started
-    /// takes that process and starts no spare (as the first ask of any
-    /// name); only a second ask does. Nothing is sent to them; a spare never
-    /// used is killed with the factory's last clone.
+    /// Has as many processes of each name waiting as `names` lists it
+    /// (spares started ahead and processes idle between cases), starting
+    /// the missing ones now, so that the checks that connect them find
+    /// their adapters loaded: the few hundred milliseconds an interpreter
+    /// and its client library take are paid beside whatever runs first (a
+    /// server starting, another check) instead of in front of it. The first
+    /// ask of a name not asked for before takes its process and starts no
+    /// spare (as the first ask of any name); only a second ask does.
+    /// Nothing is sent to them; a spare never used is killed with the
+    /// factory's last clone.
     pub(super) fn warm_spares(&self, names: &[&str]) {
+        let mut wanted: Vec<(&str, usize)> = Vec::new();
+        for name in names {
+            match wanted.iter_mut().find(|(n, _)| n == name) {
+                Some((_, count)) => *count += 1,
+                None => wanted.push((name, 1)),
+            }
+        }
         let (Ok(mut m), Ok(mut warmed)) = (self.spares.0.lock(), self.spares.1.lock()) else {
             return;
         };
-        for name in names {
-            if m.contains_key(*name) {
-                continue;
+        for (name, count) in wanted {
+            let kept = m.entry(name.to_string()).or_insert_with(|| {
+                warmed.insert(name.to_string());
+                VecDeque::new()
+            });
+            let waiting = kept.len() + self.idle.count(name);
+            for _ in waiting..count {
+                // A spare that cannot start is no failure here: the process
+                // wanted then is started again and its failure reported.
+                match Started::start(self, name) {
+                    Ok(s) => kept.push_back(s),
+                    Err(_) => break,
+                }
             }
-            warmed.insert((*name).to_string());
-            let mut kept = VecDeque::new();
-            // A spare that cannot start is no failure here: the process
-            // wanted then is started again and its failure reported.
-            if let Ok(s) = Started::start(self, name) {
-                kept.push_back(s);
-            }
-            m.insert((*name).to_string(), kept);
         }
     }
 
