@@ -143,18 +143,20 @@ impl Connector<'_, '_> {
     /// connection ([`SharedClient`]), a reference store's are its own.
     async fn connect_roles(
         &self,
-        players: [Player; 3],
+        [lease, queue, rate]: [Player; 3],
         instance: &str,
         prefix: &str,
         url: &str,
         clock_ms: i64,
-    ) -> Result<Vec<Box<dyn StoreClient>>, SuiteError> {
+    ) -> Result<Clients, SuiteError> {
         let mut shared: Option<SharedClient> = None;
-        let mut clients: Vec<Box<dyn StoreClient>> = Vec::new();
-        for player in players {
-            let client: Box<dyn StoreClient> = match (player, &shared) {
-                (Player::Subject, Some(s)) => Box::new(s.clone()),
-                (Player::Subject, None) => {
+        let mut role = async |player: Player| -> Result<Box<dyn StoreClient>, SuiteError> {
+            if player != Player::Subject {
+                return self.connect(player, instance, prefix, url, clock_ms).await;
+            }
+            let client = match &shared {
+                Some(s) => s.clone(),
+                None => {
                     let c = self
                         .connect(player, instance, prefix, url, clock_ms)
                         .await?;
@@ -163,16 +165,16 @@ impl Connector<'_, '_> {
                         client: Arc::new(tokio::sync::Mutex::new(c)),
                     };
                     shared = Some(s.clone());
-                    Box::new(s)
-                }
-                _ => {
-                    self.connect(player, instance, prefix, url, clock_ms)
-                        .await?
+                    s
                 }
             };
-            clients.push(client);
-        }
-        Ok(clients)
+            Ok(Box::new(client))
+        };
+        Ok(Clients {
+            lease: role(lease).await?,
+            queue: role(queue).await?,
+            rate: role(rate).await?,
+        })
     }
 }
 
@@ -232,15 +234,13 @@ impl FaultsSuite {
             let url = gate.url();
             let now = lease_clock.now_ms();
             let players = [roles.lease, roles.queue, roles.rate];
-            let mut connected = connector
+            let Clients {
+                mut lease,
+                queue,
+                rate,
+            } = connector
                 .connect_roles(players, name, &prefix, &url, now)
-                .await?
-                .into_iter();
-            let (Some(mut lease), Some(queue), Some(rate)) =
-                (connected.next(), connected.next(), connected.next())
-            else {
-                return Err(setup("connected its instances", "a role has no client"));
-            };
+                .await?;
             if sqlite_lease {
                 let call_gate = CallGate::new();
                 lease = Box::new(call_gate.wrap(lease));
@@ -510,7 +510,7 @@ mod shared_tests {
             sqlite: SqliteStoreFactory::new(dir.path().join("set.sqlite"), SqliteClock::System),
         };
         let before = adapters_started();
-        let mut clients = connector
+        let clients = connector
             .connect_roles(
                 [Player::Subject; 3],
                 "a",
@@ -529,6 +529,7 @@ mod shared_tests {
             op: "lease.read".into(),
             args: serde_json::json!({"tree": "t"}),
         };
+        let mut clients = [clients.lease, clients.queue, clients.rate];
         for c in clients.iter_mut() {
             assert!(c.call(&read, 0).await.is_ok(), "every role is answered");
         }

@@ -2,6 +2,8 @@
 
 use std::net::TcpListener;
 
+use rand::RngExt;
+
 use super::ServerError;
 
 /// The lowest port this machine hands to outgoing connections
@@ -23,23 +25,11 @@ pub(super) fn pick_free_port() -> Result<u16, ServerError> {
     const FLOOR: u16 = 10_000;
     let top = ephemeral_floor();
     if top > FLOOR + 1_000 {
-        // Not a choice a verdict depends on: spread over the range so that
-        // processes starting servers at once rarely try the same port.
-        static PICKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        let mut x = nanos
-            ^ (u64::from(std::process::id()) << 32)
-            ^ PICKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // Not a choice a verdict depends on (nor one a seed must replay):
+        // spread so that processes starting servers at once rarely collide.
+        let mut rng = rand::rng();
         for _ in 0..32 {
-            // splitmix64: a cheap, well-spread step.
-            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            let port = FLOOR + (z % u64::from(top - FLOOR)) as u16;
+            let port = rng.random_range(FLOOR..top);
             if TcpListener::bind(("127.0.0.1", port)).is_ok() {
                 return Ok(port);
             }

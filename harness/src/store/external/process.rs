@@ -215,20 +215,24 @@ impl Started {
     }
 }
 
-/// The spares of one store, per instance name; and the names warmed but
-/// not yet asked for ([`ExternalStoreFactory::warm`]).
+/// The spares of one instance name, and whether the name was asked for
+/// (a name only warmed was not: its first ask starts no spare).
 #[derive(Default)]
-pub(super) struct Spares(
-    Mutex<HashMap<String, VecDeque<Started>>>,
-    Mutex<HashSet<String>>,
-);
+struct Kept {
+    spares: VecDeque<Started>,
+    asked: bool,
+}
+
+/// The spares of one store, per instance name.
+#[derive(Default)]
+pub(super) struct Spares(Mutex<HashMap<String, Kept>>);
 
 impl std::fmt::Debug for Spares {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kept = self
             .0
             .lock()
-            .map_or(0, |m| m.values().map(VecDeque::len).sum());
+            .map_or(0, |m| m.values().map(|k| k.spares.len()).sum());
         write!(f, "Spares({kept})")
     }
 }
@@ -236,8 +240,8 @@ impl std::fmt::Debug for Spares {
 impl Drop for Spares {
     fn drop(&mut self) {
         if let Ok(mut m) = self.0.lock() {
-            for (_, spares) in m.drain() {
-                for s in spares {
+            for (_, kept) in m.drain() {
+                for s in kept.spares {
                     kill_and_reap_later(s.child, s.pgid);
                 }
             }
@@ -264,20 +268,17 @@ impl ExternalStoreFactory {
                 None => wanted.push((name, 1)),
             }
         }
-        let (Ok(mut m), Ok(mut warmed)) = (self.spares.0.lock(), self.spares.1.lock()) else {
+        let Ok(mut m) = self.spares.0.lock() else {
             return;
         };
         for (name, count) in wanted {
-            let kept = m.entry(name.to_string()).or_insert_with(|| {
-                warmed.insert(name.to_string());
-                VecDeque::new()
-            });
-            let waiting = kept.len() + self.idle.count(name);
+            let kept = m.entry(name.to_string()).or_default();
+            let waiting = kept.spares.len() + self.idle.count(name);
             for _ in waiting..count {
                 // A spare that cannot start is no failure here: the process
                 // wanted then is started again and its failure reported.
                 match Started::start(self, name) {
-                    Ok(s) => kept.push_back(s),
+                    Ok(s) => kept.spares.push_back(s),
                     Err(_) => break,
                 }
             }
@@ -293,25 +294,15 @@ impl ExternalStoreFactory {
         // Spares only for a name asked for before: checks reuse a few names
         // (`a`, `b`, …), and a name asked for once would waste its spares.
         // One look at the pool: the spare to take, and how many to start
-        // (none for a name new to it).
-        // A warmed name's first ask is its first: its spare, no more.
-        let first = self
-            .spares
-            .1
-            .lock()
-            .is_ok_and(|mut warmed| warmed.remove(instance));
+        // (none on a name's first ask, warmed or not).
         let (spare, missing) = match self.spares.0.lock() {
-            Ok(mut m) => match m.get_mut(instance) {
-                Some(kept) => {
-                    let spare = kept.pop_front();
-                    let wanted = if first { 0 } else { SPARES_PER_INSTANCE };
-                    (spare, wanted.saturating_sub(kept.len()))
-                }
-                None => {
-                    m.insert(instance.to_string(), VecDeque::new());
-                    (None, 0)
-                }
-            },
+            Ok(mut m) => {
+                let kept = m.entry(instance.to_string()).or_default();
+                let spare = kept.spares.pop_front();
+                let wanted = if kept.asked { SPARES_PER_INSTANCE } else { 0 };
+                kept.asked = true;
+                (spare, wanted.saturating_sub(kept.spares.len()))
+            }
             Err(_) => (None, 0),
         };
         let taken = match spare {
@@ -324,7 +315,10 @@ impl ExternalStoreFactory {
             .map_while(|_| Started::start(self, instance).ok())
             .collect();
         if let Ok(mut m) = self.spares.0.lock() {
-            m.entry(instance.to_string()).or_default().extend(fresh);
+            m.entry(instance.to_string())
+                .or_default()
+                .spares
+                .extend(fresh);
         }
         Ok(taken)
     }
