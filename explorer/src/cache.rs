@@ -172,6 +172,10 @@ struct Behaviour {
     next: Next,
     on_trial: bool,
     varies: bool,
+    /// The store, run again given the same, did the same (not both runs
+    /// on processes kept on trial): a key of the sample is answered from
+    /// the record from then on.
+    checked: bool,
 }
 
 /// What a store is given before it sends an operation's next command,
@@ -309,20 +313,28 @@ impl TransitionCache {
     /// What the store did next last time it was given `key`, to be used
     /// instead of asking it: `None` if nothing is recorded, if a process
     /// kept on trial recorded it and such processes are no longer
-    /// `trusted`, or if `key` is in the seeded sample whose steps always
-    /// run the store (what it does then is compared with the record,
-    /// [`TransitionCache::behaved`]), or if the store did otherwise since
-    /// (its answer is not a function of what it is given: a slot name
-    /// drawn at random, say; then every such step runs the store, as
-    /// before the cache, and each run is one of its possible answers).
+    /// `trusted`, or if `key` is in the seeded sample and the store has
+    /// not yet been run on it again (what it does then is compared with
+    /// the record, [`TransitionCache::behaved`]), or if the store did
+    /// otherwise since (its answer is not a function of what it is given:
+    /// a slot name drawn at random, say; then every such step runs the
+    /// store, as before the cache, and each run is one of its possible
+    /// answers).
+    ///
+    /// A key of the sample is checked by one more run, as a transition of
+    /// the sample is ([`TransitionCache::claim_check`]): running the store
+    /// at each visit of it forever checked nothing more of a store that
+    /// agreed, and cost a store of many commands an operation (one key a
+    /// command) a run of the store at a third of its operations.
     pub(crate) fn behaviour(&self, key: &BehaviourKey, trusted: bool) -> Option<Next> {
-        if self.check_one_in == 0 || self.behaviour_sampled(key) {
+        if self.check_one_in == 0 {
             return None;
         }
+        let sampled = self.behaviour_sampled(key);
         let behaviours = self.behaviours.lock().ok()?;
         behaviours
             .get(key)
-            .filter(|b| !b.varies && (trusted || !b.on_trial))
+            .filter(|b| !b.varies && (trusted || !b.on_trial) && (b.checked || !sampled))
             .map(|b| b.next.clone())
     }
 
@@ -346,12 +358,16 @@ impl TransitionCache {
                         next,
                         on_trial,
                         varies: false,
+                        checked: false,
                     },
                 );
                 None
             }
             Some(b) if b.next == next => {
                 b.on_trial &= on_trial;
+                // Agreeing with the record is its check, unless both runs
+                // were on processes kept on trial (their memory may be why).
+                b.checked |= !b.on_trial;
                 None
             }
             Some(b) if b.on_trial && !on_trial => {
@@ -382,8 +398,8 @@ impl TransitionCache {
         }
     }
 
-    /// Whether `key`'s steps are in the seeded sample that always runs the
-    /// store.
+    /// Whether `key`'s steps are in the seeded sample that runs the store
+    /// again to check its record.
     fn behaviour_sampled(&self, key: &BehaviourKey) -> bool {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         (self.check_seed, "behaviour").hash(&mut h);
@@ -402,5 +418,72 @@ fn describe(next: &Next) -> String {
     match next {
         Next::Send(command) => format!("sent `{command}`"),
         Next::Answer(out) => format!("answered {out:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness::gate::Command;
+
+    fn key(n: usize) -> BehaviourKey {
+        BehaviourKey {
+            given: GuessKey {
+                instance: 0,
+                request: format!("{{\"n\":{n}}}"),
+                delivered: Vec::new(),
+            },
+            clock_ms: 0,
+        }
+    }
+
+    fn send(arg: &str) -> Next {
+        Next::Send(Command::new(["GET", arg]))
+    }
+
+    /// With every key in the sample (one in one): a record is used only
+    /// once the store, run again, agreed with it; a run that disagrees
+    /// makes the key run the store from then on; two runs both on
+    /// processes kept on trial check nothing.
+    #[test]
+    fn a_sampled_behaviour_is_answered_from_the_record_once_a_second_run_agreed() {
+        let cache = TransitionCache::checking(7, 1);
+        let (agrees, differs, on_trial) = (key(1), key(2), key(3));
+        for k in [&agrees, &differs, &on_trial] {
+            assert!(cache
+                .behaved(k.clone(), send("a"), k == &on_trial)
+                .is_none());
+            assert_eq!(cache.behaviour(k, true), None, "unchecked: the store runs");
+        }
+        assert!(cache.behaved(agrees.clone(), send("a"), false).is_none());
+        assert_eq!(cache.behaviour(&agrees, true), Some(send("a")));
+
+        assert!(cache.behaved(differs.clone(), send("b"), false).is_some());
+        assert_eq!(cache.behaviour(&differs, true), None);
+        assert!(cache.behaved(differs.clone(), send("a"), false).is_none());
+        assert_eq!(
+            cache.behaviour(&differs, true),
+            None,
+            "it varies: always run"
+        );
+
+        assert!(cache.behaved(on_trial.clone(), send("a"), true).is_none());
+        assert_eq!(cache.behaviour(&on_trial, true), None, "both on trial");
+        assert!(cache.behaved(on_trial.clone(), send("a"), false).is_none());
+        assert_eq!(cache.behaviour(&on_trial, true), Some(send("a")));
+    }
+
+    /// Out of the sample a record is used at once, and never with no
+    /// sample at all (one in zero: nothing is taken from a record).
+    #[test]
+    fn an_unsampled_behaviour_is_answered_from_its_first_record() {
+        let cache = TransitionCache::checking(7, u64::MAX);
+        let k = key(1);
+        cache.behaved(k.clone(), send("a"), false);
+        assert_eq!(cache.behaviour(&k, true), Some(send("a")));
+        let off = TransitionCache::checking(7, 0);
+        off.behaved(k.clone(), send("a"), false);
+        off.behaved(k.clone(), send("a"), false);
+        assert_eq!(off.behaviour(&k, true), None);
     }
 }

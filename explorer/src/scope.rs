@@ -154,7 +154,7 @@ fn behaviour_reading(config: &ExplorerConfig) -> Option<String> {
         "a step whose request, clock and replies the store was given before was taken from what it did then, unchecked".to_string()
     } else {
         format!(
-            "a step whose request, clock and replies the store was given before was taken from what it did then (this assumes the store's operation is a function of what it is given: a seeded sample, one in {}, always runs the store and must agree, and a store seen doing otherwise has every such step run)",
+            "a step whose request, clock and replies the store was given before was taken from what it did then (this assumes the store's operation is a function of what it is given: a seeded sample, one in {}, runs the store again and must agree, and a store seen doing otherwise has every such step run)",
             config.cache_check_one_in
         )
     })

@@ -445,7 +445,7 @@ impl Property {
             Property::HarnessOk => of(
                 &[Contract::Lease, Contract::Queue, Contract::Rate],
                 "explorer.exploration-complete",
-                "every transition's outcome came from the real server, directly or from the transition cache of its earlier outcomes for the same state, time and input (a seeded sample of which was sent to the server again and agreed), and every re-run of an operation that ran the store sent the commands recorded for it (steps taken from the store's recorded behaviour instead are checked on a seeded sample that always runs the store)",
+                "every transition's outcome came from the real server, directly or from the transition cache of its earlier outcomes for the same state, time and input (a seeded sample of which was sent to the server again and agreed), and every re-run of an operation that ran the store sent the commands recorded for it (steps taken from the store's recorded behaviour instead are checked on a seeded sample that runs the store again and must agree)",
             ),
         }
     }

@@ -44,7 +44,7 @@ impl Inner {
     /// it sent then has a cached outcome in this server state: no call to
     /// the store, no round trip. A store's operation is a function of what
     /// it is given (the replay of an operation's first commands relies on
-    /// it, and a seeded sample of such steps always runs the store to
+    /// it, and a seeded sample of such steps runs the store again to
     /// check it, [`TransitionCache::behaviour`]). `Err` gives `pending`
     /// back, nothing changed, when something is not recorded.
     pub(super) fn replayed_behaviour(
