@@ -26,6 +26,10 @@ pub struct AdaptersBench {
     /// Runs of each store and suite (1 to 9); the median is compared.
     #[arg(long, default_value_t = 3, value_parser = sized(Bounds::new(1, 9, "")))]
     runs: usize,
+    /// The suites compared, comma-separated (default: conformance, explorer
+    /// and faults).
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(SUITES))]
+    suite: Vec<String>,
     /// The Python example adapter's command line (run from a checkout of
     /// storeproof by default).
     #[arg(
@@ -99,7 +103,16 @@ pub fn adapters(args: AdaptersBench) -> anyhow::Result<ExitCode> {
         ("python example", format!("cmd:{}", args.python)),
         ("node example", format!("cmd:{}", args.node)),
     ];
-    for suite in SUITES {
+    let suites: Vec<&str> = if args.suite.is_empty() {
+        SUITES.to_vec()
+    } else {
+        // In the bench's own order, each once.
+        SUITES
+            .into_iter()
+            .filter(|s| args.suite.iter().any(|a| a == s))
+            .collect()
+    };
+    for suite in suites {
         let builtin = time_suite(&exe, suite, args.seed, None, args.runs)?;
         let mut line = format!(
             "  {suite:<12} built-in {:>6.1}s ({})",

@@ -191,7 +191,8 @@ pub struct CertifyArgs {
     /// Crash: where the killed server runs.
     #[arg(long, value_enum, default_value = "auto", value_name = "BACKEND")]
     pub(crate) crash_backend: CrashBackendArg,
-    /// Explorer: checker threads, each with a server of its own (1 to 64).
+    /// Explorer: checker threads, each with a server of its own; conformance:
+    /// checks run at once, each lane on a server of its own (1 to 64).
     #[arg(long, default_value_t = 2, value_name = "N", value_parser = sized(Bounds::new(1, MAX_THREADS, THREADS_WHY)))]
     pub(crate) threads: usize,
     /// Layout: also check that this layout file (TOML, `[stores]` with a
@@ -868,9 +869,12 @@ fn crash_config(args: &CertifyArgs, seed: u64) -> crash::CrashConfig {
 /// `Err`: a `--layout` file that cannot be read as a layout (one line).
 fn suite(name: SuiteName, args: &CertifyArgs, seed: u64) -> anyhow::Result<Box<dyn Suite>> {
     Ok(match name {
-        SuiteName::Conformance => Box::new(conformance::ConformanceSuite::with_cases(
-            u32::try_from(args.cases).unwrap_or(u32::MAX),
-        )),
+        SuiteName::Conformance => Box::new(
+            conformance::ConformanceSuite::with_cases(
+                u32::try_from(args.cases).unwrap_or(u32::MAX),
+            )
+            .with_lanes(args.threads),
+        ),
         SuiteName::Explorer => Box::new(explorer::ExplorerSuite::new(explorer_config(args, seed))),
         SuiteName::Faults => Box::new(faults::FaultsSuite::new(faults::FaultsConfig {
             rounds: args.fault_rounds,

@@ -52,6 +52,7 @@ mod commute;
 mod fenced;
 mod generated;
 mod judge;
+mod lanes;
 mod lease;
 mod queue;
 mod races;
@@ -210,12 +211,15 @@ pub(crate) fn special_check(
 pub struct ConformanceSuite {
     /// Sequences each generated check plays.
     cases: u32,
+    /// Checks run at once, each lane on a server of its own ([`lanes`]).
+    lanes: usize,
 }
 
 impl Default for ConformanceSuite {
     fn default() -> Self {
         ConformanceSuite {
             cases: DEFAULT_CASES,
+            lanes: 1,
         }
     }
 }
@@ -230,6 +234,20 @@ impl ConformanceSuite {
     pub fn with_cases(cases: u32) -> Self {
         ConformanceSuite {
             cases: cases.max(1),
+            ..ConformanceSuite::default()
+        }
+    }
+
+    /// The suite running its checks on `lanes` managed servers at once
+    /// (at least one): the same results, in the same order, as one lane
+    /// gives; each check on a server of its lane, where no other check
+    /// runs meanwhile. A run on a server storeproof does not manage, or of
+    /// a store that keeps no state in Redis, runs on one lane whatever this
+    /// says.
+    pub fn with_lanes(self, lanes: usize) -> Self {
+        ConformanceSuite {
+            lanes: lanes.max(1),
+            ..self
         }
     }
 
@@ -276,22 +294,43 @@ impl Suite for ConformanceSuite {
         progress: &dyn Progress,
     ) -> Result<SuiteRun, SuiteError> {
         let defs = all_checks();
-        let mut results = Vec::with_capacity(to_run.len());
-        for (n, spec) in to_run.iter().enumerate() {
-            let result = match defs.iter().find(|d| d.spec.id == spec.id) {
-                Some(def) => run_check(subject, n, &self.sized(def)).await,
-                None => spec.result(
-                    SUITE,
-                    harness::Verdict::Unknown,
-                    "not a check of the conformance suite",
-                ),
-            };
-            progress.step(spec.id);
-            if let Some(line) = result.progress_line() {
-                progress.line(&line);
+        let servers = lanes::start(subject, self.lanes, progress).await;
+        let subjects: Vec<Subject<'_>> = std::iter::once(lanes::on_same(subject))
+            .chain(servers.iter().map(|s| lanes::on(subject, s)))
+            .collect();
+        let lane_of = lanes::assign(to_run, &defs, subjects.len());
+        let runs = lanes::by_lane(&lane_of).into_iter().map(|(lane, numbers)| {
+            let (subject, defs) = (&subjects[lane], &defs);
+            async move {
+                let mut done = Vec::with_capacity(numbers.len());
+                for n in numbers {
+                    let spec = &to_run[n];
+                    let result = match defs.iter().find(|d| d.spec.id == spec.id) {
+                        Some(def) => run_check(subject, n, &self.sized(def)).await,
+                        None => spec.result(
+                            SUITE,
+                            harness::Verdict::Unknown,
+                            "not a check of the conformance suite",
+                        ),
+                    };
+                    progress.step(spec.id);
+                    if let Some(line) = result.progress_line() {
+                        progress.line(&line);
+                    }
+                    done.push((n, result));
+                }
+                done
             }
-            results.push(result);
-        }
+        });
+        let mut numbered: Vec<(usize, CheckResult)> = futures_util::future::join_all(runs)
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
+        numbered.sort_by_key(|(n, _)| *n);
+        let results: Vec<CheckResult> = numbered.into_iter().map(|(_, r)| r).collect();
+        drop(subjects);
+        drop(servers);
         SuiteError::unless_an_adapter_broke(subject.factory.as_ref())?;
         let figures = figures(&results);
         Ok(SuiteRun {

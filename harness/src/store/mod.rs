@@ -110,6 +110,15 @@ pub trait StoreFactory: Send + Sync {
         None
     }
 
+    /// Whether each connected instance is a process of its own (an adapter:
+    /// an interpreter and its client library started per instance), so
+    /// that running more instances at once costs more than their calls. A
+    /// cost only, changing no answer: `false` for storeproof's own stores,
+    /// whose instances are connections in this process.
+    fn instances_are_processes(&self) -> bool {
+        false
+    }
+
     /// Whether the store keeps its state in the Redis server its hello names
     /// (the built-in Redis stores and every adapter, which is given that
     /// server). `false` for a store that never sends Redis commands

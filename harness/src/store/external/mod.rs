@@ -250,6 +250,10 @@ impl StoreFactory for ExternalStoreFactory {
         self.failure.get().cloned()
     }
 
+    fn instances_are_processes(&self) -> bool {
+        true
+    }
+
     fn warm(&self, instances: &[&str]) {
         self.warm_spares(instances);
     }

@@ -1,0 +1,120 @@
+//! Checks run in lanes (issue 45): on three lanes, each on a server of its
+//! own, the suite gives the results one lane gives, in the same order, for
+//! a correct store and for a broken one; and the lanes did run on servers
+//! of their own.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use conformance::ConformanceSuite;
+use harness::contract::{Contract, StoreError};
+use harness::server::{ManagedServer, ServerOptions};
+use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
+use harness::{ServerRef, Silent, Subject, Suite, Verdict};
+use stores::redis::RedisStoreFactory;
+
+/// A store that notes the server of every connect of the run's prefix.
+struct Noting {
+    inner: Arc<dyn StoreFactory>,
+    urls: Mutex<BTreeSet<String>>,
+}
+
+#[async_trait]
+impl StoreFactory for Noting {
+    fn spec(&self) -> String {
+        self.inner.spec()
+    }
+
+    async fn connect(
+        &self,
+        hello: &Hello,
+        clock_ms: i64,
+    ) -> Result<(StoreInfo, Box<dyn StoreClient>), StoreError> {
+        if hello.prefix.starts_with("sp:lanes") {
+            if let Ok(mut urls) = self.urls.lock() {
+                urls.insert(hello.redis_url.clone());
+            }
+        }
+        self.inner.connect(hello, clock_ms).await
+    }
+}
+
+/// Every check's id, verdict and reason, in the order the suite gave them,
+/// and the servers the store was pointed at.
+async fn run(
+    server: &ManagedServer,
+    store: Arc<dyn StoreFactory>,
+    lanes: usize,
+    tag: &str,
+) -> (Vec<(String, Verdict, String)>, usize) {
+    let noting = Arc::new(Noting {
+        inner: store,
+        urls: Mutex::default(),
+    });
+    let subject = Subject {
+        spec: noting.spec(),
+        factory: noting.clone(),
+        opt_out: None,
+        run_prefix: format!("sp:lanes:{tag}:{lanes}:"),
+        contracts: Contract::COORDINATION.to_vec(),
+        server: ServerRef::Managed(server),
+        seed: 5,
+        may_start_servers: true,
+    };
+    let suite = ConformanceSuite::with_cases(8).with_lanes(lanes);
+    let run = suite
+        .run(&subject, &suite.checks(), &Silent)
+        .await
+        .expect("the suite runs");
+    let results = run
+        .checks
+        .into_iter()
+        // The prefix differs between the runs; nothing else may, but for
+        // how many keys the server held when a check read every key (what
+        // ran on that server before it, lane or not).
+        .map(|c| {
+            let reason = c.reason.replace(&subject.run_prefix, "PREFIX");
+            let reason = match reason.split_once("searched every key on the server (") {
+                Some((before, after)) => format!(
+                    "{before}searched every key on the server (N{}",
+                    after.trim_start_matches(|ch: char| ch.is_ascii_digit())
+                ),
+                None => reason,
+            };
+            (c.id, c.verdict, reason)
+        })
+        .collect();
+    let urls = noting.urls.lock().map_or(0, |u| u.len());
+    (results, urls)
+}
+
+#[tokio::test]
+async fn three_lanes_give_what_one_gives_on_servers_of_their_own() {
+    let server = ManagedServer::start(ServerOptions::default())
+        .await
+        .expect("managed server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let good: Arc<dyn StoreFactory> =
+        Arc::new(RedisStoreFactory::new(dir.path().join("kept.sqlite")));
+    let broken = sabotage::by_name("release-without-token", dir.path()).expect("a sabotage");
+    for (store, tag, fails) in [(good, "good", false), (broken, "broken", true)] {
+        let (one, one_urls) = run(&server, store.clone(), 1, tag).await;
+        let (three, three_urls) = run(&server, store, 3, tag).await;
+        let differ: Vec<_> = one.iter().zip(&three).filter(|(a, b)| a != b).collect();
+        assert_eq!(one.len(), three.len());
+        assert!(differ.is_empty(), "one lane, then three: {differ:#?}");
+        assert_eq!(
+            one.iter().any(|(_, v, _)| *v == Verdict::Fail),
+            fails,
+            "{one:#?}"
+        );
+        // Checks that start servers of their own point the store at them
+        // on any lane: the lanes add the two servers of their own.
+        assert!(
+            three_urls >= one_urls + 2,
+            "{one_urls} servers on one lane, {three_urls} on three"
+        );
+    }
+    let _ = server.stop().await;
+}
