@@ -71,30 +71,26 @@ fn lanes_for(asked: usize, processes: bool, cores: usize) -> usize {
 
 /// `subject` itself, as a lane's: the run's own server.
 pub(crate) fn on_same<'a>(subject: &Subject<'a>) -> Subject<'a> {
-    Subject {
-        spec: subject.spec.clone(),
-        factory: subject.factory.clone(),
-        opt_out: subject.opt_out.clone(),
-        run_prefix: subject.run_prefix.clone(),
-        contracts: subject.contracts.clone(),
-        server: match &subject.server {
-            ServerRef::Managed(s) => ServerRef::Managed(s),
-            ServerRef::External { url } => ServerRef::External { url: url.clone() },
-        },
-        seed: subject.seed,
-        may_start_servers: subject.may_start_servers,
-    }
+    let server = match &subject.server {
+        ServerRef::Managed(s) => ServerRef::Managed(s),
+        ServerRef::External { url } => ServerRef::External { url: url.clone() },
+    };
+    pointed_at(subject, server)
 }
 
 /// `subject` pointed at `server`: the same store, prefix and seed.
 pub(crate) fn on<'a>(subject: &Subject<'_>, server: &'a ManagedServer) -> Subject<'a> {
+    pointed_at(subject, ServerRef::Managed(server))
+}
+
+fn pointed_at<'a>(subject: &Subject<'_>, server: ServerRef<'a>) -> Subject<'a> {
     Subject {
         spec: subject.spec.clone(),
         factory: subject.factory.clone(),
         opt_out: subject.opt_out.clone(),
         run_prefix: subject.run_prefix.clone(),
         contracts: subject.contracts.clone(),
-        server: ServerRef::Managed(server),
+        server,
         seed: subject.seed,
         may_start_servers: subject.may_start_servers,
     }
