@@ -10,10 +10,9 @@
 //! prefix: the same seed gives the same report, however many lanes.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use harness::server::ManagedServer;
-use harness::{CheckSpec, Progress, ServerRef, Subject};
+use harness::{Progress, Subject};
 
 use crate::{CheckDef, CheckKind};
 
@@ -75,33 +74,6 @@ fn lanes_for(asked: usize, processes: bool, cores: usize) -> usize {
     }
 }
 
-/// `subject` itself, as a lane's: the run's own server.
-pub(crate) fn on_same<'a>(subject: &Subject<'a>) -> Subject<'a> {
-    let server = match &subject.server {
-        ServerRef::Managed(s) => ServerRef::Managed(s),
-        ServerRef::External { url } => ServerRef::External { url: url.clone() },
-    };
-    pointed_at(subject, server)
-}
-
-/// `subject` pointed at `server`: the same store, prefix and seed.
-pub(crate) fn on<'a>(subject: &Subject<'_>, server: &'a ManagedServer) -> Subject<'a> {
-    pointed_at(subject, ServerRef::Managed(server))
-}
-
-fn pointed_at<'a>(subject: &Subject<'_>, server: ServerRef<'a>) -> Subject<'a> {
-    Subject {
-        spec: subject.spec.clone(),
-        factory: subject.factory.clone(),
-        opt_out: subject.opt_out.clone(),
-        run_prefix: subject.run_prefix.clone(),
-        contracts: subject.contracts.clone(),
-        server,
-        seed: subject.seed,
-        may_start_servers: subject.may_start_servers,
-    }
-}
-
 /// About how long a check takes, in units of a scenario's: a generated
 /// check plays its sequences (about one scenario's time for eight), the
 /// server-assumption checks start servers or adapters of their own.
@@ -113,20 +85,18 @@ fn weight(def: Option<&CheckDef>) -> u64 {
     }
 }
 
-/// The lane of each of `to_run` among `lanes`: the heaviest checks first,
-/// each to the lane with the least work so far (the first such lane on a
-/// tie), so the lanes end near one another. A function of the checks alone.
-pub(crate) fn assign(to_run: &[CheckSpec], defs: &[Arc<CheckDef>], lanes: usize) -> Vec<usize> {
+/// The lane of each of `checks` (each as the suite found it, `None` for
+/// an id it does not know) among `lanes`: the heaviest checks first, each
+/// to the lane with the least work so far (the first such lane on a tie),
+/// so the lanes end near one another. A function of the checks alone.
+pub(crate) fn assign(checks: &[Option<&CheckDef>], lanes: usize) -> Vec<usize> {
     let lanes = lanes.max(1);
-    let weights: Vec<u64> = to_run
-        .iter()
-        .map(|spec| weight(defs.iter().find(|d| d.spec.id == spec.id).map(|d| &**d)))
-        .collect();
-    let mut order: Vec<usize> = (0..to_run.len()).collect();
+    let weights: Vec<u64> = checks.iter().map(|def| weight(*def)).collect();
+    let mut order: Vec<usize> = (0..checks.len()).collect();
     // Stable: checks of one weight keep the suite's order.
     order.sort_by_key(|&n| std::cmp::Reverse(weights[n]));
     let mut load = vec![0u64; lanes];
-    let mut lane_of = vec![0usize; to_run.len()];
+    let mut lane_of = vec![0usize; checks.len()];
     for n in order {
         let lane = (0..lanes).min_by_key(|&l| (load[l], l)).unwrap_or(0);
         load[lane] += weights[n];
@@ -163,15 +133,11 @@ mod tests {
     #[test]
     fn every_check_has_one_lane_and_the_generated_ones_spread() {
         let defs = all_checks();
-        let specs: Vec<CheckSpec> = defs.iter().map(|d| d.spec).collect();
-        let lane_of = assign(&specs, &defs, 2);
-        assert_eq!(lane_of.len(), specs.len());
+        let checks: Vec<Option<&CheckDef>> = defs.iter().map(|d| Some(&**d)).collect();
+        let lane_of = assign(&checks, 2);
+        assert_eq!(lane_of.len(), checks.len());
         assert!(lane_of.iter().all(|l| *l < 2));
-        assert_eq!(
-            lane_of,
-            assign(&specs, &defs, 2),
-            "a function of the checks"
-        );
+        assert_eq!(lane_of, assign(&checks, 2), "a function of the checks");
         let generated: Vec<usize> = defs
             .iter()
             .enumerate()
@@ -186,7 +152,7 @@ mod tests {
         // Near one another: no lane holds more than its share and the
         // heaviest check.
         let load = |lane: usize| -> u64 {
-            (0..specs.len())
+            (0..checks.len())
                 .filter(|n| lane_of[*n] == lane)
                 .map(|n| weight(Some(&defs[n])))
                 .sum()
@@ -198,10 +164,10 @@ mod tests {
             load(0),
             load(1)
         );
-        let one = assign(&specs, &defs, 1);
+        let one = assign(&checks, 1);
         assert!(one.iter().all(|l| *l == 0));
         let grouped = by_lane(&lane_of);
-        assert_eq!(grouped.values().map(Vec::len).sum::<usize>(), specs.len());
+        assert_eq!(grouped.values().map(Vec::len).sum::<usize>(), checks.len());
         assert!(grouped
             .values()
             .all(|ns| ns.windows(2).all(|w| w[0] < w[1])));

@@ -78,7 +78,7 @@ use harness::counterexample::Counterexample;
 use harness::evidence::Evidence;
 use harness::figures::{ConformanceFigures, Figures};
 use harness::{CheckResult, Level};
-use harness::{CheckSpec, Needs, Progress, Subject, Suite, SuiteError, SuiteRun};
+use harness::{CheckSpec, Needs, Progress, ServerRef, Subject, Suite, SuiteError, SuiteRun};
 use scenario::needs_server_clock;
 
 /// The suite's name, as `--suite` and the report write it.
@@ -294,18 +294,24 @@ impl Suite for ConformanceSuite {
         progress: &dyn Progress,
     ) -> Result<SuiteRun, SuiteError> {
         let defs = all_checks();
-        let servers = lanes::start(subject, self.lanes, progress).await;
-        let subjects: Vec<Subject<'_>> = std::iter::once(lanes::on_same(subject))
-            .chain(servers.iter().map(|s| lanes::on(subject, s)))
+        let checks: Vec<Option<&CheckDef>> = to_run
+            .iter()
+            .map(|spec| defs.iter().find(|d| d.spec.id == spec.id).map(|d| &**d))
             .collect();
-        let lane_of = lanes::assign(to_run, &defs, subjects.len());
+        let servers = lanes::start(subject, self.lanes, progress).await;
+        let on_lanes: Vec<Subject<'_>> = servers
+            .iter()
+            .map(|s| subject.on_server(ServerRef::Managed(s)))
+            .collect();
+        let subjects: Vec<&Subject<'_>> = std::iter::once(subject).chain(&on_lanes).collect();
+        let lane_of = lanes::assign(&checks, subjects.len());
         let runs = lanes::by_lane(&lane_of).into_iter().map(|(lane, numbers)| {
-            let (subject, defs) = (&subjects[lane], &defs);
+            let (subject, checks) = (subjects[lane], &checks);
             async move {
                 let mut done = Vec::with_capacity(numbers.len());
                 for n in numbers {
                     let spec = &to_run[n];
-                    let result = match defs.iter().find(|d| d.spec.id == spec.id) {
+                    let result = match checks[n] {
                         Some(def) => run_check(subject, n, &self.sized(def)).await,
                         None => spec.result(
                             SUITE,
@@ -329,8 +335,6 @@ impl Suite for ConformanceSuite {
             .collect();
         numbered.sort_by_key(|(n, _)| *n);
         let results: Vec<CheckResult> = numbered.into_iter().map(|(_, r)| r).collect();
-        drop(subjects);
-        drop(servers);
         SuiteError::unless_an_adapter_broke(subject.factory.as_ref())?;
         let figures = figures(&results);
         Ok(SuiteRun {

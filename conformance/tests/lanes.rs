@@ -8,11 +8,12 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use conformance::ConformanceSuite;
-use harness::contract::{Contract, StoreError};
+use harness::contract::StoreError;
 use harness::server::{ManagedServer, ServerOptions};
 use harness::store::{Hello, StoreClient, StoreFactory, StoreInfo};
-use harness::{ServerRef, Silent, Subject, Suite, Verdict};
+use harness::{Silent, Suite, Verdict};
 use stores::redis::RedisStoreFactory;
+use testkit::TestServer;
 
 /// A store that notes the prefix and server of every connect of the
 /// run's prefix, and the instances it was asked to start ahead.
@@ -61,16 +62,10 @@ async fn run(
         connects: Mutex::default(),
         warmed: Mutex::default(),
     });
-    let subject = Subject {
-        spec: noting.spec(),
-        factory: noting.clone(),
-        opt_out: None,
-        run_prefix: format!("sp:lanes:{tag}:{lanes}:"),
-        contracts: Contract::COORDINATION.to_vec(),
-        server: ServerRef::Managed(server),
-        seed: 5,
-        may_start_servers: true,
-    };
+    let subject = testkit::subject(noting.clone())
+        .prefix(format!("sp:lanes:{tag}:{lanes}:"))
+        .seed(5)
+        .on(server);
     let suite = ConformanceSuite::with_cases(8).with_lanes(lanes);
     let run = suite
         .run(&subject, &suite.checks(), &Silent)
@@ -128,28 +123,21 @@ async fn run(
 }
 
 /// Whether `url`'s port is below the range this machine hands to outgoing
-/// connections and to listeners on port 0.
+/// connections and to listeners on port 0 (where managed servers listen).
 fn below_ephemeral(url: &str) -> bool {
-    let floor: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|r| r.split_whitespace().next()?.parse().ok())
-        .unwrap_or(32768);
     url.trim_end_matches('/')
         .rsplit(':')
         .next()
         .and_then(|p| p.parse::<u16>().ok())
-        .is_some_and(|port| port < floor)
+        .is_some_and(|port| port < harness::server::ephemeral_floor())
 }
 
 #[tokio::test]
 async fn three_lanes_give_what_one_gives_on_servers_of_their_own() {
-    let server = ManagedServer::start(ServerOptions::default())
-        .await
-        .expect("managed server");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let good: Arc<dyn StoreFactory> =
-        Arc::new(RedisStoreFactory::new(dir.path().join("kept.sqlite")));
-    let broken = sabotage::by_name("release-without-token", dir.path()).expect("a sabotage");
+    // On the virtual clock: the scenarios move time to the millisecond.
+    let server = TestServer::with(ServerOptions::default()).await;
+    let good: Arc<dyn StoreFactory> = Arc::new(RedisStoreFactory::new(server.kept_db()));
+    let broken = sabotage::by_name("release-without-token", server.dir()).expect("a sabotage");
     for (store, tag, fails) in [(good, "good", false), (broken, "broken", true)] {
         let (one, one_urls) = run(&server, store.clone(), 1, tag).await;
         let (three, three_urls) = run(&server, store, 3, tag).await;
@@ -163,5 +151,4 @@ async fn three_lanes_give_what_one_gives_on_servers_of_their_own() {
         );
         assert_eq!((one_urls, three_urls), (0, 2), "servers besides the run's");
     }
-    let _ = server.stop().await;
 }

@@ -330,11 +330,12 @@ impl TransitionCache {
         if self.check_one_in == 0 {
             return None;
         }
-        let sampled = self.behaviour_sampled(key);
         let behaviours = self.behaviours.lock().ok()?;
         behaviours
             .get(key)
-            .filter(|b| !b.varies && (trusted || !b.on_trial) && (b.checked || !sampled))
+            .filter(|b| !b.varies && (trusted || !b.on_trial))
+            // Hashed only for a record not yet checked.
+            .filter(|b| b.checked || !self.behaviour_sampled(key))
             .map(|b| b.next.clone())
     }
 

@@ -155,6 +155,20 @@ pub struct Subject<'a> {
 }
 
 impl Subject<'_> {
+    /// The same store, claims, prefix and seed, pointed at `server`.
+    pub fn on_server<'s>(&self, server: ServerRef<'s>) -> Subject<'s> {
+        Subject {
+            spec: self.spec.clone(),
+            factory: self.factory.clone(),
+            opt_out: self.opt_out.clone(),
+            run_prefix: self.run_prefix.clone(),
+            contracts: self.contracts.clone(),
+            server,
+            seed: self.seed,
+            may_start_servers: self.may_start_servers,
+        }
+    }
+
     /// The server kind of the run (`certify --server`): the kind of the
     /// managed server it runs on; `None` for the default binary or a
     /// `--redis-url` run. It travels with the run, never through process

@@ -17,6 +17,7 @@ mod external;
 mod managed;
 mod options;
 mod port;
+pub use port::ephemeral_floor;
 mod process;
 
 use std::path::PathBuf;

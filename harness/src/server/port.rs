@@ -6,9 +6,10 @@ use rand::RngExt;
 
 use super::ServerError;
 
-/// The lowest port this machine hands to outgoing connections
-/// (`ip_local_port_range`), Linux's default when it cannot be read.
-fn ephemeral_floor() -> u16 {
+/// The lowest port this machine hands to outgoing connections and to
+/// listeners on port 0 (`ip_local_port_range`), Linux's default when it
+/// cannot be read. Managed servers listen below it.
+pub fn ephemeral_floor() -> u16 {
     std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
         .ok()
         .and_then(|r| r.split_whitespace().next()?.parse().ok())
